@@ -1,0 +1,50 @@
+# gpt2 trainer: see README.md. Host code (llmc/*.cpp) is built once into build/libllmc.a and
+# shared by the tools, both trainers and the unit tests.
+CXX      ?= g++
+CXXFLAGS ?= -O3 -march=native
+CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -MMD -MP
+LDLIBS   += -lfmt -lpthread
+
+BUILD     := build
+LLMC_SRCS := $(wildcard llmc/*.cpp)
+LLMC_OBJS := $(LLMC_SRCS:%.cpp=$(BUILD)/%.o)
+UNIT_SRCS := $(wildcard tests/unit/*.cpp)
+UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
+LIBLLMC   := $(BUILD)/libllmc.a
+
+.PHONY: all setup data run test bench-tokenize clean
+all: tokenize
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(LIBLLMC): $(LLMC_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+tokenize: $(BUILD)/tokenize.o $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/unit_tests: $(UNIT_OBJS) $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+data: setup tokenize
+	@bash scripts/prepare_corpus.sh
+
+run: data
+	@bash scripts/run.sh
+
+test: setup tokenize $(BUILD)/unit_tests
+	@bash tests/run_all.sh
+
+bench-tokenize: setup tokenize
+	@bash scripts/bench_tokenize.sh
+
+clean:
+	rm -rf $(BUILD) tokenize
+
+-include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d

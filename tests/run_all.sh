@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make test`: runs the doctest unit tests and every tests/check_*.sh, one line per check, and ends
+# with "N passed, N failed". Each check's full output goes to build/test-logs/<check>.log; a
+# failing check's tail is printed so CI logs show why.
+set -u
+cd "$(dirname "$0")/.."
+logs=build/test-logs
+mkdir -p "$logs"
+passed=0; failed=0
+
+run_check() {
+  local name=$1; shift
+  local log="$logs/$name.log"
+  local start=$SECONDS
+  if "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    printf 'PASS  %-34s %4ss  %s\n' "$name" $((SECONDS - start)) "$(tail -n 1 "$log" | cut -c1-100)"
+  else
+    failed=$((failed + 1))
+    printf 'FAIL  %-34s %4ss  (log: %s)\n' "$name" $((SECONDS - start)) "$log"
+    tail -n 25 "$log" | sed 's/^/      | /'
+  fi
+}
+
+run_check unit_tests build/unit_tests --no-intro --no-version
+for check in tests/check_*.sh; do
+  [ -e "$check" ] || continue
+  name=$(basename "$check" .sh)
+  run_check "${name#check_}" bash "$check"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
