@@ -13,7 +13,7 @@ UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 LIBLLMC   := $(BUILD)/libllmc.a
 
 .PHONY: all setup data run test bench-tokenize clean
-all: tokenize
+all: tokenize train_gpt2 test_gpt2
 
 setup:
 	@bash scripts/setup.sh
@@ -27,6 +27,12 @@ $(LIBLLMC): $(LLMC_OBJS)
 	ar rcs $@ $^
 
 tokenize: $(BUILD)/tokenize.o $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+train_gpt2: $(BUILD)/train_gpt2.o $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+test_gpt2: $(BUILD)/test_gpt2.o $(LIBLLMC)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/unit_tests: $(UNIT_OBJS) $(LIBLLMC)
@@ -45,6 +51,6 @@ bench-tokenize: setup tokenize
 	@bash scripts/bench_tokenize.sh
 
 clean:
-	rm -rf $(BUILD) tokenize
+	rm -rf $(BUILD) tokenize train_gpt2 test_gpt2
 
--include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d
+-include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d

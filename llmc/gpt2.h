@@ -1,0 +1,66 @@
+// GPT-2 model description shared by both trainers: the configuration, the parameter layout of the
+// llm.c-compatible checkpoint format (DESIGN.md §2), initialisation, and model-file I/O.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+constexpr int32_t kModelMagic = 20240326;
+constexpr int kModelVersionFp32 = 3;
+constexpr int kModelVersionBf16 = 5;
+constexpr int kModelHeaderInts = 256;
+
+struct GPT2Config {
+  int max_seq_len = 1024;
+  int vocab_size = 50257;
+  int padded_vocab_size = 50304;
+  int num_layers = 12;
+  int num_heads = 12;
+  int channels = 768;
+};
+
+// "d6", "d12", "d24", "d36", "d48" (GPT-2 small..XL shapes of llm.c), or a custom shape written
+// "L<layers>H<heads>C<channels>" with an optional "T<max_seq_len>" (e.g. "L4H4C256T256") for small
+// models. Throws std::invalid_argument naming the descriptor when it is neither, or when channels
+// is not divisible by heads.
+GPT2Config config_from_descriptor(const std::string& descriptor);
+bool is_descriptor(const std::string& s);
+
+// The 16 parameter tensors in checkpoint order.
+enum ParamIndex {
+  kWte, kWpe, kLn1w, kLn1b, kQkvw, kQkvb, kAttprojw, kAttprojb,
+  kLn2w, kLn2b, kFcw, kFcb, kFcprojw, kFcprojb, kLnfw, kLnfb, kNumParamTensors
+};
+
+struct ParamTensor {
+  const char* name;
+  size_t offset;       // in floats, from the start of the flat parameter buffer
+  size_t numel;
+  bool weight_decay;   // only wte, wpe, qkvw, attprojw, fcw, fcprojw are decayed
+};
+std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config);
+size_t num_parameters(const GPT2Config& config);
+
+// GPT-2 initialisation from a seed: weights N(0, 0.02), the two residual projections (attprojw,
+// fcprojw) N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1 and biases 0, padded vocab rows 0.
+std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed);
+
+struct ModelFile {
+  GPT2Config config;
+  int version = kModelVersionFp32;  // the version it was stored with
+  std::vector<float> params;        // always fp32 in memory
+};
+// Reads a version 3 (fp32) or 5 (bf16) model file; throws std::runtime_error naming the file on a
+// bad magic/version/shape or a size that does not match the header.
+ModelFile load_model(const std::string& path);
+// Writes atomically (path + ".tmp", then rename); version 5 rounds to bf16 to nearest even.
+void save_model(const std::string& path, const GPT2Config& config, const float* params, int version);
+
+uint16_t float_to_bf16(float x);  // round to nearest even; NaN stays NaN
+float bf16_to_float(uint16_t x);
+
+}  // namespace llmc
