@@ -13,7 +13,7 @@ UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 LIBLLMC   := $(BUILD)/libllmc.a
 
 .PHONY: all setup data run test bench-tokenize clean
-all: tokenize train_gpt2 test_gpt2
+all: tokenize train_gpt2 test_gpt2 hf_convert
 
 setup:
 	@bash scripts/setup.sh
@@ -35,22 +35,31 @@ train_gpt2: $(BUILD)/train_gpt2.o $(LIBLLMC)
 test_gpt2: $(BUILD)/test_gpt2.o $(LIBLLMC)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
+hf_convert: $(BUILD)/hf_convert.o $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
 $(BUILD)/unit_tests: $(UNIT_OBJS) $(LIBLLMC)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
-data: setup tokenize
+# Targets that need installed packages run `setup` first, then build in a sub-make, so that a
+# parallel build on a fresh machine never compiles before the headers and libraries are there.
+data: setup
+	@$(MAKE) --no-print-directory tokenize
 	@bash scripts/prepare_corpus.sh
 
 run: data
+	@$(MAKE) --no-print-directory train_gpt2
 	@bash scripts/run.sh
 
-test: setup tokenize $(BUILD)/unit_tests
+test: setup
+	@$(MAKE) --no-print-directory tokenize train_gpt2 test_gpt2 hf_convert $(BUILD)/unit_tests
 	@bash tests/run_all.sh
 
-bench-tokenize: setup tokenize
+bench-tokenize: setup
+	@$(MAKE) --no-print-directory tokenize
 	@bash scripts/bench_tokenize.sh
 
 clean:
-	rm -rf $(BUILD) tokenize train_gpt2 test_gpt2
+	rm -rf $(BUILD) tokenize train_gpt2 test_gpt2 hf_convert
 
--include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d
+-include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d $(BUILD)/hf_convert.d

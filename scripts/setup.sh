@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential libfmt-dev doctest-dev libopenmpi-dev openmpi-bin
-              python3-torch python3-numpy)
+              python3-torch python3-numpy python3-matplotlib)
 
 # name version sha512-integrity (from the npm registry's dist.integrity)
 NPM_PACKAGES=(

@@ -1,0 +1,134 @@
+// AdamW with fp32 master weights and stochastic rounding to floatX: versions checked against
+// llmc/cpu_adamw.h over a GPT-2 124M-sized parameter buffer, then timed.
+//   v1  llmc/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
+//   v2  llmc/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
+#include "dev/cuda/common.cuh"
+#include "llmc/adamw.cuh"
+#include "llmc/cpu_adamw.h"
+
+using llmc::floatX;
+
+namespace {
+
+constexpr size_t kN = 124475904;  // GPT-2 124M with the vocabulary padded to 50304
+constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kDecay = 0.1f, kGradScale = 0.8f;
+constexpr int kStep = 5;
+constexpr uint32_t kSeed = 1234;
+
+// Stochastic rounding may only return x itself (when floatX holds it exactly) or one of the two
+// bf16 values around it: x with its low 16 bits cleared, or that plus one bf16 step (away from zero).
+bool is_rounding_of(float got, float x) {
+  if constexpr (sizeof(floatX) == sizeof(float)) {
+    return got == x;
+  } else {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    const uint32_t down = bits & 0xffff0000u;
+    const uint32_t up = down + 0x10000u;
+    uint32_t got_bits;
+    std::memcpy(&got_bits, &got, sizeof got_bits);
+    return got_bits == down || (down != bits && got_bits == up);
+  }
+}
+
+void launch(const std::string& v, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
+  const llmc::AdamWArgs a = llmc::adamw_args(kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed);
+  if (v == "v1") {
+    llmc::adamw_scalar_kernel<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(params, master, grads, m, vv,
+                                                                                         kN, a);
+    CUDA_CHECK_LAST();
+  } else {
+    llmc::adamw_update(params, master, grads, m, vv, kN, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0);
+  }
+}
+
+int run(const bench::Args& args) {
+  bench::require_known_version(args, {"v1", "v2"});
+  bool ok = true;
+  const auto params = bench::round_through<floatX>(bench::random_vector(kN, 41));
+  const auto grads = bench::round_through<floatX>(bench::random_vector(kN, 42));
+  const auto m0 = bench::random_vector(kN, 43, -0.1f, 0.1f);
+  const auto v0 = bench::random_vector(kN, 44, 1e-4f, 1e-2f);
+  std::vector<float> params_ref = params, m_ref = m0, v_ref = v0;
+  llmc::adamw_update(params_ref.data(), grads.data(), m_ref.data(), v_ref.data(), kN, kLr, kBeta1, kBeta2, kEps, kDecay,
+                     kStep, kGradScale);
+
+  floatX* d_params = bench::to_device<floatX>(params);
+  floatX* d_grads = bench::to_device<floatX>(grads);
+  float* d_master = bench::to_device<float>(params);
+  float* d_m = bench::to_device<float>(m0);
+  float* d_v = bench::to_device<float>(v0);
+  auto reset = [&] {
+    for (auto [dev, host] : {std::pair{d_master, &params}, std::pair{d_m, &m0}, std::pair{d_v, &v0}}) {
+      float* fresh = bench::to_device<float>(*host);
+      CUDA_CHECK(cudaMemcpy(dev, fresh, kN * sizeof(float), cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaFree(fresh));
+    }
+    bench::poison(d_params, kN * sizeof(floatX));
+  };
+
+  for (const std::string v : {"v1", "v2"}) {
+    if (!bench::selected(args, v)) continue;
+    reset();
+    launch(v, d_params, d_master, d_grads, d_m, d_v);
+    const auto master = bench::from_device(d_master, kN);
+    const auto params_low = bench::from_device(d_params, kN);
+    ok &= bench::check("adamw " + v + " master", master, params_ref, 1e-5);
+    ok &= bench::check("adamw " + v + " m", bench::from_device(d_m, kN), m_ref, 1e-5);
+    ok &= bench::check("adamw " + v + " v", bench::from_device(d_v, kN), v_ref, 1e-5);
+    ok &= bench::check("adamw " + v + " params (floatX)", params_low, params_ref, 1e-2);
+    size_t off_grid = 0;
+    for (size_t i = 0; i < kN; ++i) off_grid += !is_rounding_of(params_low[i], master[i]);
+    fmt::print("{}  adamw {} params are a stochastic rounding of master ({} outliers)\n", off_grid ? "FAIL" : "PASS", v,
+               off_grid);
+    ok &= off_grid == 0;
+    if constexpr (sizeof(floatX) == 2) {
+      // An element whose dropped low 16 bits are the fraction f of a bf16 step rounds up with
+      // probability f, so it lands on the farther neighbour with probability min(f, 1-f).
+      // Round-to-nearest would never do that; compare the count with its expectation.
+      size_t far = 0;
+      double expected = 0.0, variance = 0.0;
+      for (size_t i = 0; i < kN; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &master[i], sizeof bits);
+        const double f = (bits & 0xffffu) / 65536.0;
+        const double p_far = std::min(f, 1.0 - f);
+        expected += p_far;
+        variance += p_far * (1.0 - p_far);
+        far += params_low[i] != bench::to_float(bench::from_float<floatX>(master[i]));
+      }
+      const bool sr_ok = std::fabs(double(far) - expected) < 6.0 * std::sqrt(variance) + 1.0 && expected > 1.0;
+      fmt::print("{}  adamw {} rounds to the farther bf16 neighbour {} times (expected {:.0f} +- {:.0f})\n",
+                 sr_ok ? "PASS" : "FAIL", v, far, expected, std::sqrt(variance));
+      ok &= sr_ok;
+    }
+    reset();
+    launch(v, d_params, d_master, d_grads, d_m, d_v);
+    ok &= bench::check_identical("adamw " + v + " params (floatX)", bench::from_device(d_params, kN), params_low);
+  }
+
+  if (!args.check_only && ok) {
+    // Per element: grad read, m/v/master read and written, floatX params written.
+    const double bytes = kN * (2.0 * sizeof(floatX) + 6.0 * sizeof(float));
+    for (const std::string v : {"v1", "v2"})
+      if (bench::selected(args, v))
+        bench::report("adamw " + v, bench::time_ms([&] { launch(v, d_params, d_master, d_grads, d_m, d_v); }), bytes,
+                      0);
+  }
+
+  for (void* p : {static_cast<void*>(d_params), static_cast<void*>(d_grads), static_cast<void*>(d_master),
+                  static_cast<void*>(d_m), static_cast<void*>(d_v)})
+    CUDA_CHECK(cudaFree(p));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(bench::parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,216 @@
+// Causal self-attention, forward and backward: the plain fallback (llmc/attention.cuh, permutes +
+// cuBLAS + softmax kernels, in floatX) and cuDNN's fused flash attention (llmc/cudnn_attention.h,
+// bf16), each checked against the CPU layer (llmc/cpu_attention.h) at B=4, T=1024, NH=12, HS=64
+// and timed there and at B=8.
+//
+// FLOPs: the forward's two T x T products (Q K^T, att V) and the backward's four (dV, d(att),
+// dQ, dK), each 2*B*NH*T*T*HS, counted at half for the causal mask. cuDNN's backward also
+// recomputes Q K^T; that work is not counted.
+//
+// usage: ./attention [fallback_fwd|fallback_bwd|cudnn_fwd|cudnn_bwd|all] [--check]
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "dev/cuda/common.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/cpu_attention.h"
+#include "llmc/cudnn_attention.h"
+
+using llmc::floatX;
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+constexpr int kT = 1024, kNH = 12, kHS = 64, kC = kNH * kHS;
+constexpr double kFallbackTol = std::is_same<floatX, float>::value ? 1e-4 : 2e-2;
+constexpr double kCudnnTol = 2e-2;
+
+struct Reference {
+  std::vector<float> qkv, dout, out, att, lse, dqkv;
+};
+
+// CPU forward and backward; the log-sum-exp of each score row (what cuDNN's stats hold) follows
+// from the diagonal probability: att[t][t] = exp(s_tt - lse), s_tt = q_t . k_t / sqrt(HS).
+Reference make_reference(int B, uint64_t seed, bool round_bf16) {
+  Reference r;
+  const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC;
+  r.qkv = bench::random_vector(n_qkv, seed + 1);
+  r.dout = bench::random_vector(n_out, seed + 2);
+  if (round_bf16) {
+    r.qkv = bench::round_through<bf16>(r.qkv);
+    r.dout = bench::round_through<bf16>(r.dout);
+  }
+  r.out.resize(n_out);
+  r.att.resize(size_t(B) * kNH * kT * kT);
+  llmc::attention_forward(r.out.data(), r.att.data(), r.qkv.data(), B, kT, kC, kNH);
+  r.dqkv.resize(n_qkv);
+  llmc::attention_backward(r.dqkv.data(), r.dout.data(), r.qkv.data(), r.att.data(), B, kT, kC, kNH);
+  r.lse.resize(size_t(B) * kNH * kT);
+  const double scale = 1.0 / std::sqrt(double(kHS));
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < kNH; ++h)
+      for (int t = 0; t < kT; ++t) {
+        const float* q = &r.qkv[(size_t(b) * kT + t) * 3 * kC + h * kHS];
+        const float* k = q + kC;
+        double dot = 0.0;
+        for (int i = 0; i < kHS; ++i) dot += double(q[i]) * k[i];
+        const size_t row = (size_t(b) * kNH + h) * kT + t;
+        r.lse[row] = float(dot * scale - std::log(double(r.att[row * kT + t])));
+      }
+  return r;
+}
+
+double causal_flops(int B, int products) { return products * 2.0 * B * kNH * double(kT) * kT * kHS * 0.5; }
+
+template <class T>
+T* device_alloc(size_t n) {
+  T* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  return p;
+}
+
+struct Runner {
+  bench::Args args;
+  bool all_ok = true;
+  void ok(bool pass) { all_ok = all_ok && pass; }
+
+  // The fallback at batch B: checks when `ref` is given, times unless --check.
+  void fallback(llmc::BlasContext& ctx, int B, const Reference* ref, const std::vector<float>& qkv_host,
+                const std::vector<float>& dout_host) {
+    const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC, n_att = size_t(B) * kNH * kT * kT;
+    floatX* qkv = bench::to_device<floatX>(qkv_host);
+    floatX* dout = bench::to_device<floatX>(dout_host);
+    floatX* out = device_alloc<floatX>(n_out);
+    floatX* att = device_alloc<floatX>(n_att);
+    floatX* dqkv = device_alloc<floatX>(n_qkv);
+    floatX* heads = device_alloc<floatX>(7 * n_out + n_att);
+    const llmc::AttentionBuffers buf{heads,         heads + n_out,     heads + 2 * n_out, heads + 3 * n_out,
+                                     heads + 4 * n_out, heads + 5 * n_out, heads + 6 * n_out, heads + 7 * n_out};
+    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, kT, kC, kNH, 0); };
+    auto bwd = [&] { llmc::attention_backward(ctx, dqkv, dout, qkv, att, buf, B, kT, kC, kNH, 0); };
+    const std::string sfx = fmt::format(" B={}", B);
+    const double e = sizeof(floatX);
+    if (bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd")) {
+      bench::poison(out, n_out * sizeof(floatX));
+      bench::poison(att, n_att * sizeof(floatX));
+      fwd();
+      if (ref && bench::selected(args, "fallback_fwd")) {
+        ok(bench::check("fallback_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kFallbackTol));
+        ok(bench::check("fallback_fwd att" + sfx, bench::from_device(att, n_att), ref->att, kFallbackTol));
+      }
+      if (!args.check_only && bench::selected(args, "fallback_fwd"))
+        bench::report("fallback_fwd" + sfx, bench::time_ms(fwd, 3, 20), e * (n_qkv + n_out + n_att),
+                      causal_flops(B, 2));
+    }
+    if (bench::selected(args, "fallback_bwd")) {
+      bench::poison(dqkv, n_qkv * sizeof(floatX));
+      bwd();
+      if (ref) ok(bench::check("fallback_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kFallbackTol));
+      if (!args.check_only)
+        bench::report("fallback_bwd" + sfx, bench::time_ms(bwd, 3, 20), e * (2 * n_qkv + n_out + n_att),
+                      causal_flops(B, 4));
+    }
+    for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)att, (void*)dqkv, (void*)heads}) cudaFree(p);
+  }
+
+  void cudnn(llmc::CudnnAttention& attn, int B, const Reference* ref, const std::vector<float>& qkv_host,
+             const std::vector<float>& dout_host) {
+    const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC, n_rows = size_t(B) * kNH * kT;
+    const std::string sfx = fmt::format(" B={}", B);
+    const size_t ws_bytes = std::max(attn.forward_workspace_bytes(B, kT, kNH, kHS, true),
+                                     attn.backward_workspace_bytes(B, kT, kNH, kHS));
+    fmt::print("cudnn workspace B={}: {:.1f} MiB\n", B, ws_bytes / 1048576.0);
+    bf16* qkv = bench::to_device<bf16>(qkv_host);
+    bf16* dout = bench::to_device<bf16>(dout_host);
+    bf16* out = device_alloc<bf16>(n_out);
+    bf16* dqkv = device_alloc<bf16>(n_qkv);
+    float* stats = device_alloc<float>(n_rows);
+    char* ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
+    auto fwd = [&] { attn.forward(out, stats, qkv, B, kT, kNH, kHS, true, ws, ws_bytes, 0); };
+    auto bwd = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, kT, kNH, kHS, ws, ws_bytes, 0); };
+    if (bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd")) {
+      bench::poison(out, n_out * sizeof(bf16));
+      bench::poison(stats, n_rows * sizeof(float));
+      fwd();
+      if (ref && bench::selected(args, "cudnn_fwd")) {
+        ok(bench::check("cudnn_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kCudnnTol));
+        ok(bench::check("cudnn_fwd stats (log-sum-exp)" + sfx, bench::from_device(stats, n_rows), ref->lse, kCudnnTol));
+      }
+      if (!args.check_only && bench::selected(args, "cudnn_fwd"))
+        bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(B, 2));
+    }
+    if (bench::selected(args, "cudnn_bwd")) {
+      bench::poison(dqkv, n_qkv * sizeof(bf16));
+      bwd();
+      if (ref) ok(bench::check("cudnn_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kCudnnTol));
+      if (!args.check_only)
+        bench::report("cudnn_bwd" + sfx, bench::time_ms(bwd), 2.0 * (2 * n_qkv + 2 * n_out) + 4.0 * n_rows,
+                      causal_flops(B, 4));
+    }
+    for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats, (void*)ws}) cudaFree(p);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    bench::Args args = bench::parse_args(argc, argv);
+    bench::require_known_version(args, {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd"});
+    const bool want_fallback = bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd");
+    const bool want_cudnn = bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd");
+    Runner runner{args};
+    const size_t blas_ws_bytes = size_t(32) << 20;
+    void* blas_ws = nullptr;
+    CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
+    llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
+    llmc::CudnnAttention attn;
+
+    // Checked at B=4 with inputs the GPU can represent exactly: floatX for the fallback, bf16 for
+    // cuDNN (the same values in the default BF16 build).
+    constexpr int kCheckB = 4;
+    const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
+    fmt::print("computing CPU reference at B={} T={} NH={} HS={}...\n", kCheckB, kT, kNH, kHS);
+    const Reference ref_bf16 = make_reference(kCheckB, 77, true);
+    if (want_fallback) {
+      if (fallback_is_bf16) {
+        runner.fallback(ctx, kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+      } else {
+        const Reference ref_fp32 = make_reference(kCheckB, 77, false);
+        runner.fallback(ctx, kCheckB, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
+      }
+    }
+    // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
+    // remaining versions still run.
+    auto run_cudnn = [&](int B, const Reference* ref, const std::vector<float>& qkv, const std::vector<float>& dout) {
+      try {
+        runner.cudnn(attn, B, ref, qkv, dout);
+      } catch (const std::runtime_error& e) {
+        fmt::print("FAIL  cudnn B={}  {}\n", B, e.what());
+        runner.ok(false);
+      }
+    };
+    if (want_cudnn) run_cudnn(kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+
+    if (!args.check_only) {
+      constexpr int kTimeB = 8;
+      const std::vector<float> qkv = bench::random_vector(size_t(kTimeB) * kT * 3 * kC, 91);
+      const std::vector<float> dout = bench::random_vector(size_t(kTimeB) * kT * kC, 92);
+      if (want_fallback) runner.fallback(ctx, kTimeB, nullptr, qkv, dout);
+      if (want_cudnn) run_cudnn(kTimeB, nullptr, qkv, dout);
+    }
+    CUDA_CHECK(cudaFree(blas_ws));
+    fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
+    return runner.all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

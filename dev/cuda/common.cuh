@@ -1,0 +1,206 @@
+// Benchmark harness shared by every dev/cuda/<family>.cu: random inputs, host<->device copies in
+// any element type, NaN poisoning, error measurement against a CPU reference, and event timing.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "llmc/cuda_common.cuh"
+
+namespace bench {
+
+// splitmix64: a tiny counter-based generator, so every benchmark's inputs depend only on its seed.
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [lo, hi), never exactly zero: zeros hide unwritten outputs and wrong indexing.
+inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
+  std::vector<float> v(n);
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    float u = float(splitmix64(state) >> 40) * (1.0f / 16777216.0f);
+    float x = lo + (hi - lo) * u;
+    if (x == 0.0f) x = 0.5f * (hi != 0.0f ? hi : lo);
+    v[i] = x;
+  }
+  return v;
+}
+
+// Random integers in [0, n), for token ids and targets.
+inline std::vector<int> random_ints(size_t count, int n, uint64_t seed) {
+  std::vector<int> v(count);
+  uint64_t state = seed;
+  for (auto& x : v) x = int(splitmix64(state) % uint64_t(n));
+  return v;
+}
+
+template <class T>
+inline T from_float(float x) {
+  return T(x);
+}
+template <>
+inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16(x);
+}
+template <class T>
+inline float to_float(T x) {
+  return float(x);
+}
+template <>
+inline float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+
+// Converts to T, allocates, copies; the caller cudaFrees.
+template <class T>
+T* to_device(const std::vector<float>& host) {
+  std::vector<T> converted(host.size());
+  for (size_t i = 0; i < host.size(); ++i) converted[i] = from_float<T>(host[i]);
+  T* dev = nullptr;
+  CUDA_CHECK(cudaMalloc(&dev, std::max<size_t>(1, host.size()) * sizeof(T)));
+  CUDA_CHECK(cudaMemcpy(dev, converted.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return dev;
+}
+
+// Integer buffers (token ids) go up unconverted.
+inline int* to_device_ints(const std::vector<int>& host) {
+  int* dev = nullptr;
+  CUDA_CHECK(cudaMalloc(&dev, std::max<size_t>(1, host.size()) * sizeof(int)));
+  CUDA_CHECK(cudaMemcpy(dev, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+  return dev;
+}
+
+template <class T>
+std::vector<float> from_device(const T* dev, size_t n) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<T> raw(n);
+  CUDA_CHECK(cudaMemcpy(raw.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = to_float<T>(raw[i]);
+  return out;
+}
+
+// Rounds a host vector through T, so the CPU reference sees exactly the inputs the GPU sees.
+template <class T>
+std::vector<float> round_through(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float<T>(from_float<T>(v[i]));
+  return out;
+}
+
+// 0xFF bytes are NaN in fp32 and bf16 alike, so any element a kernel fails to write fails the check.
+inline void poison(void* dev, size_t bytes) {
+  CUDA_CHECK(cudaMemset(dev, 0xFF, bytes));
+}
+
+// ||got - ref|| / ||ref|| in double; any NaN/inf or a size mismatch gives +inf.
+inline double rel_l2_error(const std::vector<float>& got, const std::vector<float>& ref) {
+  if (got.size() != ref.size()) return INFINITY;
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    double d = double(got[i]) - double(ref[i]);
+    num += d * d;
+    den += double(ref[i]) * double(ref[i]);
+  }
+  if (den == 0.0) return num == 0.0 ? 0.0 : INFINITY;
+  return std::sqrt(num / den);
+}
+
+inline bool check(const std::string& what, const std::vector<float>& got,
+                  const std::vector<float>& ref, double tol) {
+  double err = rel_l2_error(got, ref);
+  bool ok = err < tol;
+  fmt::print("{}  {}  rel_err={:.3e} (tol {:.0e})\n", ok ? "PASS" : "FAIL", what, err, tol);
+  return ok;
+}
+
+// Bitwise equality, for kernels that promise deterministic results (same inputs, same output).
+inline bool check_identical(const std::string& what, const std::vector<float>& a, const std::vector<float>& b) {
+  bool ok = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  fmt::print("{}  {}  bitwise identical over two runs\n", ok ? "PASS" : "FAIL", what);
+  return ok;
+}
+
+// Median of `reps` event-timed launches on the default stream, after `warmup` untimed ones.
+template <class F>
+float time_ms(F&& launch, int warmup = 10, int reps = 100) {
+  for (int i = 0; i < warmup; ++i) launch();
+  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times(reps);
+  for (int i = 0; i < reps; ++i) {
+    CUDA_CHECK(cudaEventRecord(start));
+    launch();
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&times[i], start, stop));
+  }
+  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  return times[reps / 2];
+}
+
+inline void report(const std::string& version, float ms, double bytes, double flops) {
+  double seconds = double(ms) * 1e-3;
+  std::string line = fmt::format("{:<28} {:9.4f} ms  {:8.1f} GB/s", version, ms, bytes / seconds * 1e-9);
+  if (flops > 0) line += fmt::format("  {:7.2f} TFLOP/s", flops / seconds * 1e-12);
+  fmt::print("{}\n", line);
+}
+
+// Command line of every benchmark: `[VERSION|all] [--check]`.
+struct Args {
+  std::string version = "all";
+  bool check_only = false;
+};
+
+inline Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--check")
+      a.check_only = true;
+    else if (s == "--help" || s == "-h") {
+      fmt::print("usage: {} [VERSION|all] [--check]\n", argv[0]);
+      std::exit(0);
+    } else if (!s.empty() && s[0] == '-') {
+      fmt::print(stderr, "error: unknown flag '{}' (usage: {} [VERSION|all] [--check])\n", s, argv[0]);
+      std::exit(1);
+    } else
+      a.version = s;
+  }
+  return a;
+}
+
+inline bool selected(const Args& a, const std::string& version) {
+  return a.version == "all" || a.version == version;
+}
+
+// Rejects a version name the benchmark does not have, listing the ones it does.
+inline void require_known_version(const Args& a, const std::vector<std::string>& versions) {
+  if (a.version == "all") return;
+  if (std::find(versions.begin(), versions.end(), a.version) != versions.end()) return;
+  std::string list;
+  for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
+  fmt::print(stderr, "error: unknown version '{}' (have: all, {})\n", a.version, list);
+  std::exit(1);
+}
+
+}  // namespace bench

@@ -1,0 +1,34 @@
+// Build check, not a benchmark: instantiates every elementwise/normalisation launcher with
+// floatX = float (the PRECISION=FP32 trainer), so `make -C dev/cuda` proves both precisions compile.
+// Running it only lists the launchers it was built with.
+#define ENABLE_FP32
+#include <fmt/format.h>
+
+#include "llmc/adamw.cuh"
+#include "llmc/classifier.cuh"
+#include "llmc/encoder.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/layernorm.cuh"
+
+static_assert(sizeof(llmc::floatX) == sizeof(float), "ENABLE_FP32 must select fp32 activations");
+
+int main() {
+  const void* launchers[] = {
+      reinterpret_cast<const void*>(&llmc::encoder_forward),
+      reinterpret_cast<const void*>(&llmc::encoder_backward),
+      reinterpret_cast<const void*>(&llmc::layernorm_forward),
+      reinterpret_cast<const void*>(&llmc::fused_residual_layernorm_forward),
+      reinterpret_cast<const void*>(&llmc::layernorm_backward),
+      reinterpret_cast<const void*>(&llmc::gelu_forward),
+      reinterpret_cast<const void*>(&llmc::gelu_backward),
+      reinterpret_cast<const void*>(&llmc::fused_classifier),
+      reinterpret_cast<const void*>(&llmc::adamw_update),
+      reinterpret_cast<const void*>(&llmc::global_norm_squared<float>),
+      reinterpret_cast<const void*>(&llmc::global_norm_squared<llmc::floatX>),
+  };
+  int count = 0;
+  for (const void* f : launchers) count += f != nullptr;
+  fmt::print("fp32 build instantiates {} launchers\n", count);
+  return 0;
+}

@@ -1,0 +1,166 @@
+// Encoder (token + position embedding) forward and backward: versions checked against
+// llmc/cpu_encoder.h, then timed.
+//   fwd1  one thread per element, scalar loads
+//   fwd2  llmc/encoder.cuh: one thread per 16-byte vector
+//   bwd1  host buckets; one thread per (token, channel), scalar, positions summed serially
+//   bwd2  llmc/encoder.cuh: one block per token, 16-byte vectors, positions split over groups
+#include <chrono>
+
+#include "dev/cuda/common.cuh"
+#include "llmc/cpu_encoder.h"
+#include "llmc/encoder.cuh"
+
+using llmc::floatX;
+
+namespace {
+
+constexpr int B = 8, T = 1024, C = 768, V = 50257, Vp = 50304;
+
+__global__ void encoder_forward_naive(floatX* out, const int* tokens, const floatX* wte, const floatX* wpe, int BT,
+                                      int T_, int C_) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<long long>(BT) * C_) return;
+  const int bt = static_cast<int>(i / C_), c = static_cast<int>(i % C_);
+  out[i] = floatX(float(wte[static_cast<long long>(tokens[bt]) * C_ + c]) +
+                  float(wpe[static_cast<long long>(bt % T_) * C_ + c]));
+}
+
+__global__ void encoder_backward_wte_naive(floatX* dwte, const floatX* dout, const int* buckets, int num_buckets,
+                                           int C_) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<long long>(num_buckets) * C_) return;
+  const int k = static_cast<int>(i / C_), c = static_cast<int>(i % C_);
+  const int* offsets = buckets + num_buckets;
+  const int* positions = offsets + num_buckets + 1;
+  float acc = 0.0f;
+  for (int j = offsets[k]; j < offsets[k + 1]; ++j) acc += float(dout[static_cast<long long>(positions[j]) * C_ + c]);
+  floatX* w = dwte + static_cast<long long>(buckets[k]) * C_ + c;
+  *w = floatX(float(*w) + acc);
+}
+
+__global__ void encoder_backward_wpe_naive(floatX* dwpe, const floatX* dout, int B_, int T_, int C_) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= T_ * C_) return;
+  float acc = 0.0f;
+  for (int b = 0; b < B_; ++b) acc += float(dout[static_cast<long long>(b) * T_ * C_ + i]);
+  dwpe[i] = floatX(float(dwpe[i]) + acc);
+}
+
+void forward(const std::string& version, floatX* out, const int* tokens, const floatX* wte, const floatX* wpe) {
+  if (version == "fwd1") {
+    encoder_forward_naive<<<llmc::ceil_div(static_cast<long long>(B) * T * C, 256), 256>>>(out, tokens, wte, wpe,
+                                                                                            B * T, T, C);
+    CUDA_CHECK_LAST();
+  } else {
+    llmc::encoder_forward(out, tokens, wte, wpe, B, T, C, 0);
+  }
+}
+
+void backward(const std::string& version, floatX* dwte, floatX* dwpe, const floatX* dout, const int* buckets,
+              int num_buckets, unsigned seed) {
+  if (version == "bwd1") {
+    encoder_backward_wte_naive<<<llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256>>>(
+        dwte, dout, buckets, num_buckets, C);
+    CUDA_CHECK_LAST();
+    encoder_backward_wpe_naive<<<llmc::ceil_div(T * C, 256), 256>>>(dwpe, dout, B, T, C);
+    CUDA_CHECK_LAST();
+  } else {
+    llmc::encoder_backward(dwte, dwpe, dout, buckets, num_buckets, B, T, C, seed, 0);
+  }
+}
+
+int run(const bench::Args& args) {
+  bench::require_known_version(args, {"fwd1", "fwd2", "bwd1", "bwd2"});
+  bool ok = true;
+  const size_t BTC = static_cast<size_t>(B) * T * C;
+
+  const std::vector<int> tokens = bench::random_ints(static_cast<size_t>(B) * T, V, 1);
+  const auto wte = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 2));
+  const auto wpe = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 3));
+  const auto dout = bench::round_through<floatX>(bench::random_vector(BTC, 4));
+  const auto dwte0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 5));
+  const auto dwpe0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 6));
+
+  std::vector<float> out_ref(BTC);
+  llmc::encoder_forward(out_ref.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  std::vector<float> dwte_ref = dwte0, dwpe_ref = dwpe0;
+  llmc::encoder_backward(dwte_ref.data(), dwpe_ref.data(), dout.data(), tokens.data(), B, T, C);
+
+  const auto start = std::chrono::steady_clock::now();
+  const llmc::EncoderBuckets buckets = llmc::build_encoder_buckets(tokens.data(), B * T, Vp);
+  const double bucket_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  int* d_tokens = bench::to_device_ints(tokens);
+  int* d_buckets = bench::to_device_ints(buckets.packed);
+  floatX* d_wte = bench::to_device<floatX>(wte);
+  floatX* d_wpe = bench::to_device<floatX>(wpe);
+  floatX* d_dout = bench::to_device<floatX>(dout);
+  floatX* d_out = bench::to_device<floatX>(std::vector<float>(BTC, 1.0f));
+  floatX* d_dwte = bench::to_device<floatX>(dwte0);
+  floatX* d_dwpe = bench::to_device<floatX>(dwpe0);
+  const size_t wte_bytes = static_cast<size_t>(Vp) * C * sizeof(floatX);
+  const size_t wpe_bytes = static_cast<size_t>(T) * C * sizeof(floatX);
+  auto reset_grads = [&] {
+    floatX* fresh_wte = bench::to_device<floatX>(dwte0);
+    floatX* fresh_wpe = bench::to_device<floatX>(dwpe0);
+    CUDA_CHECK(cudaMemcpy(d_dwte, fresh_wte, wte_bytes, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaMemcpy(d_dwpe, fresh_wpe, wpe_bytes, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaFree(fresh_wte));
+    CUDA_CHECK(cudaFree(fresh_wpe));
+  };
+
+  for (const std::string v : {"fwd1", "fwd2"}) {
+    if (!bench::selected(args, v)) continue;
+    bench::poison(d_out, BTC * sizeof(floatX));
+    forward(v, d_out, d_tokens, d_wte, d_wpe);
+    ok &= bench::check("encoder " + v + " out", bench::from_device(d_out, BTC), out_ref, 1e-2);
+  }
+  for (const std::string v : {"bwd1", "bwd2"}) {
+    if (!bench::selected(args, v)) continue;
+    reset_grads();
+    backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    const auto dwte_got = bench::from_device(d_dwte, dwte0.size());
+    const auto dwpe_got = bench::from_device(d_dwpe, dwpe0.size());
+    ok &= bench::check("encoder " + v + " dwte", dwte_got, dwte_ref, 1e-2);
+    ok &= bench::check("encoder " + v + " dwpe", dwpe_got, dwpe_ref, 1e-2);
+    reset_grads();
+    backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    ok &= bench::check_identical("encoder " + v + " dwte", bench::from_device(d_dwte, dwte0.size()), dwte_got);
+  }
+
+  if (!args.check_only && ok) {
+    fmt::print("B={} T={} C={}: {} distinct tokens; host bucket build {:.3f} ms (not in the timings)\n", B, T, C,
+               buckets.num_buckets, bucket_ms);
+    // Bytes: every output row written once; per position one wte row read, wpe read once.
+    const double fwd_bytes = 2.0 * BTC * sizeof(floatX) + wpe_bytes + B * T * sizeof(int);
+    // Bytes: dout read once, touched dwte rows and all of dwpe read and written, buckets read.
+    const double bwd_bytes = BTC * sizeof(floatX) + 2.0 * buckets.num_buckets * C * sizeof(floatX) + 2.0 * wpe_bytes +
+                             buckets.packed.size() * sizeof(int);
+    for (const std::string v : {"fwd1", "fwd2"})
+      if (bench::selected(args, v))
+        bench::report("encoder " + v, bench::time_ms([&] { forward(v, d_out, d_tokens, d_wte, d_wpe); }), fwd_bytes,
+                      0);
+    for (const std::string v : {"bwd1", "bwd2"})
+      if (bench::selected(args, v))
+        bench::report("encoder " + v,
+                      bench::time_ms([&] { backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77); }),
+                      bwd_bytes, 0);
+  }
+
+  for (void* p : {static_cast<void*>(d_tokens), static_cast<void*>(d_buckets), static_cast<void*>(d_wte),
+                  static_cast<void*>(d_wpe), static_cast<void*>(d_dout), static_cast<void*>(d_out),
+                  static_cast<void*>(d_dwte), static_cast<void*>(d_dwpe)})
+    CUDA_CHECK(cudaFree(p));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(bench::parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

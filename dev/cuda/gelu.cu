@@ -1,0 +1,106 @@
+// GELU (tanh approximation) forward and backward: versions checked against llmc/cpu_gelu.h, then timed.
+//   fwd1  one thread per element, scalar loads
+//   fwd2  llmc/gelu.cuh: one thread per 16-byte vector
+//   bwd1  one thread per element, scalar, out of place
+//   bwd2  llmc/gelu.cuh: 16-byte vectors, in place (dinp aliases dout, as the trainer uses it)
+#include "dev/cuda/common.cuh"
+#include "llmc/cpu_gelu.h"
+#include "llmc/gelu.cuh"
+
+using llmc::floatX;
+
+namespace {
+
+constexpr int B = 8, T = 1024, C = 768;
+constexpr size_t kN = static_cast<size_t>(B) * T * 4 * C;
+
+__global__ void gelu_forward_naive(floatX* out, const floatX* inp, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = floatX(llmc::gelu_value(float(inp[i])));
+}
+
+__global__ void gelu_backward_naive(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dinp[i] = floatX(llmc::gelu_derivative(float(inp[i])) * float(dout[i]));
+}
+
+void forward(const std::string& v, floatX* out, const floatX* inp) {
+  if (v == "fwd1") {
+    gelu_forward_naive<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(out, inp, kN);
+    CUDA_CHECK_LAST();
+  } else {
+    llmc::gelu_forward(out, inp, kN, 0);
+  }
+}
+
+// bwd1 writes dinp from dout; bwd2 overwrites dout with dinp in place.
+void backward(const std::string& v, floatX* dinp, const floatX* inp, floatX* dout) {
+  if (v == "bwd1") {
+    gelu_backward_naive<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(dinp, inp, dout, kN);
+    CUDA_CHECK_LAST();
+  } else {
+    llmc::gelu_backward(dout, inp, dout, kN, 0);
+  }
+}
+
+int run(const bench::Args& args) {
+  bench::require_known_version(args, {"fwd1", "fwd2", "bwd1", "bwd2"});
+  bool ok = true;
+  // Pre-activations of a trained MLP spread over a few units; cover both tails of the curve.
+  const auto inp = bench::round_through<floatX>(bench::random_vector(kN, 21, -4.0f, 4.0f));
+  const auto dout = bench::round_through<floatX>(bench::random_vector(kN, 22));
+  std::vector<float> out_ref(kN), dinp_ref(kN);
+  llmc::gelu_forward(out_ref.data(), inp.data(), kN);
+  llmc::gelu_backward(dinp_ref.data(), inp.data(), dout.data(), kN);
+
+  floatX* d_inp = bench::to_device<floatX>(inp);
+  floatX* d_dout = bench::to_device<floatX>(dout);
+  floatX* d_out = bench::to_device<floatX>(std::vector<float>(kN, 1.0f));
+  const size_t bytes = kN * sizeof(floatX);
+
+  for (const std::string v : {"fwd1", "fwd2"}) {
+    if (!bench::selected(args, v)) continue;
+    bench::poison(d_out, bytes);
+    forward(v, d_out, d_inp);
+    ok &= bench::check("gelu " + v + " out", bench::from_device(d_out, kN), out_ref, 1e-2);
+  }
+  for (const std::string v : {"bwd1", "bwd2"}) {
+    if (!bench::selected(args, v)) continue;
+    floatX* fresh = bench::to_device<floatX>(dout);
+    CUDA_CHECK(cudaMemcpy(d_dout, fresh, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaFree(fresh));
+    bench::poison(d_out, bytes);
+    backward(v, d_out, d_inp, d_dout);
+    ok &= bench::check("gelu " + v + " dinp", bench::from_device(v == "bwd1" ? d_out : d_dout, kN), dinp_ref, 1e-2);
+  }
+
+  if (!args.check_only && ok) {
+    // Forward reads inp and writes out; backward reads inp and dout and writes dinp.
+    for (const std::string v : {"fwd1", "fwd2"})
+      if (bench::selected(args, v))
+        bench::report("gelu " + v, bench::time_ms([&] { forward(v, d_out, d_inp); }), 2.0 * bytes, 0);
+    // Timing the in-place version repeatedly shrinks dout towards zero; bwd2 is timed out of
+    // place (same kernel, same traffic) to keep the data realistic.
+    for (const std::string v : {"bwd1", "bwd2"}) {
+      if (!bench::selected(args, v)) continue;
+      const float ms = v == "bwd1" ? bench::time_ms([&] { backward(v, d_out, d_inp, d_dout); })
+                                   : bench::time_ms([&] { llmc::gelu_backward(d_out, d_inp, d_dout, kN, 0); });
+      bench::report("gelu " + v, ms, 3.0 * bytes, 0);
+    }
+  }
+
+  for (void* p : {static_cast<void*>(d_inp), static_cast<void*>(d_dout), static_cast<void*>(d_out)})
+    CUDA_CHECK(cudaFree(p));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(bench::parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,67 @@
+// Shared CUDA plumbing: the training precision, error checks, and 128-bit vectors.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace llmc {
+
+// Activations and parameters are bf16 in the default build and fp32 with PRECISION=FP32 (which
+// defines ENABLE_FP32); master weights, AdamW moments, losses and norms are always fp32.
+#if defined(ENABLE_FP32)
+using floatX = float;
+#else
+using floatX = __nv_bfloat16;
+#endif
+
+inline void cuda_check(cudaError_t err, const char* file, int line) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA error at ") + file + ":" + std::to_string(line) +
+                             ": " + cudaGetErrorString(err));
+}
+#define CUDA_CHECK(call) ::llmc::cuda_check((call), __FILE__, __LINE__)
+// After a kernel launch: reports launch-configuration errors without synchronising.
+#define CUDA_CHECK_LAST() ::llmc::cuda_check(cudaGetLastError(), __FILE__, __LINE__)
+
+// 16 bytes of T, loaded and stored as one vector instruction. Pointers must be 16-byte aligned,
+// which holds for every tensor here because all sizes are multiples of 8 elements.
+template <class T>
+struct alignas(16) Packed128 {
+  static constexpr int size = 16 / sizeof(T);
+  T payload[size];
+
+  __device__ static Packed128 zeros() {
+    Packed128 p;
+#pragma unroll
+    for (int k = 0; k < size; ++k) p.payload[k] = T(0.0f);
+    return p;
+  }
+  __device__ T& operator[](int k) { return payload[k]; }
+  __device__ const T& operator[](int k) const { return payload[k]; }
+};
+
+// Plain 128-bit load/store.
+template <class T>
+__device__ inline Packed128<T> load128(const T* p) {
+  return *reinterpret_cast<const Packed128<T>*>(p);
+}
+template <class T>
+__device__ inline void store128(T* p, Packed128<T> v) {
+  *reinterpret_cast<Packed128<T>*>(p) = v;
+}
+// Streaming variants: data read or written once, kept out of the way of reused data in L2.
+template <class T>
+__device__ inline Packed128<T> load128cs(const T* p) {
+  int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
+  return *reinterpret_cast<Packed128<T>*>(&raw);
+}
+template <class T>
+__device__ inline void store128cs(T* p, Packed128<T> v) {
+  __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<int4*>(&v));
+}
+
+inline int ceil_div(long long a, long long b) { return int((a + b - 1) / b); }
+
+}  // namespace llmc

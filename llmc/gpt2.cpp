@@ -1,0 +1,277 @@
+#include "llmc/gpt2.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "llmc/rng.h"
+
+namespace llmc {
+
+namespace {
+
+// Upper bounds on a checkpoint's shape. They are far beyond any GPT-2 model yet keep every size
+// computed from a header well inside size_t, so a corrupt header is reported as such instead of
+// turning into an overflow or a huge allocation.
+constexpr int kMaxLayers = 1024;
+constexpr int kMaxChannels = 1 << 16;
+constexpr int kMaxSeqLen = 1 << 20;
+constexpr int kMaxVocab = 1 << 22;
+
+struct NamedShape {
+  const char* name;
+  int layers, heads, channels;
+};
+constexpr NamedShape kNamedShapes[] = {
+    {"d6", 6, 6, 384}, {"d12", 12, 12, 768}, {"d24", 24, 16, 1024},
+    {"d36", 36, 20, 1280}, {"d48", 48, 25, 1600},
+};
+
+// Parses the decimal number at s[pos...] (at least one digit); false on no digits or overflow.
+bool parse_number(const std::string& s, size_t& pos, int& value) {
+  size_t start = pos;
+  long long v = 0;
+  while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+    v = v * 10 + (s[pos] - '0');
+    if (v > (1 << 30)) return false;
+    ++pos;
+  }
+  value = int(v);
+  return pos > start;
+}
+
+// "L<layers>H<heads>C<channels>[T<max_seq_len>]" into config; false when s has another form.
+bool parse_custom_descriptor(const std::string& s, GPT2Config& config) {
+  size_t pos = 0;
+  const char keys[] = {'L', 'H', 'C'};
+  int values[3];
+  for (int i = 0; i < 3; ++i) {
+    if (pos >= s.size() || s[pos] != keys[i]) return false;
+    ++pos;
+    if (!parse_number(s, pos, values[i])) return false;
+  }
+  config.num_layers = values[0];
+  config.num_heads = values[1];
+  config.channels = values[2];
+  if (pos < s.size()) {
+    if (s[pos] != 'T') return false;
+    ++pos;
+    if (!parse_number(s, pos, config.max_seq_len)) return false;
+  }
+  return pos == s.size();
+}
+
+bool find_descriptor(const std::string& s, GPT2Config& config) {
+  for (const NamedShape& shape : kNamedShapes) {
+    if (s == shape.name) {
+      config.num_layers = shape.layers;
+      config.num_heads = shape.heads;
+      config.channels = shape.channels;
+      return true;
+    }
+  }
+  return parse_custom_descriptor(s, config);
+}
+
+// Empty when the shape is usable, else what is wrong with it.
+std::string shape_problem(const GPT2Config& c) {
+  if (c.num_layers < 1 || c.num_layers > kMaxLayers)
+    return fmt::format("num_layers {} is outside 1..{}", c.num_layers, kMaxLayers);
+  if (c.channels < 1 || c.channels > kMaxChannels)
+    return fmt::format("channels {} is outside 1..{}", c.channels, kMaxChannels);
+  if (c.num_heads < 1 || c.channels % c.num_heads != 0)
+    return fmt::format("channels {} is not divisible by num_heads {}", c.channels, c.num_heads);
+  if (c.max_seq_len < 1 || c.max_seq_len > kMaxSeqLen)
+    return fmt::format("max_seq_len {} is outside 1..{}", c.max_seq_len, kMaxSeqLen);
+  if (c.vocab_size < 1 || c.vocab_size > kMaxVocab)
+    return fmt::format("vocab_size {} is outside 1..{}", c.vocab_size, kMaxVocab);
+  if (c.padded_vocab_size < c.vocab_size || c.padded_vocab_size > kMaxVocab)
+    return fmt::format("padded_vocab_size {} is outside {}..{}", c.padded_vocab_size, c.vocab_size,
+                       kMaxVocab);
+  return "";
+}
+
+void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
+  for (size_t i = 0; i < n; ++i) p[i] = stddev * rng.normal();
+}
+
+}  // namespace
+
+bool is_descriptor(const std::string& s) {
+  GPT2Config config;
+  return find_descriptor(s, config);
+}
+
+GPT2Config config_from_descriptor(const std::string& descriptor) {
+  GPT2Config config;
+  if (!find_descriptor(descriptor, config))
+    throw std::invalid_argument(fmt::format(
+        "model descriptor '{}' is not one of d6, d12, d24, d36, d48 or L<layers>H<heads>C<channels>[T<seq>]",
+        descriptor));
+  std::string problem = shape_problem(config);
+  if (!problem.empty())
+    throw std::invalid_argument(fmt::format("model descriptor '{}': {}", descriptor, problem));
+  return config;
+}
+
+std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
+  const size_t L = c.num_layers, C = c.channels;
+  const size_t sizes[kNumParamTensors] = {
+      size_t(c.padded_vocab_size) * C, size_t(c.max_seq_len) * C, L * C, L * C,
+      L * 3 * C * C, L * 3 * C, L * C * C, L * C, L * C, L * C,
+      L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+  const char* names[kNumParamTensors] = {
+      "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+      "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+  std::array<ParamTensor, kNumParamTensors> layout{};
+  size_t offset = 0;
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
+    layout[i] = ParamTensor{names[i], offset, sizes[i], decayed};
+    offset += sizes[i];
+  }
+  return layout;
+}
+
+size_t num_parameters(const GPT2Config& config) {
+  auto layout = param_layout(config);
+  return layout[kNumParamTensors - 1].offset + layout[kNumParamTensors - 1].numel;
+}
+
+std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed) {
+  std::vector<float> params(num_parameters(config), 0.0f);
+  auto layout = param_layout(config);
+  Rng rng(seed);
+  // GPT-2 scales the residual projections so the residual stream's variance does not grow with
+  // depth: each of the 2L residual additions contributes 1/(2L) of it.
+  const float residual_std = 0.02f / std::sqrt(2.0f * config.num_layers);
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    float* p = params.data() + layout[i].offset;
+    switch (i) {
+      case kWte:  // the padded rows stay 0: no real token maps to them
+        fill_normal(rng, p, size_t(config.vocab_size) * config.channels, 0.02f);
+        break;
+      case kWpe: case kQkvw: case kFcw:
+        fill_normal(rng, p, layout[i].numel, 0.02f);
+        break;
+      case kAttprojw: case kFcprojw:
+        fill_normal(rng, p, layout[i].numel, residual_std);
+        break;
+      case kLn1w: case kLn2w: case kLnfw:
+        std::fill(p, p + layout[i].numel, 1.0f);
+        break;
+      default:  // biases
+        break;
+    }
+  }
+  return params;
+}
+
+uint16_t float_to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
+    return uint16_t((bits >> 16) | 0x0040u);  // keep NaN a (quiet) NaN even if truncation zeroes the payload
+  // Round to nearest even: add just under half an ulp of bf16, plus one when the kept part is odd.
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+float bf16_to_float(uint16_t x) {
+  uint32_t bits = uint32_t(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+ModelFile load_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error(fmt::format("cannot open model file '{}'", path));
+  const auto file_size = static_cast<unsigned long long>(in.tellg());
+  in.seekg(0);
+  const unsigned long long header_bytes = kModelHeaderInts * sizeof(int32_t);
+  if (file_size < header_bytes)
+    throw std::runtime_error(fmt::format("model file '{}' is {} bytes, shorter than its {}-byte header",
+                                         path, file_size, header_bytes));
+  int32_t header[kModelHeaderInts];
+  in.read(reinterpret_cast<char*>(header), header_bytes);
+  if (!in) throw std::runtime_error(fmt::format("cannot read the header of model file '{}'", path));
+  if (header[0] != kModelMagic)
+    throw std::runtime_error(fmt::format("model file '{}' has magic {}, expected {}: not a GPT-2 model file",
+                                         path, header[0], kModelMagic));
+  if (header[1] != kModelVersionFp32 && header[1] != kModelVersionBf16)
+    throw std::runtime_error(fmt::format("model file '{}' has version {}, expected {} (fp32) or {} (bf16)",
+                                         path, header[1], kModelVersionFp32, kModelVersionBf16));
+  ModelFile model;
+  model.version = header[1];
+  model.config.max_seq_len = header[2];
+  model.config.vocab_size = header[3];
+  model.config.num_layers = header[4];
+  model.config.num_heads = header[5];
+  model.config.channels = header[6];
+  model.config.padded_vocab_size = header[7];
+  std::string problem = shape_problem(model.config);
+  if (!problem.empty())
+    throw std::runtime_error(fmt::format("model file '{}' has a bad shape: {}", path, problem));
+
+  const size_t n = num_parameters(model.config);
+  const size_t bytes_per_param = model.version == kModelVersionFp32 ? 4 : 2;
+  const unsigned long long expected = header_bytes + n * bytes_per_param;
+  if (file_size != expected)
+    throw std::runtime_error(fmt::format(
+        "model file '{}' is {} bytes but its header (version {}, {} parameters) needs {} bytes",
+        path, file_size, model.version, n, expected));
+  model.params.resize(n);
+  if (model.version == kModelVersionFp32) {
+    in.read(reinterpret_cast<char*>(model.params.data()), std::streamsize(n * 4));
+  } else {
+    std::vector<uint16_t> raw(n);
+    in.read(reinterpret_cast<char*>(raw.data()), std::streamsize(n * 2));
+    for (size_t i = 0; i < n; ++i) model.params[i] = bf16_to_float(raw[i]);
+  }
+  if (!in) throw std::runtime_error(fmt::format("cannot read the parameters of model file '{}'", path));
+  return model;
+}
+
+void save_model(const std::string& path, const GPT2Config& config, const float* params, int version) {
+  if (version != kModelVersionFp32 && version != kModelVersionBf16)
+    throw std::invalid_argument(fmt::format("cannot save model '{}' as version {}: only {} and {} exist",
+                                            path, version, kModelVersionFp32, kModelVersionBf16));
+  std::string problem = shape_problem(config);
+  if (!problem.empty())
+    throw std::invalid_argument(fmt::format("cannot save model '{}': {}", path, problem));
+  int32_t header[kModelHeaderInts] = {};
+  header[0] = kModelMagic;
+  header[1] = version;
+  header[2] = config.max_seq_len;
+  header[3] = config.vocab_size;
+  header[4] = config.num_layers;
+  header[5] = config.num_heads;
+  header[6] = config.channels;
+  header[7] = config.padded_vocab_size;
+  const size_t n = num_parameters(config);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot create model file '{}'", tmp));
+    out.write(reinterpret_cast<const char*>(header), sizeof(header));
+    if (version == kModelVersionFp32) {
+      out.write(reinterpret_cast<const char*>(params), std::streamsize(n * 4));
+    } else {
+      std::vector<uint16_t> raw(n);
+      for (size_t i = 0; i < n; ++i) raw[i] = float_to_bf16(params[i]);
+      out.write(reinterpret_cast<const char*>(raw.data()), std::streamsize(n * 2));
+    }
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("cannot write model file '{}'", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}'", tmp, path));
+}
+
+}  // namespace llmc

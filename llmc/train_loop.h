@@ -1,0 +1,33 @@
+// The one training loop both trainers run (DESIGN.md §3): data, LR schedule, gradient
+// accumulation, clipping, validation, sampling, checkpoints, resume and logs. A backend
+// (llmc/backend.h) supplies the kernels; train_gpt2.cpp passes the CPU backend, train_gpt2.cu the
+// CUDA one. Training semantics and file formats: docs/training.md.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "llmc/backend.h"
+#include "llmc/gpt2.h"
+#include "llmc/train_options.h"
+
+namespace llmc {
+
+// -e: a descriptor is initialised from --seed, anything else is loaded as a model file. Throws
+// std::runtime_error starting with "-e:".
+ModelFile resolve_model(const TrainOptions& options);
+
+// Checks the flags that need the model (-t against max_seq_len) or each other (-n and -y need
+// -o); throws FlagError naming the flag.
+void check_options_for_model(const TrainOptions& options, const GPT2Config& config);
+
+// Runs the whole training with a backend built for model.config; throws std::runtime_error (or a
+// FlagError) with a message naming the flag or file on bad input.
+void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend);
+
+using BackendFactory = std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&)>;
+
+// A trainer's whole main: parses argv (printing --help), resolves and checks the model, builds
+// the backend and trains. Errors are printed as "error: ..." to stderr; returns the exit code.
+int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
+
+}  // namespace llmc

@@ -1,0 +1,217 @@
+#include "llmc/train_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <functional>
+
+namespace llmc {
+
+namespace {
+
+int64_t parse_integer(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw FlagError(fmt::format("{}: '{}' is not an integer", flag, text));
+  return v;
+}
+
+double parse_real(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw FlagError(fmt::format("{}: '{}' is not a finite number", flag, text));
+  return v;
+}
+
+int int_in(const std::string& flag, const std::string& text, int64_t lo, int64_t hi, const char* what) {
+  const int64_t v = parse_integer(flag, text);
+  if (v < lo || v > hi) throw FlagError(fmt::format("{}: {} is out of range: {}", flag, v, what));
+  return int(v);
+}
+
+bool boolean(const std::string& flag, const std::string& text) {
+  return int_in(flag, text, 0, 1, "must be 0 or 1") == 1;
+}
+
+float real_at_least(const std::string& flag, const std::string& text, double lo, const char* what) {
+  const double v = parse_real(flag, text);
+  if (v < lo) throw FlagError(fmt::format("{}: {} is out of range: {}", flag, text, what));
+  return float(v);
+}
+
+constexpr int64_t kIntMax = 2147483647;
+
+using Setter = std::function<void(TrainOptions&, const std::string& flag, const std::string& value)>;
+
+struct Flag {
+  const char* name;
+  Setter set;
+};
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> table = {
+      {"-i", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         if (v.empty()) throw FlagError(fmt::format("{}: empty train shard pattern", f));
+         o.train_glob = v;
+       }},
+      {"-j", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         if (v.empty()) throw FlagError(fmt::format("{}: empty val shard pattern", f));
+         o.val_glob = v;
+       }},
+      {"-e", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         if (v.empty()) throw FlagError(fmt::format("{}: empty model file or descriptor", f));
+         o.model = v;
+       }},
+      {"-o", [](TrainOptions& o, const std::string&, const std::string& v) { o.output_dir = v; }},
+      {"-b", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.batch_size = int_in(f, v, 1, kIntMax, "the micro batch must be >= 1");
+       }},
+      {"-t", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.seq_len = int_in(f, v, 1, kIntMax, "the sequence length must be >= 1");
+       }},
+      {"-d", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         const int64_t d = parse_integer(f, v);
+         if (d != -1 && d < 1)
+           throw FlagError(fmt::format("{}: {} is out of range: total batch tokens must be >= 1, or -1 for B*T*ranks", f, d));
+         o.total_batch_tokens = d;
+       }},
+      {"-x", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         const int x = int_in(f, v, -1, kIntMax, "max steps must be >= 1, or -1 for one epoch");
+         if (x == 0) throw FlagError(fmt::format("{}: 0 is out of range: max steps must be >= 1, or -1 for one epoch", f));
+         o.max_steps = x;
+       }},
+      {"-l", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.learning_rate = real_at_least(f, v, 0.0, "the learning rate must be >= 0");
+       }},
+      {"-u", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.warmup_steps = int_in(f, v, 0, kIntMax, "warmup steps must be >= 0");
+       }},
+      {"-q", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.final_lr_frac = real_at_least(f, v, 0.0, "the final LR fraction must be in [0, 1]");
+         if (o.final_lr_frac > 1.0f)
+           throw FlagError(fmt::format("{}: {} is out of range: the final LR fraction must be in [0, 1]", f, v));
+       }},
+      {"-k", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         if (v != "cosine" && v != "linear" && v != "constant" && v != "wsd")
+           throw FlagError(fmt::format("{}: unknown LR schedule '{}' (cosine, linear, constant or wsd)", f, v));
+         o.lr_schedule = v;
+       }},
+      {"-c", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.weight_decay = real_at_least(f, v, 0.0, "weight decay must be >= 0");
+       }},
+      {"-v", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.val_every = int_in(f, v, 0, kIntMax, "val every must be >= 0 (0 = never)");
+       }},
+      {"-m", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         const int m = int_in(f, v, -1, kIntMax, "val max steps must be >= 1, or -1 for all");
+         if (m == 0) throw FlagError(fmt::format("{}: 0 is out of range: val max steps must be >= 1, or -1 for all", f));
+         o.val_max_steps = m;
+       }},
+      {"-s", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.sample_every = int_in(f, v, 0, kIntMax, "sample every must be >= 0 (0 = never)");
+       }},
+      {"-g", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.gen_tokens = int_in(f, v, 1, kIntMax, "generated tokens must be >= 1");
+       }},
+      {"-n", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.checkpoint_every = int_in(f, v, 0, kIntMax, "checkpoint every must be >= 0 (0 = off)");
+       }},
+      {"-y", [](TrainOptions& o, const std::string& f, const std::string& v) { o.resume = boolean(f, v); }},
+      {"-z", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1");
+       }},
+      {"-r", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.recompute = int_in(f, v, 0, 2, "recompute must be 0, 1 or 2");
+       }},
+      {"-a", [](TrainOptions& o, const std::string& f, const std::string& v) { o.overfit_single_batch = boolean(f, v); }},
+      {"-h", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.hellaswag = boolean(f, v);
+         if (o.hellaswag) throw FlagError(fmt::format("{}: HellaSwag eval is not available yet (use -h 0)", f));
+       }},
+      {"-sh", [](TrainOptions& o, const std::string& f, const std::string& v) { o.shuffle = boolean(f, v); }},
+      {"--seed", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         const int64_t s = parse_integer(f, v);
+         if (s < 0) throw FlagError(fmt::format("{}: {} is out of range: the seed must be >= 0", f, s));
+         o.seed = uint64_t(s);
+       }},
+      {"--temperature", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.temperature = real_at_least(f, v, 0.0, "the temperature must be >= 0 (0 = greedy)");
+       }},
+      {"--top-k", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.top_k = int_in(f, v, 0, kIntMax, "top-k must be >= 0 (0 = off)");
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+TrainOptions parse_train_options(const std::vector<std::string>& args) {
+  TrainOptions o;
+  for (const std::string& a : args)
+    if (a == "--help") {
+      o.help = true;
+      return o;
+    }
+  for (size_t i = 0; i < args.size(); i += 2) {
+    const std::string& name = args[i];
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags())
+      if (name == f.name) flag = &f;
+    if (flag == nullptr)
+      throw FlagError(fmt::format("unknown flag '{}' (see --help)", name));
+    if (i + 1 >= args.size()) throw FlagError(fmt::format("{}: missing value", name));
+    flag->set(o, name, args[i + 1]);
+  }
+  return o;
+}
+
+TrainOptions parse_train_options(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return parse_train_options(args);
+}
+
+std::string train_usage(const std::string& program) {
+  const TrainOptions d;
+  return fmt::format(
+      "usage: {} [flags]   (every flag takes a value, e.g. -b 8)\n"
+      "  -i <glob>   train token shards (default {})\n"
+      "  -j <glob>   val token shards (default {})\n"
+      "  -e <model>  model file (version 3 or 5) or descriptor d6|d12|d24|d36|d48|L<l>H<h>C<c>[T<t>] (default {})\n"
+      "  -o <dir>    output dir for main.log and checkpoints (default: none)\n"
+      "  -b <int>    micro batch per rank (default {})\n"
+      "  -t <int>    sequence length (default {})\n"
+      "  -d <int>    total batch tokens per step, a multiple of B*T*ranks (default -1 = B*T*ranks)\n"
+      "  -x <int>    max steps (default -1 = one epoch of the train data)\n"
+      "  -l <float>  learning rate (default {:g})\n"
+      "  -u <int>    warmup steps (default {})\n"
+      "  -q <float>  final LR as a fraction of -l (default {:g})\n"
+      "  -k <name>   LR schedule: cosine, linear, constant, wsd (default {})\n"
+      "  -c <float>  weight decay (default {:g})\n"
+      "  -v <int>    val loss every N steps, 0 = never (default {})\n"
+      "  -m <int>    val batches per evaluation, -1 = all (default {})\n"
+      "  -s <int>    sample every N steps, 0 = never (default {})\n"
+      "  -g <int>    tokens to generate per sample (default {})\n"
+      "  -n <int>    checkpoint every N steps, 0 = off; needs -o (default {})\n"
+      "  -y <0|1>    resume from the newest complete checkpoint in -o (default 0)\n"
+      "  -z <0|1>    ZeRO stage (default {}; with one rank both are the same)\n"
+      "  -r <0|1|2>  activation recompute (default {}; the CPU backend has nothing to recompute)\n"
+      "  -a <0|1>    overfit a single batch (default 0)\n"
+      "  -h <0|1>    HellaSwag eval (default 0; not available yet)\n"
+      "  -sh <0|1>   shuffle the train data (default 1; 0 = llm.c's sequential order)\n"
+      "  --seed <int>          model init, shuffle and sampling seed (default {})\n"
+      "  --temperature <float> sampling temperature, 0 = greedy (default {:g})\n"
+      "  --top-k <int>         sample from the k most likely tokens, 0 = all (default {})\n"
+      "  --help                this text\n",
+      program, d.train_glob, d.val_glob, d.model, d.batch_size, d.seq_len, d.learning_rate, d.warmup_steps,
+      d.final_lr_frac, d.lr_schedule, d.weight_decay, d.val_every, d.val_max_steps, d.sample_every, d.gen_tokens,
+      d.checkpoint_every, d.zero_stage, d.recompute, d.seed, d.temperature, d.top_k);
+}
+
+}  // namespace llmc

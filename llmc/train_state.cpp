@@ -1,0 +1,113 @@
+#include "llmc/train_state.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+#include <stdexcept>
+
+namespace llmc {
+
+namespace {
+
+using File = std::unique_ptr<FILE, int (*)(FILE*)>;
+
+File open_file(const std::string& path, const char* mode) {
+  FILE* f = std::fopen(path.c_str(), mode);
+  if (f == nullptr) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  return File(f, &std::fclose);
+}
+
+void write_bytes(FILE* f, const void* data, size_t bytes, const std::string& path) {
+  if (bytes > 0 && std::fwrite(data, 1, bytes, f) != bytes)
+    throw std::runtime_error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+}
+
+void read_bytes(FILE* f, void* data, size_t bytes, const std::string& path) {
+  if (bytes > 0 && std::fread(data, 1, bytes, f) != bytes)
+    throw std::runtime_error(fmt::format("{}: unexpected end of file", path));
+}
+
+}  // namespace
+
+void write_train_state(const std::string& path, const TrainState& s) {
+  if (s.m.size() != s.v.size())
+    throw std::invalid_argument(fmt::format("{}: m has {} entries but v has {}", path, s.m.size(), s.v.size()));
+  uint64_t h[kStateHeaderWords] = {};
+  h[0] = kStateMagic;
+  h[1] = kStateVersion;
+  h[2] = uint64_t(s.step);
+  h[3] = uint64_t(s.world_size);
+  h[4] = uint64_t(s.rank);
+  h[5] = uint64_t(s.batch_size);
+  h[6] = uint64_t(s.seq_len);
+  h[7] = s.shuffle ? 1 : 0;
+  h[8] = s.seed;
+  h[9] = uint64_t(s.loader.epoch);
+  h[10] = uint64_t(s.loader.shard);
+  h[11] = uint64_t(s.loader.step);
+  h[12] = s.loader.epoch_rng_state;
+  h[13] = s.sample_rng_state;
+  h[14] = s.num_parameters;
+  h[15] = s.moment_offset;
+  h[16] = s.m.size();
+  const std::string tmp = path + ".tmp";
+  {
+    File f = open_file(tmp, "wb");
+    write_bytes(f.get(), h, sizeof h, tmp);
+    write_bytes(f.get(), s.m.data(), s.m.size() * sizeof(float), tmp);
+    write_bytes(f.get(), s.v.data(), s.v.size() * sizeof(float), tmp);
+    if (std::fflush(f.get()) != 0)
+      throw std::runtime_error(fmt::format("{}: write failed: {}", tmp, std::strerror(errno)));
+    FILE* raw = f.release();
+    if (std::fclose(raw) != 0) throw std::runtime_error(fmt::format("{}: close failed: {}", tmp, std::strerror(errno)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, std::strerror(errno)));
+}
+
+TrainState read_train_state(const std::string& path) {
+  File f = open_file(path, "rb");
+  uint64_t h[kStateHeaderWords];
+  if (std::fread(h, 1, sizeof h, f.get()) != sizeof h)
+    throw std::runtime_error(fmt::format("{}: shorter than the {}-byte train state header", path, sizeof h));
+  if (h[0] != kStateMagic)
+    throw std::runtime_error(fmt::format("{}: bad magic {} (expected {}): not a train state file", path, h[0], kStateMagic));
+  if (h[1] != kStateVersion)
+    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected {})", path, h[1], kStateVersion));
+  const uint64_t n = h[16];
+  if (h[3] < 1 || h[4] >= h[3] || h[5] < 1 || h[6] < 1 || h[7] > 1 || h[15] > h[14] || n > h[14] - h[15] ||
+      h[2] > uint64_t(INT32_MAX) || h[5] > uint64_t(INT32_MAX) || h[6] > uint64_t(INT32_MAX) ||
+      h[3] > uint64_t(INT32_MAX))
+    throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
+  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
+  const long size = std::ftell(f.get());
+  const uint64_t expected = sizeof h + 2 * n * sizeof(float);
+  if (size < 0 || uint64_t(size) != expected)
+    throw std::runtime_error(fmt::format("{}: header says {} moments ({} bytes in all) but the file has {} bytes",
+                                         path, n, expected, size));
+  std::fseek(f.get(), long(sizeof h), SEEK_SET);
+  TrainState s;
+  s.step = int64_t(h[2]);
+  s.world_size = int(h[3]);
+  s.rank = int(h[4]);
+  s.batch_size = int(h[5]);
+  s.seq_len = int(h[6]);
+  s.shuffle = h[7] == 1;
+  s.seed = h[8];
+  s.loader.epoch = int64_t(h[9]);
+  s.loader.shard = int64_t(h[10]);
+  s.loader.step = int64_t(h[11]);
+  s.loader.epoch_rng_state = h[12];
+  s.sample_rng_state = h[13];
+  s.num_parameters = h[14];
+  s.moment_offset = h[15];
+  s.m.resize(n);
+  s.v.resize(n);
+  read_bytes(f.get(), s.m.data(), n * sizeof(float), path);
+  read_bytes(f.get(), s.v.data(), n * sizeof(float), path);
+  return s;
+}
+
+}  // namespace llmc

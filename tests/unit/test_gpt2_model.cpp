@@ -1,0 +1,256 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "llmc/gpt2.h"
+
+using namespace llmc;
+
+namespace {
+
+GPT2Config small_config() {
+  GPT2Config c;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.channels = 64;
+  c.max_seq_len = 32;
+  c.vocab_size = 1000;
+  c.padded_vocab_size = 1024;
+  return c;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("llmc_test_" + std::to_string(getpid()) + "_" + name)).string();
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+void set_header_int(std::vector<char>& bytes, int index, int32_t value) {
+  std::memcpy(bytes.data() + 4 * index, &value, 4);
+}
+
+// The message of the error load_model throws for `path`, or "" if it loads.
+std::string load_error(const std::string& path) {
+  try {
+    load_model(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+uint16_t bf16_of_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return float_to_bf16(f);
+}
+
+}  // namespace
+
+TEST_CASE("gpt2: named and custom descriptors") {
+  GPT2Config d12 = config_from_descriptor("d12");
+  CHECK(d12.num_layers == 12);
+  CHECK(d12.num_heads == 12);
+  CHECK(d12.channels == 768);
+  CHECK(d12.max_seq_len == 1024);
+  CHECK(d12.vocab_size == 50257);
+  CHECK(d12.padded_vocab_size == 50304);
+  GPT2Config d48 = config_from_descriptor("d48");
+  CHECK(d48.num_layers == 48);
+  CHECK(d48.num_heads == 25);
+  CHECK(d48.channels == 1600);
+  CHECK(config_from_descriptor("d24").channels == 1024);
+  CHECK(config_from_descriptor("d36").num_heads == 20);
+  CHECK(config_from_descriptor("d6").channels == 384);
+  GPT2Config custom = config_from_descriptor("L4H4C256T256");
+  CHECK(custom.num_layers == 4);
+  CHECK(custom.num_heads == 4);
+  CHECK(custom.channels == 256);
+  CHECK(custom.max_seq_len == 256);
+  CHECK(config_from_descriptor("L3H3C96").max_seq_len == 1024);
+  CHECK(is_descriptor("d12"));
+  CHECK(is_descriptor("L1H1C8"));
+  CHECK_FALSE(is_descriptor("model.bin"));
+  CHECK_FALSE(is_descriptor("d13"));
+  CHECK_FALSE(is_descriptor("L4H4"));
+  CHECK_FALSE(is_descriptor("L4H4C256X"));
+  CHECK_THROWS_AS(config_from_descriptor("d13"), std::invalid_argument);
+  CHECK_THROWS_AS(config_from_descriptor("L4H3C256"), std::invalid_argument);  // 256 % 3 != 0
+  CHECK_THROWS_AS(config_from_descriptor("L0H1C8"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config_from_descriptor("gpt"), doctest::Contains("'gpt'"), std::invalid_argument);
+}
+
+TEST_CASE("gpt2: parameter layout") {
+  // llm.c's GPT-2 124M with the vocabulary padded to 50304.
+  CHECK(num_parameters(config_from_descriptor("d12")) == 124475904);
+  GPT2Config c = small_config();
+  auto layout = param_layout(c);
+  const size_t L = 2, C = 64;
+  const size_t expected[kNumParamTensors] = {1024 * C, 32 * C, L * C, L * C, L * 3 * C * C, L * 3 * C,
+                                             L * C * C, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C,
+                                             L * 4 * C * C, L * C, C, C};
+  size_t offset = 0;
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    CHECK(layout[i].offset == offset);
+    CHECK(layout[i].numel == expected[i]);
+    offset += expected[i];
+  }
+  CHECK(num_parameters(c) == offset);
+  CHECK(std::string(layout[kQkvw].name) == "qkvw");
+  CHECK(std::string(layout[kLnfb].name) == "lnfb");
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    const bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
+    CHECK(layout[i].weight_decay == decayed);
+  }
+}
+
+TEST_CASE("gpt2: initialisation statistics") {
+  GPT2Config c = small_config();
+  std::vector<float> p = init_parameters(c, 42);
+  auto layout = param_layout(c);
+  auto stats = [&](int index, size_t begin, size_t end, double& mean, double& stddev) {
+    double s = 0, s2 = 0;
+    for (size_t i = begin; i < end; ++i) {
+      s += p[layout[index].offset + i];
+      s2 += double(p[layout[index].offset + i]) * p[layout[index].offset + i];
+    }
+    mean = s / double(end - begin);
+    stddev = std::sqrt(s2 / double(end - begin) - mean * mean);
+  };
+  double mean, stddev;
+  stats(kWte, 0, size_t(c.vocab_size) * c.channels, mean, stddev);
+  CHECK(std::fabs(mean) < 1e-3);
+  CHECK(stddev == doctest::Approx(0.02).epsilon(0.02));
+  stats(kFcw, 0, layout[kFcw].numel, mean, stddev);
+  CHECK(stddev == doctest::Approx(0.02).epsilon(0.02));
+  stats(kAttprojw, 0, layout[kAttprojw].numel, mean, stddev);
+  CHECK(stddev == doctest::Approx(0.02 / std::sqrt(4.0)).epsilon(0.03));
+  stats(kFcprojw, 0, layout[kFcprojw].numel, mean, stddev);
+  CHECK(stddev == doctest::Approx(0.01).epsilon(0.03));
+  for (size_t i = size_t(c.vocab_size) * c.channels; i < layout[kWte].numel; ++i)
+    REQUIRE(p[layout[kWte].offset + i] == 0.0f);
+  for (int index : {kQkvb, kAttprojb, kFcb, kFcprojb, kLn1b, kLn2b, kLnfb})
+    for (size_t i = 0; i < layout[index].numel; ++i) REQUIRE(p[layout[index].offset + i] == 0.0f);
+  for (int index : {kLn1w, kLn2w, kLnfw})
+    for (size_t i = 0; i < layout[index].numel; ++i) REQUIRE(p[layout[index].offset + i] == 1.0f);
+  CHECK(init_parameters(c, 42) == p);
+  CHECK(init_parameters(c, 43) != p);
+}
+
+TEST_CASE("gpt2: bf16 rounds to nearest even") {
+  CHECK(float_to_bf16(1.0f) == 0x3F80);
+  CHECK(float_to_bf16(-2.0f) == 0xC000);
+  CHECK(bf16_of_bits(0x3F808000u) == 0x3F80);  // halfway, kept part even: down
+  CHECK(bf16_of_bits(0x3F818000u) == 0x3F82);  // halfway, kept part odd: up
+  CHECK(bf16_of_bits(0x3F808001u) == 0x3F81);  // just above halfway: up
+  CHECK(bf16_of_bits(0x3F807FFFu) == 0x3F80);  // just below halfway: down
+  CHECK(bf16_of_bits(0x7F7FFFFFu) == 0x7F80);  // largest float rounds to +inf
+  CHECK(float_to_bf16(INFINITY) == 0x7F80);
+  CHECK(float_to_bf16(-INFINITY) == 0xFF80);
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+  CHECK(std::isnan(bf16_to_float(bf16_of_bits(0x7F800001u))));  // payload only in the dropped bits
+  CHECK(bf16_to_float(0x3F80) == 1.0f);
+  CHECK(bf16_to_float(0xC049) == -3.140625f);
+  CHECK(bf16_to_float(float_to_bf16(0.1f)) == doctest::Approx(0.1f).epsilon(1.0 / 256));
+}
+
+TEST_CASE("gpt2: model file round trip, fp32 and bf16") {
+  GPT2Config c = small_config();
+  std::vector<float> p = init_parameters(c, 7);
+  p[5] = 0.123456789f;
+  const std::string path3 = temp_path("v3.bin"), path5 = temp_path("v5.bin");
+  save_model(path3, c, p.data(), kModelVersionFp32);
+  CHECK(std::filesystem::file_size(path3) == 1024 + 4 * num_parameters(c));
+  ModelFile m3 = load_model(path3);
+  CHECK(m3.version == 3);
+  CHECK(m3.config.num_layers == 2);
+  CHECK(m3.config.channels == 64);
+  CHECK(m3.config.max_seq_len == 32);
+  CHECK(m3.config.vocab_size == 1000);
+  CHECK(m3.config.padded_vocab_size == 1024);
+  CHECK(m3.params == p);
+  std::vector<char> bytes = read_bytes(path3);
+  int32_t header[8];
+  std::memcpy(header, bytes.data(), sizeof(header));
+  CHECK(header[0] == 20240326);
+  CHECK(header[3] == 1000);
+  CHECK(header[7] == 1024);
+
+  save_model(path5, c, p.data(), kModelVersionBf16);
+  CHECK(std::filesystem::file_size(path5) == 1024 + 2 * num_parameters(c));
+  ModelFile m5 = load_model(path5);
+  CHECK(m5.version == 5);
+  REQUIRE(m5.params.size() == p.size());
+  for (size_t i = 0; i < p.size(); ++i) REQUIRE(m5.params[i] == bf16_to_float(float_to_bf16(p[i])));
+  CHECK(m5.params[5] != p[5]);  // really rounded
+  CHECK(!std::filesystem::exists(path5 + ".tmp"));
+  std::remove(path3.c_str());
+  std::remove(path5.c_str());
+}
+
+TEST_CASE("gpt2: bad model files are rejected with the file named") {
+  GPT2Config c = small_config();
+  std::vector<float> p = init_parameters(c, 1);
+  const std::string good = temp_path("good.bin"), bad = temp_path("bad.bin");
+  save_model(good, c, p.data(), kModelVersionFp32);
+  const std::vector<char> bytes = read_bytes(good);
+
+  CHECK(load_error(temp_path("missing.bin")).find("missing.bin") != std::string::npos);
+
+  std::vector<char> b = bytes;
+  set_header_int(b, 0, 20240520);
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("magic") != std::string::npos);
+  CHECK(load_error(bad).find(bad) != std::string::npos);
+
+  b = bytes;
+  set_header_int(b, 1, 4);
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("version 4") != std::string::npos);
+
+  b = bytes;
+  b.pop_back();
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("bytes") != std::string::npos);
+
+  b = bytes;
+  b.push_back(0);
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("bytes") != std::string::npos);
+
+  b = bytes;
+  set_header_int(b, 1, 5);  // an fp32 body under a bf16 header is twice too long
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("bytes") != std::string::npos);
+
+  b.assign(bytes.begin(), bytes.begin() + 100);
+  write_bytes(bad, b);
+  CHECK(load_error(bad).find("header") != std::string::npos);
+
+  const std::pair<int, int32_t> absurd[] = {{2, 0}, {3, -5}, {4, 1000000000}, {5, 3}, {6, 0}, {7, 999}};
+  for (auto [index, value] : absurd) {
+    b = bytes;
+    set_header_int(b, index, value);
+    write_bytes(bad, b);
+    CAPTURE(index);
+    CHECK(load_error(bad).find("bad shape") != std::string::npos);
+  }
+  CHECK(load_error(good).empty());
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
+}

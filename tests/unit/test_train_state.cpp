@@ -1,0 +1,119 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "llmc/train_state.h"
+
+namespace {
+
+std::string temp_dir() {
+  const std::string dir = "build/tmp/unit_train_state";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+llmc::TrainState example() {
+  llmc::TrainState s;
+  s.step = 1234;
+  s.world_size = 4;
+  s.rank = 2;
+  s.batch_size = 8;
+  s.seq_len = 1024;
+  s.shuffle = true;
+  s.seed = 0xFEEDFACECAFEBEEFull;
+  s.loader.epoch = 3;
+  s.loader.shard = 7;
+  s.loader.step = 12345;
+  s.loader.epoch_rng_state = 0x0123456789ABCDEFull;
+  s.sample_rng_state = 0xFFFFFFFFFFFFFFF1ull;
+  s.num_parameters = 1000;
+  s.moment_offset = 500;
+  for (int i = 0; i < 250; ++i) {
+    s.m.push_back(0.5f * float(i) - 3.25f);
+    s.v.push_back(1e-8f * float(i * i));
+  }
+  return s;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    llmc::read_train_state(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("train state: write then read gives back every field") {
+  const std::string path = temp_dir() + "/roundtrip.bin";
+  const llmc::TrainState s = example();
+  llmc::write_train_state(path, s);
+  CHECK(std::filesystem::file_size(path) == 64 * 8 + 2 * 250 * 4);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  const llmc::TrainState r = llmc::read_train_state(path);
+  CHECK(r.step == s.step);
+  CHECK(r.world_size == s.world_size);
+  CHECK(r.rank == s.rank);
+  CHECK(r.batch_size == s.batch_size);
+  CHECK(r.seq_len == s.seq_len);
+  CHECK(r.shuffle == s.shuffle);
+  CHECK(r.seed == s.seed);
+  CHECK(r.loader == s.loader);
+  CHECK(r.sample_rng_state == s.sample_rng_state);
+  CHECK(r.num_parameters == s.num_parameters);
+  CHECK(r.moment_offset == s.moment_offset);
+  CHECK(r.m == s.m);
+  CHECK(r.v == s.v);
+}
+
+TEST_CASE("train state: corrupted or wrongly sized files are rejected with their name") {
+  const std::string dir = temp_dir();
+  const std::string good = dir + "/good.bin";
+  llmc::write_train_state(good, example());
+
+  const std::string truncated = dir + "/truncated.bin";
+  std::filesystem::copy_file(good, truncated, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(truncated, std::filesystem::file_size(good) - 4);
+  CHECK(error_of(truncated).find(truncated) != std::string::npos);
+
+  const std::string longer = dir + "/longer.bin";
+  std::filesystem::copy_file(good, longer, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(longer, std::filesystem::file_size(good) + 8);
+  CHECK(error_of(longer).find(longer) != std::string::npos);
+
+  const std::string short_header = dir + "/short_header.bin";
+  std::filesystem::copy_file(good, short_header, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(short_header, 100);
+  CHECK(error_of(short_header).find(short_header) != std::string::npos);
+
+  const std::string bad_magic = dir + "/bad_magic.bin";
+  std::filesystem::copy_file(good, bad_magic, std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream f(bad_magic, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.put('\x7f');
+  }
+  const std::string msg = error_of(bad_magic);
+  CHECK(msg.find(bad_magic) != std::string::npos);
+  CHECK(msg.find("magic") != std::string::npos);
+
+  const std::string bad_rank = dir + "/bad_rank.bin";
+  std::filesystem::copy_file(good, bad_rank, std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream f(bad_rank, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4 * 8);  // rank 9 of 4
+    f.put('\x09');
+  }
+  CHECK(error_of(bad_rank).find(bad_rank) != std::string::npos);
+
+  const std::string missing = dir + "/missing.bin";
+  std::filesystem::remove(missing);
+  CHECK(error_of(missing).find(missing) != std::string::npos);
+  CHECK(error_of(good).empty());
+}
