@@ -6,6 +6,8 @@
 // so the row is read twice (the second time mostly from L2) and written once.
 #pragma once
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "llmc/cuda_common.cuh"
 
@@ -93,6 +95,10 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
 // in [0, V): the data loader guarantees it.
 inline void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
                              bool write_dlogits, cudaStream_t stream) {
+  if (Vp % Packed128<floatX>::size != 0 || V > Vp)
+    throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
+                                " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
+                                " and at least the vocabulary " + std::to_string(V));
   constexpr int block = 1024;
   fused_classifier_kernel<<<N, block, 0, stream>>>(logits, losses, targets, V, Vp, dloss, write_dlogits);
   CUDA_CHECK_LAST();

@@ -3,9 +3,39 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
+#include "llmc/cpu_fast_exp.h"
+
 namespace llmc {
+
+namespace {
+
+// Dot products over a head's channels are summed in double in kLanes interleaved partial sums
+// (combined in a fixed order, tail last): the loop vectorises, and the result does not depend on
+// the SIMD width or thread count. Products of two floats are exact in double.
+constexpr int kLanes = 8;
+typedef float floats __attribute__((vector_size(kLanes * sizeof(float))));
+typedef double doubles __attribute__((vector_size(kLanes * sizeof(double))));
+
+doubles load_wide(const float* p) {
+  floats v;
+  std::memcpy(&v, p, sizeof(v));
+  return __builtin_convertvector(v, doubles);
+}
+
+double dot(const float* a, const float* b, int n) {
+  const int body = n - n % kLanes;
+  doubles lane = {};
+  for (int i = 0; i < body; i += kLanes) lane += load_wide(a + i) * load_wide(b + i);
+  double s = 0.0;
+  for (int j = 0; j < kLanes; ++j) s += lane[j];
+  for (int i = body; i < n; ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+}  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
@@ -20,17 +50,12 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       const float* q = base + size_t(t) * row + h * hs;
       double max_score = -INFINITY;
       for (int t2 = 0; t2 <= t; ++t2) {
-        const float* k = base + size_t(t2) * row + C + h * hs;
-        double dot = 0.0;
-        for (int i = 0; i < hs; ++i) dot += double(q[i]) * k[i];
-        score[t2] = dot * scale;
+        score[t2] = dot(q, base + size_t(t2) * row + C + h * hs, hs) * scale;
         max_score = std::max(max_score, score[t2]);
       }
+      for (int t2 = 0; t2 <= t; ++t2) score[t2] = exp_vectorisable(score[t2] - max_score);
       double sum = 0.0;
-      for (int t2 = 0; t2 <= t; ++t2) {
-        score[t2] = std::exp(score[t2] - max_score);
-        sum += score[t2];
-      }
+      for (int t2 = 0; t2 <= t; ++t2) sum += score[t2];
       float* a = att + (size_t(bh) * T + t) * T;
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int t2 = 0; t2 < T; ++t2) {
@@ -69,15 +94,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       // Through out = att v: datt = dout . v, dv += att * dout.
       double weighted = 0.0;
       for (int t2 = 0; t2 <= t; ++t2) {
-        const float* v = base + size_t(t2) * row + 2 * C + h * hs;
         float* dv = dbase + size_t(t2) * row + 2 * C + h * hs;
-        double dot = 0.0;
-        for (int i = 0; i < hs; ++i) {
-          dot += double(d[i]) * v[i];
-          dv[i] += a[t2] * d[i];
-        }
-        datt[t2] = dot;
-        weighted += a[t2] * dot;
+        datt[t2] = dot(d, base + size_t(t2) * row + 2 * C + h * hs, hs);
+        for (int i = 0; i < hs; ++i) dv[i] += a[t2] * d[i];
+        weighted += a[t2] * datt[t2];
       }
       // Through the softmax: dscore = att * (datt - sum(att * datt)); then through
       // score = scale * q . k into q and k.

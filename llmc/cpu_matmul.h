@@ -1,21 +1,28 @@
 // Fully connected layer y = x W^T + b (W is OC x C, rows are output features, as in nn.Linear and
-// the checkpoint layout), forward and backward, on the CPU. The products are computed by two
-// kernels whose per-element summation order is fixed by the code (not by the number of OpenMP
-// threads), so results are identical run to run and for any thread count.
+// the checkpoint layout), forward and backward, on the CPU, on top of one cache-blocked SGEMM.
+//
+// Numerics: every output element is the sum over k in blocks of kGemmKBlock consecutive k; within
+// a block the products are accumulated one after the other (fused multiply-add, starting from 0),
+// and the block sums are added to the output in block order. That order is fixed by the code, not
+// by the number of OpenMP threads or the SIMD width, so results are identical run to run and for any
+// thread count; the two-level sum keeps the rounding error ~(kGemmKBlock + K / kGemmKBlock) ulp
+// in the worst case, instead of K ulp for one long chain.
 #pragma once
 #include <cstddef>
 
 namespace llmc {
 
-// Cmat[m][n] = (accumulate ? Cmat[m][n] : 0) + sum_k A[m][k] * B[n][k], all row-major, A is M x K,
-// B is N x K, Cmat is M x N. Both operands are read along k, contiguously.
-void gemm_nt(float* Cmat, const float* A, const float* B, int M, int N, int K, bool accumulate);
+constexpr int kGemmKBlock = 256;
 
-// Cmat[m][n] = (accumulate ? Cmat[m][n] : 0) + sum_k a(m,k) * B[k][n] with a(m,k) = A[m*a_m + k*a_k]
-// (a_m = K, a_k = 1: A is M x K row-major; a_m = 1, a_k = M: A is K x M, i.e. used transposed).
-// B (K x N) and Cmat (M x N) are read along n, contiguously.
-void gemm_xn(float* Cmat, const float* A, size_t a_m, size_t a_k, const float* B, int M, int N, int K,
-             bool accumulate);
+// A matrix operand read through strides: element (r, c) is data[r * row_stride + c * col_stride].
+// A row-major R x C matrix is {data, C, 1}; the same memory used transposed is {data, 1, C}.
+struct MatrixView {
+  const float* data;
+  size_t row_stride, col_stride;
+};
+
+// Cmat (M x N, row-major) = (accumulate ? Cmat : 0) + A B, with A M x K and B K x N given as views.
+void gemm(float* Cmat, MatrixView A, MatrixView B, int M, int N, int K, bool accumulate);
 
 // out (N x OC) = inp (N x C) weight^T + bias; bias may be null.
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);

@@ -2,6 +2,9 @@
 //   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
 //   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 #pragma once
+#include <stdexcept>
+#include <string>
+
 #include "llmc/cuda_common.cuh"
 
 namespace llmc {
@@ -47,7 +50,14 @@ __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* do
 }
 
 // n must be a multiple of 8 (it is B*T*4C here).
+inline void gelu_require_vectors(const char* who, size_t n) {
+  if (n % Packed128<floatX>::size != 0)
+    throw std::invalid_argument(std::string(who) + ": size " + std::to_string(n) + " is not a multiple of " +
+                                std::to_string(Packed128<floatX>::size));
+}
+
 inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t stream) {
+  gelu_require_vectors("gelu_forward", n);
   constexpr int block = 256;
   gelu_forward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
       out, inp, n);
@@ -55,6 +65,7 @@ inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t 
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, cudaStream_t stream) {
+  gelu_require_vectors("gelu_backward", n);
   constexpr int block = 256;
   gelu_backward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
       dinp, inp, dout, n);

@@ -14,7 +14,8 @@ constexpr int kGlobalNormThreads = 512;
 
 // partials[blockIdx] (+)= this block's sum of squares over its grid-stride 16-byte vectors. With
 // accumulate, several buffers (e.g. tensors in separate allocations) add into the same partials.
-// n must be a multiple of 16 / sizeof(T) and values 16-byte aligned.
+// values must be 16-byte aligned when n >= 16 / sizeof(T); the n % (16 / sizeof(T)) trailing
+// elements are summed by block 0.
 template <class T>
 __global__ void global_norm_partial_kernel(float* partials, const T* values, size_t n, bool accumulate) {
   constexpr int S = Packed128<T>::size;
@@ -29,6 +30,11 @@ __global__ void global_norm_partial_kernel(float* partials, const T* values, siz
       const float f = float(x[k]);
       sum += f * f;
     }
+  }
+  const size_t tail = vectors * S + static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (blockIdx.x == 0 && tail < n) {
+    const float f = float(values[tail]);
+    sum += f * f;
   }
   sum = block_reduce_sum(sum, scratch);
   if (threadIdx.x == 0) partials[blockIdx.x] = accumulate ? partials[blockIdx.x] + sum : sum;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -68,6 +69,9 @@ EvalExample parse_record(const uint16_t* words, size_t available, int expected_i
 }  // namespace
 
 std::vector<EvalExample> read_eval_file(const std::string& path, int vocab_size) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error(fmt::format("{}: not a regular file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path));
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

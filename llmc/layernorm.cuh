@@ -8,6 +8,8 @@
 // over blocks in block order by a second tiny kernel: bit-reproducible for a given (N, C).
 #pragma once
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "llmc/cuda_common.cuh"
 #include "llmc/cuda_reduce.cuh"
@@ -75,8 +77,15 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   }
 }
 
+inline void layernorm_require_vectors(const char* who, int C) {
+  if (C % Packed128<floatX>::size != 0)
+    throw std::invalid_argument(std::string(who) + ": channels " + std::to_string(C) + " is not a multiple of " +
+                                std::to_string(Packed128<floatX>::size));
+}
+
 // Warps per block such that each warp's staged row fits the shared-memory budget.
 inline int layernorm_forward_warps(int C) {
+  layernorm_require_vectors("layernorm", C);
   const int per_warp = C * static_cast<int>(sizeof(floatX));
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
@@ -106,6 +115,7 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
 constexpr int kLayerNormBackwardMaxBlocks = 512;
 
 inline int layernorm_backward_warps(int C) {
+  layernorm_require_vectors("layernorm_backward", C);
   return std::clamp(kLayerNormSharedBudget / (2 * C * static_cast<int>(sizeof(float))), 1, 8);
 }
 

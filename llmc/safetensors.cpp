@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -260,6 +261,8 @@ std::vector<float> SafeTensorsFile::to_float(const SafeTensor& t) const {
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open");
   const uint64_t file_size = uint64_t(in.tellg());

@@ -184,8 +184,10 @@ class InputQueue {
       struct stat st;
       if (::stat(path.c_str(), &st) != 0)
         throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-      if (!S_ISREG(st.st_mode)) throw std::runtime_error(fmt::format("{}: not a regular file", path));
-      total_bytes_ += uint64_t(st.st_size);
+      // A named pipe (dev/data/fineweb.py streams documents through one) has no size to report.
+      if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+        throw std::runtime_error(fmt::format("{}: not a regular file or named pipe", path));
+      if (S_ISREG(st.st_mode)) total_bytes_ += uint64_t(st.st_size);
     }
   }
 

@@ -96,6 +96,8 @@ class Trainer {
   GPT2Config config_;
   std::vector<float> params_;  // the initial parameters, handed to the backend by run()
   std::vector<float> m_, v_;   // resumed AdamW moments (empty for a fresh run)
+  // One rank until the communicator (multi-rank issue) supplies these; data order, -d checks and
+  // state files already take them into account.
   int rank_ = 0;
   int world_size_ = 1;
   int accum_ = 1;

@@ -12,8 +12,9 @@ data=(-i "data/corpus/corpus_train_*.bin" -j "data/corpus/corpus_val_*.bin")
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU' && [ -f train_gpt2.cu ]; then
   echo "run: GPU found: training GPT-2 small (d12) with train_gpt2cu into $out"
   make train_gpt2cu
-  ./train_gpt2cu "${data[@]}" -e d12 -b 16 -t 1024 -d 131072 -x 200 -l 6e-4 -u 20 -q 0.1 -c 0.1 \
-    -v 25 -m 20 -s 100 -g 128 -n 200 -o "$out"
+  # 64K tokens per step, 150 steps: about 3 epochs of the 3M-token corpus.
+  ./train_gpt2cu "${data[@]}" -e d12 -b 16 -t 1024 -d 65536 -x 150 -l 6e-4 -u 20 -q 0.1 -c 0.1 \
+    -v 25 -m 20 -s 75 -g 128 -o "$out"
 else
   echo "run: no GPU (or no CUDA trainer): training a small model with the CPU trainer into $out"
   make train_gpt2

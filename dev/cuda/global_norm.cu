@@ -53,14 +53,17 @@ bool check_and_time(const bench::Args& args, const std::string& type, uint64_t s
     ok &= bench::check_identical("global_norm " + v + " " + type, bench::from_device(d_out, 1), got);
   }
   if (bench::selected(args, "v2")) {
-    // Split at a multiple of 8 elements, as separate tensors would be.
-    const size_t half = kN / 16 * 8;
+    // The second buffer starts 16-byte aligned but has a length that is not a multiple of 8, so
+    // the tail path is exercised too.
+    const size_t half = kN / 16 * 8 - 8;
+    static_assert((kN / 16 * 8 - 8) % 8 == 0 && (kN - (kN / 16 * 8 - 8) - 3) % 8 != 0);
     bench::poison(d_partials, llmc::kGlobalNormBlocks * sizeof(float));
     llmc::global_norm_squared_partial(d_partials, d_values, half, false, 0);
-    llmc::global_norm_squared_partial(d_partials, d_values + half, kN - half, true, 0);
+    llmc::global_norm_squared_partial(d_partials, d_values + half, kN - half - 3, true, 0);
+    llmc::global_norm_squared_partial(d_partials, d_values + kN - 3, 3, true, 0);
     llmc::global_norm_squared_finish(d_out, d_partials, 0);
-    ok &= bench::check("global_norm v2 " + type + " two buffers accumulated", bench::from_device(d_out, 1),
-                       {float(ref)}, 1e-5);
+    ok &= bench::check("global_norm v2 " + type + " three buffers accumulated (with tails)",
+                       bench::from_device(d_out, 1), {float(ref)}, 1e-5);
   }
 
   if (!args.check_only && ok) {

@@ -158,6 +158,9 @@ TEST_CASE("hellaswag: malformed eval files are rejected with the file and exampl
     std::ofstream(path, std::ios::binary) << "abc";
     CHECK_THROWS_WITH_AS(read_eval_file(path), doctest::Contains("shorter than the 1024-byte header"), std::runtime_error);
     std::filesystem::remove(path);
+    CHECK_THROWS_WITH_AS(read_eval_file(std::filesystem::temp_directory_path().string()),
+                         doctest::Contains("not a regular file"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(read_eval_file(temp_path("missing.bin")), doctest::Contains("cannot open"), std::runtime_error);
   }
 }
 

@@ -214,6 +214,8 @@ TEST_CASE("safetensors: malformed files are rejected with the file and the reaso
     CHECK(read_error(handmade("{}", eight)).find("bad.safetensors") != std::string::npos);
   }
   CHECK_THROWS_WITH_AS(read_safetensors(temp_path("does_not_exist")), doctest::Contains("cannot open"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(read_safetensors(std::filesystem::temp_directory_path().string()),
+                       doctest::Contains("not a regular file"), std::runtime_error);
 }
 
 TEST_CASE("safetensors: f16 widening covers normals, subnormals, zeros, infinities and NaN") {
