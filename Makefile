@@ -63,3 +63,122 @@ clean:
 	rm -rf $(BUILD) tokenize train_gpt2 test_gpt2 hf_convert
 
 -include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d $(BUILD)/hf_convert.d
+
+# ==== CUDA trainer (docs/cuda-trainer.md) ======================================================
+# make train_gpt2cu / test_gpt2cu [PRECISION=BF16|FP32], make test-gpu, make bench, make gpu-dist.
+# Objects go to build/cuda-<precision>/; the host library for the CUDA binaries is compiled for
+# x86-64-v3 (not -march=native) into build/cuda-host/, so the same binaries run on the GPU machine.
+# FMT_INCLUDE=DIR builds with header-only fmt from DIR (for a GPU machine without libfmt).
+NVCC       ?= /usr/local/cuda/bin/nvcc
+PRECISION  ?= BF16
+CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a
+ifeq ($(PRECISION),BF16)
+CUDA_PREC       := bf16
+CUDA_PREC_FLAGS :=
+else ifeq ($(PRECISION),FP32)
+CUDA_PREC       := fp32
+CUDA_PREC_FLAGS := -DENABLE_FP32
+else
+$(error PRECISION must be BF16 or FP32, got '$(PRECISION)')
+endif
+ifneq ($(FMT_INCLUDE),)
+CUDA_FMT_FLAGS := -DFMT_HEADER_ONLY -I$(FMT_INCLUDE)
+CUDA_FMT_LIBS  :=
+else
+CUDA_FMT_LIBS  := -lfmt
+endif
+CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)
+CUDA_HOST      := $(BUILD)/cuda-host
+CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
+CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
+CUDA_LIB_OBJS  := $(CUDA_DIR)/llmc/cuda_backend.o $(if $(CUDA_PREC_FLAGS),,$(CUDA_DIR)/llmc/cudnn_attention.o)
+CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS)
+CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_PREC_FLAGS) -Xcompiler -Wall,-Wextra,-fopenmp
+# CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
+ifeq ($(CUDA_WERROR),1)
+CUDA_CXXFLAGS  += -Werror
+CUDA_NVCCFLAGS += -Werror all-warnings -Xcompiler -Werror
+endif
+# RUNPATH $ORIGIN: a bundle's libfmt/libgomp next to the binary win over missing system ones.
+CUDA_LDFLAGS   := -Xlinker -rpath -Xlinker '$$ORIGIN'
+CUDA_LDLIBS    := $(CUDA_FMT_LIBS) -lcublasLt -lcublas -lcudnn -lgomp -lpthread
+GPU_DIST       := $(BUILD)/gpu-dist
+DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
+
+.PHONY: test-gpu bench gpu-dist cuda-binaries FORCE
+
+$(CUDA_HOST)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUDA_CXXFLAGS) -c $< -o $@
+
+$(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CUDA_DIR)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CUDA_NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+$(CUDA_DIR)/train_gpt2cu: $(CUDA_DIR)/train_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
+	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
+
+$(CUDA_DIR)/test_gpt2cu: $(CUDA_DIR)/test_gpt2cu.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
+	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
+
+# The top-level binaries are copies of the PRECISION just asked for.
+train_gpt2cu test_gpt2cu: %: $(CUDA_DIR)/% FORCE
+	cp -f $< $@
+
+cuda-binaries: $(CUDA_DIR)/train_gpt2cu $(CUDA_DIR)/test_gpt2cu
+
+test-gpu:
+	@bash scripts/test_gpu.sh
+
+bench:
+	@bash scripts/bench_gpu.sh
+
+# Everything a GPU machine without libfmt needs, in build/gpu-dist (see docs/cuda-trainer.md).
+gpu-dist:
+	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
+	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
+	@$(MAKE) --no-print-directory -C dev/cuda
+	@rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/bin $(GPU_DIST)/include
+	@for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do \
+	  cp $(BUILD)/cuda-$$p/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
+	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
+	@cp -L $$(ldd $(BUILD)/cuda-bf16/train_gpt2cu | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
+	@cp -r $$(dirname $$(echo '#include <fmt/format.h>' | $(CXX) -M -x c++ - | tr ' ' '\n' | grep '/fmt/format.h$$')) \
+	  $(GPU_DIST)/include/
+	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
+	@echo "gpu-dist: $(GPU_DIST) ($$(du -sh $(GPU_DIST) | cut -f1)); on the GPU: bash scripts/test_gpu.sh"
+
+-include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*.d)
+# ==== end of the CUDA trainer section ==========================================================
+
+# ==== MPI (docs/multi-gpu.md) ==================================================================
+# Every binary links libmpi: llmc/process_group.cpp initialises MPI only under a launcher (mpirun,
+# srun), so the same binary also runs as a single process. The CUDA host library needs mpi.h too.
+# OMPI_SKIP_MPICXX: only MPI's C API (the deprecated C++ bindings would need libmpi_cxx).
+# make mpi-tests: the MPI test programs (tests/mpi/*.cpp -> build/mpi_tests/*), run by
+# tests/check_mpi.sh and tests/check_streaming.sh; make nccl-communicator: compiles (only) the
+# NCCL communicator with nvcc.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null) -DOMPI_SKIP_MPICXX
+MPI_LDLIBS := $(shell mpicc --showme:link 2>/dev/null)
+CXXFLAGS      += $(MPI_CFLAGS)
+LDLIBS        += $(MPI_LDLIBS)
+CUDA_CXXFLAGS += $(MPI_CFLAGS)
+MPI_TESTS := $(patsubst tests/mpi/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/mpi/*.cpp))
+
+.PHONY: mpi-tests nccl-communicator
+mpi-tests: $(MPI_TESTS)
+
+# The streaming test counts the data loader's reads by wrapping pread (see the test).
+$(BUILD)/mpi_tests/test_streaming: MPI_TEST_LDFLAGS := -Wl,--wrap=pread
+$(BUILD)/mpi_tests/%: $(BUILD)/tests/mpi/%.o $(LIBLLMC)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MPI_TEST_LDFLAGS)
+
+nccl-communicator: $(CUDA_DIR)/llmc/nccl_communicator.o
+
+-include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/mpi/%.d)
+# ==== end of the MPI section ===================================================================

@@ -8,13 +8,16 @@
 // kernels. One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
-// --quick (for compute-sanitizer) skips the recompute/attention variants and runs 2 steps.
+//   test_gpt2cu --probe
+// --quick (for compute-sanitizer) skips the recompute/attention variants and runs 2 steps;
+// --probe only prints the device (scripts/test_gpu.sh uses it to see whether a binary runs here).
 // Exit status: 0 all passed, 1 a check failed, 2 bad usage or an error, 77 no CUDA device.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -49,6 +52,7 @@ struct Args {
   int steps = 10;
   uint64_t seed = 42;
   bool quick = false;
+  bool probe = false;
 };
 
 int parse_int(const std::string& flag, const std::string& value, int lo, int hi) {
@@ -68,8 +72,8 @@ Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--quick") {
-      a.quick = true;
+    if (flag == "--quick" || flag == "--probe") {
+      (flag == "--quick" ? a.quick : a.probe) = true;
       continue;
     }
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("{}: missing value (or unknown flag)", flag));
@@ -195,6 +199,10 @@ int run(const Args& a) {
   if (cuda_device_count() == 0) {
     fmt::print("SKIP: no CUDA device (test_gpt2cu needs a GPU; nothing was checked)\n");
     return kExitNoDevice;
+  }
+  if (a.probe) {
+    fmt::print("device: {} | precision {}\n", cuda_device_description(), cuda_precision_name());
+    return 0;
   }
   GPT2Config config;
   std::vector<float> params;

@@ -3,6 +3,7 @@
 // the loop; a backend owns parameters, gradients, AdamW moments and activations.
 #pragma once
 #include <cstddef>
+#include <stdexcept>
 
 #include "llmc/gpt2.h"
 
@@ -43,6 +44,14 @@ class Backend {
 
   // Mean cross-entropy of a batch without touching the gradients (validation).
   virtual float forward_loss(const int* inputs, const int* targets, int B, int T) = 0;
+
+  // Cross-entropy at every position of a batch (B*T floats, row-major like the targets), without
+  // touching the gradients: HellaSwag scores each completion by its own positions' losses. The
+  // default throws, for a backend that has not implemented it yet (-h 1 then fails with its message).
+  virtual void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
+    (void)inputs, (void)targets, (void)B, (void)T, (void)losses;
+    throw std::runtime_error("-h: this backend does not implement forward_losses, which the HellaSwag eval needs");
+  }
 
   // Logits over the real vocabulary (config().vocab_size floats) that predict the token after
   // tokens[T-1], for one sequence of T tokens (sampling).

@@ -19,16 +19,15 @@ constexpr int kLanes = 8;
 typedef float floats __attribute__((vector_size(kLanes * sizeof(float))));
 typedef double doubles __attribute__((vector_size(kLanes * sizeof(double))));
 
-doubles load_wide(const float* p) {
-  floats v;
-  std::memcpy(&v, p, sizeof(v));
-  return __builtin_convertvector(v, doubles);
-}
-
 double dot(const float* a, const float* b, int n) {
   const int body = n - n % kLanes;
   doubles lane = {};
-  for (int i = 0; i < body; i += kLanes) lane += load_wide(a + i) * load_wide(b + i);
+  floats va, vb;
+  for (int i = 0; i < body; i += kLanes) {
+    std::memcpy(&va, a + i, sizeof(va));
+    std::memcpy(&vb, b + i, sizeof(vb));
+    lane += __builtin_convertvector(va, doubles) * __builtin_convertvector(vb, doubles);
+  }
   double s = 0.0;
   for (int j = 0; j < kLanes; ++j) s += lane[j];
   for (int i = body; i < n; ++i) s += double(a[i]) * b[i];

@@ -187,6 +187,12 @@ float CpuBackend::forward_loss(const int* inputs, const int* targets, int B, int
   return float(sum / N);
 }
 
+void CpuBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
+  check_batch(inputs, targets, B, T);
+  forward(inputs, B, T);
+  classifier_forward(losses, acts_.logits.data(), targets, B * T, config_.vocab_size, config_.padded_vocab_size);
+}
+
 const float* CpuBackend::forward_logits(const int* inputs, int B, int T) {
   check_batch(inputs, nullptr, B, T);
   forward(inputs, B, T);

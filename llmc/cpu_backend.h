@@ -22,6 +22,7 @@ class CpuBackend : public Backend {
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
   float forward_loss(const int* inputs, const int* targets, int B, int T) override;
+  void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
   float grad_sum_of_squares() override;
   void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;

@@ -19,13 +19,10 @@ constexpr int kLanes = 8;
 typedef float floats __attribute__((vector_size(kLanes * sizeof(float))));
 typedef double doubles __attribute__((vector_size(kLanes * sizeof(double))));
 
-floats load(const float* p) {
-  floats v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
+// Vectors go by reference: passing them by value would depend on the target's vector ABI.
+void load(floats& v, const float* p) { std::memcpy(&v, p, sizeof(v)); }
 
-double combine(doubles lane, double tail) {
+double combine(const doubles& lane, double tail) {
   double s = 0.0;
   for (int j = 0; j < kLanes; ++j) s += lane[j];
   return s + tail;
@@ -35,9 +32,10 @@ float row_max(const float* row, int V) {
   const int body = V - V % kLanes;
   float m = row[0];
   if (body > 0) {
-    floats lane = load(row);
+    floats lane, x;
+    load(lane, row);
     for (int v = kLanes; v < body; v += kLanes) {
-      const floats x = load(row + v);
+      load(x, row + v);
       lane = lane < x ? x : lane;
     }
     for (int j = 0; j < kLanes; ++j) m = std::max(m, lane[j]);
@@ -63,7 +61,11 @@ double exp_in_place(float* row, int V, float max) {
   for (int v = 0; v < V; ++v) row[v] = float(exp_vectorisable(double(row[v]) - max));
   const int body = V - V % kLanes;
   doubles lane = {};
-  for (int v = 0; v < body; v += kLanes) lane += __builtin_convertvector(load(row + v), doubles);
+  floats x;
+  for (int v = 0; v < body; v += kLanes) {
+    load(x, row + v);
+    lane += __builtin_convertvector(x, doubles);
+  }
   double tail = 0.0;
   for (int v = body; v < V; ++v) tail += row[v];
   return combine(lane, tail);

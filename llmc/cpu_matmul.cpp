@@ -25,9 +25,12 @@ namespace {
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
 constexpr int kMR = 12;  // 24 accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers
-#else
+#elif defined(__AVX__)
 constexpr int kLanes = 8;
 constexpr int kMR = 6;  // 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers
+#else
+constexpr int kLanes = 4;  // SSE, NEON: 16-byte registers
+constexpr int kMR = 6;
 #endif
 typedef float vfloat __attribute__((vector_size(kLanes * sizeof(float))));
 constexpr int kNV = 2;  // vectors per tile row

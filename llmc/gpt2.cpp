@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "llmc/checkpoint_files.h"
 #include "llmc/rng.h"
 
 namespace llmc {
@@ -238,7 +239,7 @@ ModelFile load_model(const std::string& path) {
   return model;
 }
 
-void save_model(const std::string& path, const GPT2Config& config, const float* params, int version) {
+uint64_t save_model(const std::string& path, const GPT2Config& config, const float* params, int version) {
   if (version != kModelVersionFp32 && version != kModelVersionBf16)
     throw std::invalid_argument(fmt::format("cannot save model '{}' as version {}: only {} and {} exist",
                                             path, version, kModelVersionFp32, kModelVersionBf16));
@@ -255,23 +256,20 @@ void save_model(const std::string& path, const GPT2Config& config, const float* 
   header[6] = config.channels;
   header[7] = config.padded_vocab_size;
   const size_t n = num_parameters(config);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot create model file '{}'", tmp));
-    out.write(reinterpret_cast<const char*>(header), sizeof(header));
-    if (version == kModelVersionFp32) {
-      out.write(reinterpret_cast<const char*>(params), std::streamsize(n * 4));
-    } else {
-      std::vector<uint16_t> raw(n);
-      for (size_t i = 0; i < n; ++i) raw[i] = float_to_bf16(params[i]);
-      out.write(reinterpret_cast<const char*>(raw.data()), std::streamsize(n * 2));
-    }
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("cannot write model file '{}'", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}'", tmp, path));
+  Checksum64 checksum;
+  // Crash-safe (.tmp, fsync, rename): a checkpoint's model file is either complete or absent.
+  write_file_atomically(path, [&](FILE* f) {
+    const auto put = [&](const void* data, size_t bytes) {
+      checksum.update(data, bytes);
+      return std::fwrite(data, 1, bytes, f) == bytes;
+    };
+    if (!put(header, sizeof(header))) return false;
+    if (version == kModelVersionFp32) return put(params, n * 4);
+    std::vector<uint16_t> raw(n);
+    for (size_t i = 0; i < n; ++i) raw[i] = float_to_bf16(params[i]);
+    return put(raw.data(), n * 2);
+  });
+  return checksum.digest();
 }
 
 }  // namespace llmc

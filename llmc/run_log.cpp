@@ -1,5 +1,7 @@
 #include "llmc/run_log.h"
 
+#include "llmc/checkpoint_files.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -23,19 +25,14 @@ long line_step(const std::string& line) {
 
 RunLog::RunLog(const std::string& dir, int resume_step) : path_(dir + "/main.log") {
   if (resume_step >= 0) {
-    std::vector<std::string> kept;
+    std::string kept;
     std::ifstream in(path_);
     for (std::string line; std::getline(in, line);) {
       const long step = line_step(line);
-      if (step >= 0 && step < resume_step) kept.push_back(line);
+      // A line without its newline (in.eof()) was cut by a kill; it cannot be before the checkpoint.
+      if (step >= 0 && step < resume_step && !in.eof()) kept += line + "\n";
     }
-    const std::string tmp = path_ + ".tmp";
-    FILE* out = std::fopen(tmp.c_str(), "w");
-    if (out == nullptr) throw std::runtime_error(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-    for (const std::string& line : kept) std::fprintf(out, "%s\n", line.c_str());
-    const bool ok = std::fclose(out) == 0;
-    if (!ok || std::rename(tmp.c_str(), path_.c_str()) != 0)
-      throw std::runtime_error(fmt::format("{}: cannot rewrite for resume: {}", path_, std::strerror(errno)));
+    write_file_atomically(path_, [&](FILE* f) { return std::fwrite(kept.data(), 1, kept.size(), f) == kept.size(); });
   }
   file_ = std::fopen(path_.c_str(), resume_step >= 0 ? "a" : "w");
   if (file_ == nullptr) throw std::runtime_error(fmt::format("{}: cannot write: {}", path_, std::strerror(errno)));
@@ -51,9 +48,11 @@ void RunLog::line(const std::string& text) {
     throw std::runtime_error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
 }
 
-void RunLog::train(int step, float loss, float lr, float norm) {
-  line(fmt::format("s:{} trl:{:.6f} lr:{:.6e} norm:{:.6f}", step, loss, lr, norm));
+void RunLog::train(int step, float loss, float lr, float norm, bool skipped) {
+  line(fmt::format("s:{} trl:{:.6f} lr:{:.6e} norm:{:.6f}{}", step, loss, lr, norm, skipped ? " skipped:1" : ""));
 }
+
+void RunLog::eval(int step, float accuracy) { line(fmt::format("s:{} eval:{:.6f}", step, accuracy)); }
 
 void RunLog::val(int step, float loss) { line(fmt::format("s:{} tel:{:.6f}", step, loss)); }
 

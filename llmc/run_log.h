@@ -9,15 +9,20 @@ namespace llmc {
 class RunLog {
  public:
   // Opens dir/main.log. A fresh run (resume_step < 0) starts it empty; a run resumed at step k
-  // keeps only the lines of steps < k and appends after them, so the log reads as one run.
+  // keeps only the complete lines of steps < k and appends after them, so the log reads as one
+  // run (the lines a killed run wrote after its last checkpoint are dropped). The rewrite is
+  // crash-safe: killed during it, the old log is still there.
   // Throws std::runtime_error naming the file if it cannot be written.
   RunLog(const std::string& dir, int resume_step);
   ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
 
-  void train(int step, float loss, float lr, float norm);  // s:%d trl:%.6f lr:%.6e norm:%.6f
-  void val(int step, float loss);                          // s:%d tel:%.6f
+  // s:%d trl:%.6f lr:%.6e norm:%.6f, plus " skipped:1" when the update was skipped (-sl/-sg):
+  // the llm.c keys stay first, so llm.c's log parsers still read the line.
+  void train(int step, float loss, float lr, float norm, bool skipped = false);
+  void val(int step, float loss);       // s:%d tel:%.6f
+  void eval(int step, float accuracy);  // s:%d eval:%.6f (HellaSwag)
   const std::string& path() const { return path_; }
 
  private:

@@ -3,14 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fmt/format.h>
-#include <optional>
 #include <stdexcept>
+#include <unistd.h>
 
+#include "llmc/checkpoint_files.h"
 #include "llmc/dataloader.h"
+#include "llmc/hellaswag.h"
 #include "llmc/lr_schedule.h"
+#include "llmc/outlier_detector.h"
 #include "llmc/rng.h"
 #include "llmc/run_log.h"
 #include "llmc/sampler.h"
@@ -50,35 +55,41 @@ auto blame(const char* flag, F&& f) -> decltype(f()) {
   }
 }
 
-std::string model_path(const std::string& dir, int step) { return fmt::format("{}/model_{:08d}.bin", dir, step); }
-std::string state_path(const std::string& dir, int step, int rank) {
-  return fmt::format("{}/state_{:08d}_{:05d}.bin", dir, step, rank);
-}
-std::string done_path(const std::string& dir, int step) { return fmt::format("{}/DONE_{:08d}", dir, step); }
+// SIGINT/SIGTERM: the first asks the loop to stop after the current step (with a checkpoint when
+// there is an output dir), a second one exits at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
 
-// Steps that have a DONE marker in dir, newest first.
-std::vector<int> completed_checkpoints(const std::string& dir) {
-  std::vector<int> steps;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() != 13 || name.compare(0, 5, "DONE_") != 0) continue;
-    if (!std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    steps.push_back(std::stoi(name.substr(5)));
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    static const char kMessage[] = "\nsecond signal: exiting now, without a checkpoint\n";
+    (void)!::write(2, kMessage, sizeof kMessage - 1);
+    ::_exit(128 + sig);
   }
-  if (ec) throw std::runtime_error(fmt::format("cannot list the output dir '{}': {}", dir, ec.message()));
-  std::sort(steps.rbegin(), steps.rend());
-  return steps;
+  g_stop_signal = sig;
 }
 
-void write_marker(const std::string& path, int step) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error(fmt::format("{}: cannot write", tmp));
-  const bool ok = std::fprintf(f, "%d\n", step) > 0;
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(fmt::format("{}: cannot write", path));
-}
+// Installs the stop handlers for the duration of a run and puts the previous ones back after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int received() const { return int(g_stop_signal); }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
 
 class Trainer {
  public:
@@ -87,7 +98,11 @@ class Trainer {
 
  private:
   void resume_from_checkpoint();
+  // Throws std::runtime_error naming the file that does not verify or does not fit this run.
+  void load_checkpoint(int step, ModelFile& model, TrainState& state) const;
+  void load_hellaswag();
   float evaluate(Backend& backend);
+  void evaluate_hellaswag(Backend& backend, int step);
   void save_checkpoint(Backend& backend, int step);
   void sample(Backend& backend, int step);
   void print_summary() const;
@@ -111,6 +126,8 @@ class Trainer {
   LrSchedule schedule_;
   std::unique_ptr<RunLog> log_;
   Rng sample_rng_;
+  OutlierDetector loss_outliers_, norm_outliers_;
+  std::vector<EvalExample> hellaswag_;
   std::vector<int> inputs_, targets_;
 };
 
@@ -162,11 +179,36 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model)
     if (ec || !fs::is_directory(o.output_dir))
       throw FlagError(fmt::format("-o: cannot create the output dir '{}': {}", o.output_dir,
                                   ec ? ec.message() : "exists and is not a directory"));
+    const int stale = remove_stale_temporaries(o.output_dir);
+    if (stale > 0) fmt::print("output dir: removed {} unfinished .tmp file(s) of an interrupted run\n", stale);
   }
+  if (o.hellaswag) load_hellaswag();
   if (o.resume) resume_from_checkpoint();
   if (!o.output_dir.empty()) log_ = blame("-o", [&] { return std::make_unique<RunLog>(o.output_dir, resumed_step_); });
   inputs_.resize(size_t(B) * T);
   targets_.resize(size_t(B) * T);
+}
+
+void Trainer::load_checkpoint(int step, ModelFile& model, TrainState& state) const {
+  const std::string& dir = o_.output_dir;
+  const std::string model_file = checkpoint_model_path(dir, step), state_file = checkpoint_state_path(dir, step, rank_);
+  state = read_train_state(state_file);
+  if (state.step != step) throw std::runtime_error(fmt::format("{}: holds step {}", state_file, state.step));
+  if (state.model_checksum != 0) {
+    const uint64_t actual = file_checksum(model_file);
+    if (actual != state.model_checksum)
+      throw std::runtime_error(fmt::format("{}: checksum {:016x} differs from the {:016x} recorded in {}: the model file "
+                                           "is corrupt or from another checkpoint",
+                                           model_file, actual, state.model_checksum, state_file));
+  }
+  model = load_model(model_file);
+  if (!same_shape(model.config, config_))
+    throw std::runtime_error(fmt::format("{}: model {} differs from -e {} ({})", model_file, describe(model.config),
+                                         o_.model, describe(config_)));
+  if (state.num_parameters != num_parameters(config_) || state.moment_offset != 0 ||
+      state.m.size() != state.num_parameters)
+    throw std::runtime_error(fmt::format("{}: holds {} of {} moments, not those of this model", state_file,
+                                         state.m.size(), state.num_parameters));
 }
 
 void Trainer::resume_from_checkpoint() {
@@ -176,17 +218,7 @@ void Trainer::resume_from_checkpoint() {
     ModelFile model;
     TrainState state;
     try {
-      model = load_model(model_path(dir, step));
-      state = read_train_state(state_path(dir, step, rank_));
-      if (state.step != step)
-        throw std::runtime_error(fmt::format("{}: holds step {}", state_path(dir, step, rank_), state.step));
-      if (!same_shape(model.config, config_))
-        throw std::runtime_error(fmt::format("{}: model {} differs from -e {} ({})", model_path(dir, step),
-                                             describe(model.config), o_.model, describe(config_)));
-      if (state.num_parameters != num_parameters(config_) || state.moment_offset != 0 ||
-          state.m.size() != state.num_parameters)
-        throw std::runtime_error(fmt::format("{}: holds {} of {} moments, not those of this model",
-                                             state_path(dir, step, rank_), state.m.size(), state.num_parameters));
+      load_checkpoint(step, model, state);
     } catch (const std::exception& e) {
       fmt::print("resume: skipping checkpoint step {}: {}\n", step, e.what());
       continue;
@@ -213,12 +245,29 @@ void Trainer::resume_from_checkpoint() {
     m_ = std::move(state.m);
     v_ = std::move(state.v);
     sample_rng_.state = state.sample_rng_state;
+    loss_outliers_.restore(state.loss_window);
+    norm_outliers_.restore(state.norm_window);
     start_step_ = resumed_step_ = step;
-    fmt::print("resume: continuing from checkpoint step {} in {}\n", step, dir);
+    fmt::print("resume: continuing from checkpoint step {} in {} (the newest that verifies{})\n", step, dir,
+               state.model_checksum != 0 ? ", checksums match" : "; written without checksums");
     return;
   }
   throw FlagError(fmt::format("-y: no complete checkpoint (DONE_<step> with loadable model and state files) in '{}'",
                               dir));
+}
+
+void Trainer::load_hellaswag() {
+  const std::string& path = o_.hellaswag_file;
+  hellaswag_ = blame("--hellaswag-file", [&] {
+    if (!fs::exists(path))
+      throw std::runtime_error(fmt::format("{}: no such file (-h 1 needs llm.c's HellaSwag eval file; give its path "
+                                           "with --hellaswag-file)", path));
+    return read_eval_file(path, config_.vocab_size);
+  });
+  for (const EvalExample& example : hellaswag_)
+    if (eval_rows_length(example) > o_.seq_len)
+      throw FlagError(fmt::format("--hellaswag-file: {}: example {} needs {} positions, more than -t {}", path,
+                                  example.index, eval_rows_length(example), o_.seq_len));
 }
 
 void Trainer::print_summary() const {
@@ -233,6 +282,13 @@ void Trainer::print_summary() const {
                val_->num_tokens(), val_batches_);
   fmt::print("schedule: {} lr={:g} warmup={} final fraction={:g} weight decay={:g}\n", o_.lr_schedule,
              o_.learning_rate, o_.warmup_steps, o_.final_lr_frac, o_.weight_decay);
+  if (!hellaswag_.empty())
+    fmt::print("hellaswag: {} examples from {}\n", hellaswag_.size(), o_.hellaswag_file);
+  if (o_.zero_stage == 1 && world_size_ == 1)
+    fmt::print("note: -z 1 with one rank has no optimizer state to shard: it runs exactly as -z 0\n");
+  if (o_.skip_loss_z > 0 || o_.skip_norm_z > 0)
+    fmt::print("outlier skipping: loss z > {:g}, grad norm z > {:g} (0 = off), over the last {} accepted steps\n",
+               o_.skip_loss_z, o_.skip_norm_z, OutlierDetector::kWindow);
   fmt::print("steps: {} (from step {})\n", max_steps_, start_step_);
   std::fflush(stdout);
 }
@@ -247,13 +303,28 @@ float Trainer::evaluate(Backend& backend) {
   return float(sum / double(val_batches_));
 }
 
+void Trainer::evaluate_hellaswag(Backend& backend, int step) {
+  const EvalAccuracy result = evaluate_multiple_choice(backend, hellaswag_, o_.batch_size, o_.seq_len);
+  fmt::print("step {} | hellaswag {}/{} = {:.6f}\n", step, result.correct, result.total, result.accuracy());
+  if (log_) log_->eval(step, float(result.accuracy()));
+}
+
 void Trainer::save_checkpoint(Backend& backend, int step) {
   const std::string& dir = o_.output_dir;
+  // An older checkpoint at this step (from a run that was resumed before it) stops counting
+  // before any of its files is replaced.
+  remove_durably(checkpoint_done_path(dir, step));
   const size_t n = num_parameters(config_);
   std::vector<float> buffer(n);
   backend.get_parameters(buffer.data());
-  save_model(model_path(dir, step), config_, buffer.data(), kModelVersionFp32);
+  // A diverged update can leave non-finite weights before any loss shows it: such a state must
+  // never become the checkpoint a resume trusts.
+  const auto bad = std::find_if(buffer.begin(), buffer.end(), [](float x) { return !std::isfinite(x); });
+  if (bad != buffer.end())
+    throw std::runtime_error(fmt::format("step {}: parameter {} is {}: not writing a checkpoint of a diverged model "
+                                         "(-l {:g} too high?)", step, bad - buffer.begin(), *bad, o_.learning_rate));
   TrainState state;
+  state.model_checksum = save_model(checkpoint_model_path(dir, step), config_, buffer.data(), kModelVersionFp32);
   state.step = step;
   state.world_size = world_size_;
   state.rank = rank_;
@@ -268,10 +339,14 @@ void Trainer::save_checkpoint(Backend& backend, int step) {
   state.m.resize(n);
   state.v.resize(n);
   backend.get_optimizer_state(state.m.data(), state.v.data());
-  write_train_state(state_path(dir, step, rank_), state);
+  state.loss_window = loss_outliers_.values();
+  state.norm_window = norm_outliers_.values();
+  write_train_state(checkpoint_state_path(dir, step, rank_), state);
   // The marker goes last: a checkpoint without it is incomplete and resume skips it.
-  write_marker(done_path(dir, step), step);
+  write_done_marker(dir, step);
   fmt::print("checkpoint: step {} written to {}\n", step, dir);
+  const std::vector<int> retired = retire_checkpoints(dir, o_.keep_checkpoints, o_.major_checkpoint_every, world_size_);
+  for (int old : retired) fmt::print("checkpoint: deleted step {} (-nk {})\n", old, o_.keep_checkpoints);
 }
 
 void Trainer::sample(Backend& backend, int step) {
@@ -311,6 +386,7 @@ void Trainer::run(Backend& backend) {
   m_ = {};
   v_ = {};
   print_summary();
+  const StopSignals signals;
 
   AdamWHyper hyper;
   hyper.weight_decay = o_.weight_decay;
@@ -318,11 +394,25 @@ void Trainer::run(Backend& backend) {
   int timed_steps = 0;
   for (int step = start_step_;; ++step) {
     const bool last = step == max_steps_;
-    if (val_ && (step % o_.val_every == 0 || last)) {
+    if (signals.received() != 0) {
+      // Stopping between steps: the state is exactly that of a checkpoint at this step.
+      const char* name = signals.received() == SIGINT ? "SIGINT" : "SIGTERM";
+      if (o_.output_dir.empty()) {
+        fmt::print("stopped by {} before step {} (no -o: no checkpoint)\n", name, step);
+      } else {
+        if (step != resumed_step_) save_checkpoint(backend, step);
+        fmt::print("stopped by {} before step {}: resume with -y 1 -o {}\n", name, step, o_.output_dir);
+      }
+      std::fflush(stdout);
+      return;
+    }
+    const bool evaluate_now = (o_.val_every > 0 && step % o_.val_every == 0) || last;
+    if (val_ && evaluate_now) {
       const float val_loss = evaluate(backend);
       fmt::print("step {} | val loss {:.6f}\n", step, val_loss);
       if (log_) log_->val(step, val_loss);
     }
+    if (!hellaswag_.empty() && evaluate_now) evaluate_hellaswag(backend, step);
     // Before sampling, so that a run resumed here draws the same sample as the original run.
     if (o_.checkpoint_every > 0 && step > 0 && (step % o_.checkpoint_every == 0 || last) && step != resumed_step_)
       save_checkpoint(backend, step);
@@ -338,19 +428,31 @@ void Trainer::run(Backend& backend) {
     const float loss = backend.accumulated_loss();
     const float norm = std::sqrt(backend.grad_sum_of_squares());
     if (!std::isfinite(loss) || !std::isfinite(norm))
-      throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?)",
+      throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "
+                                           "stopped without updating or checkpointing this state",
                                            step, loss, norm, o_.learning_rate));
-    const float grad_scale = norm > 1.0f ? 1.0f / norm : 1.0f;
     const float lr = schedule_.at(step);
-    backend.adamw_update(hyper, lr, step + 1, grad_scale);
+    // A spike's update is skipped (its batch is consumed, the schedule moves on) and the spike is
+    // kept out of the windows, so one bad batch neither moves the weights nor widens the window.
+    const bool skip = loss_outliers_.is_outlier(loss, o_.skip_loss_z) || norm_outliers_.is_outlier(norm, o_.skip_norm_z);
+    if (!skip) {
+      const float grad_scale = norm > 1.0f ? 1.0f / norm : 1.0f;
+      backend.adamw_update(hyper, lr, step + 1, grad_scale);
+      loss_outliers_.push(loss);
+      norm_outliers_.push(norm);
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
     ++timed_steps;
     const double eta = train_seconds / timed_steps * (max_steps_ - step - 1);
-    fmt::print("{}\n", format_step_line(step, max_steps_, loss, norm, lr, seconds * 1e3,
-                                        double(step_tokens_) / seconds, eta));
+    std::string line =
+        format_step_line(step, max_steps_, loss, norm, lr, seconds * 1e3, double(step_tokens_) / seconds, eta);
+    if (skip)
+      line += fmt::format(" | skipped: loss z {:.2f} (-sl {:g}), norm z {:.2f} (-sg {:g})", loss_outliers_.z_score(loss),
+                          o_.skip_loss_z, norm_outliers_.z_score(norm), o_.skip_norm_z);
+    fmt::print("{}\n", line);
     std::fflush(stdout);
-    if (log_) log_->train(step, loss, lr, norm);
+    if (log_) log_->train(step, loss, lr, norm, skip);
   }
   fmt::print("done: {} steps in {}\n", timed_steps, format_duration(train_seconds));
 }
@@ -371,9 +473,65 @@ void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
   if (o.seq_len > config.max_seq_len)
     throw FlagError(fmt::format("-t: sequence length {} exceeds the model's max_seq_len {} (-e {})", o.seq_len,
                                 config.max_seq_len, o.model));
+  if (int64_t(o.batch_size) * o.seq_len > INT32_MAX)
+    throw FlagError(fmt::format("-b: B*T = {}*{} tokens per micro-batch is more than the backends' limit of {}",
+                                o.batch_size, o.seq_len, INT32_MAX));
   if (o.checkpoint_every > 0 && o.output_dir.empty())
     throw FlagError("-n: checkpoints need an output dir (-o)");
   if (o.resume && o.output_dir.empty()) throw FlagError("-y: resuming needs the output dir (-o) of the checkpoints");
+}
+
+double EvalAccuracy::accuracy() const { return total > 0 ? double(correct) / double(total) : 0.0; }
+
+EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalExample>& examples, int B, int T) {
+  // Completions are rows of T positions; rows of consecutive examples are packed B to a batch
+  // (the last batch padded), so an example's rows may straddle two batches.
+  struct Pending {
+    EvalRows rows;
+    std::vector<float> losses;
+    int filled = 0;
+    int label = 0;
+  };
+  std::deque<Pending> pending;
+  size_t first_pending = 0;  // example index of pending.front()
+  std::vector<std::pair<size_t, int>> slots;  // (example index, row) of each filled batch row
+  std::vector<int> inputs(size_t(B) * T), targets(size_t(B) * T);
+  std::vector<float> losses(size_t(B) * T);
+  EvalAccuracy result;
+  const auto flush = [&] {
+    if (slots.empty()) return;
+    std::fill(inputs.begin() + slots.size() * T, inputs.end(), Tokenizer::kEndOfText);
+    std::fill(targets.begin() + slots.size() * T, targets.end(), Tokenizer::kEndOfText);
+    backend.forward_losses(inputs.data(), targets.data(), B, T, losses.data());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      Pending& p = pending[slots[i].first - first_pending];
+      std::copy_n(losses.begin() + i * T, T, p.losses.begin() + size_t(slots[i].second) * T);
+      ++p.filled;
+    }
+    slots.clear();
+    while (!pending.empty() && pending.front().filled == pending.front().rows.rows) {
+      result.correct += predict_completion(pending.front().rows, pending.front().losses.data()) == pending.front().label;
+      ++result.total;
+      pending.pop_front();
+      ++first_pending;
+    }
+  };
+  for (size_t e = 0; e < examples.size(); ++e) {
+    Pending p;
+    p.rows = build_eval_rows(examples[e], T);
+    p.losses.resize(p.rows.inputs.size());
+    p.label = examples[e].label;
+    pending.push_back(std::move(p));
+    const EvalRows& rows = pending.back().rows;
+    for (int r = 0; r < rows.rows; ++r) {
+      std::copy_n(rows.inputs.begin() + size_t(r) * T, T, inputs.begin() + slots.size() * T);
+      std::copy_n(rows.targets.begin() + size_t(r) * T, T, targets.begin() + slots.size() * T);
+      slots.emplace_back(e, r);
+      if (slots.size() == size_t(B)) flush();
+    }
+  }
+  flush();
+  return result;
 }
 
 void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend) {
@@ -381,6 +539,9 @@ void run_training(const TrainOptions& options, const ModelFile& model, Backend& 
 }
 
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
+  // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
+  // default SIGXFSZ killing the process mid-checkpoint with a core dump.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     const TrainOptions options = parse_train_options(argc, argv);
     if (options.help) {

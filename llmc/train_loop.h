@@ -8,6 +8,7 @@
 
 #include "llmc/backend.h"
 #include "llmc/gpt2.h"
+#include "llmc/hellaswag.h"
 #include "llmc/train_options.h"
 
 namespace llmc {
@@ -21,13 +22,25 @@ ModelFile resolve_model(const TrainOptions& options);
 void check_options_for_model(const TrainOptions& options, const GPT2Config& config);
 
 // Runs the whole training with a backend built for model.config; throws std::runtime_error (or a
-// FlagError) with a message naming the flag or file on bad input.
+// FlagError) with a message naming the flag or file on bad input. A first SIGINT/SIGTERM during
+// the run stops it after the current step with a checkpoint (when -o is set) and a normal
+// return; a second one exits the process at once with status 128 + signal.
 void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend);
+
+struct EvalAccuracy {
+  int64_t correct = 0, total = 0;
+  double accuracy() const;  // correct / total, 0 for no examples
+};
+// HellaSwag-style multiple choice (-h): every completion of every example is a row of T positions
+// (llmc/hellaswag.h), rows are packed B per batch through backend.forward_losses, and an example
+// counts as correct when predict_completion picks its label. Throws if an example needs more
+// than T positions.
+EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalExample>& examples, int B, int T);
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&)>;
 
 // A trainer's whole main: parses argv (printing --help), resolves and checks the model, builds
-// the backend and trains. Errors are printed as "error: ..." to stderr; returns the exit code.
+// the backend and trains. Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as "error: ..." to stderr; returns the exit code.
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
 
 }  // namespace llmc

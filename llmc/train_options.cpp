@@ -121,6 +121,12 @@ const std::vector<Flag>& flags() {
       {"-n", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.checkpoint_every = int_in(f, v, 0, kIntMax, "checkpoint every must be >= 0 (0 = off)");
        }},
+      {"-nk", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.keep_checkpoints = int_in(f, v, 0, kIntMax, "checkpoints to keep must be >= 0 (0 = all)");
+       }},
+      {"-nm", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.major_checkpoint_every = int_in(f, v, 0, kIntMax, "major checkpoint every must be >= 0 (0 = none)");
+       }},
       {"-y", [](TrainOptions& o, const std::string& f, const std::string& v) { o.resume = boolean(f, v); }},
       {"-z", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1");
@@ -131,7 +137,16 @@ const std::vector<Flag>& flags() {
       {"-a", [](TrainOptions& o, const std::string& f, const std::string& v) { o.overfit_single_batch = boolean(f, v); }},
       {"-h", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.hellaswag = boolean(f, v);
-         if (o.hellaswag) throw FlagError(fmt::format("{}: HellaSwag eval is not available yet (use -h 0)", f));
+       }},
+      {"--hellaswag-file", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         if (v.empty()) throw FlagError(fmt::format("{}: empty path", f));
+         o.hellaswag_file = v;
+       }},
+      {"-sl", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.skip_loss_z = real_at_least(f, v, 0.0, "the loss z-score threshold must be >= 0 (0 = off)");
+       }},
+      {"-sg", [](TrainOptions& o, const std::string& f, const std::string& v) {
+         o.skip_norm_z = real_at_least(f, v, 0.0, "the grad-norm z-score threshold must be >= 0 (0 = off)");
        }},
       {"-sh", [](TrainOptions& o, const std::string& f, const std::string& v) { o.shuffle = boolean(f, v); }},
       {"--seed", [](TrainOptions& o, const std::string& f, const std::string& v) {
@@ -199,19 +214,25 @@ std::string train_usage(const std::string& program) {
       "  -s <int>    sample every N steps, 0 = never (default {})\n"
       "  -g <int>    tokens to generate per sample (default {})\n"
       "  -n <int>    checkpoint every N steps, 0 = off; needs -o (default {})\n"
-      "  -y <0|1>    resume from the newest complete checkpoint in -o (default 0)\n"
-      "  -z <0|1>    ZeRO stage (default {}; with one rank both are the same)\n"
+      "  -nk <int>   keep only the newest N checkpoints, 0 = all (default {})\n"
+      "  -nm <int>   checkpoints at multiples of M steps are major: never deleted, 0 = none (default {})\n"
+      "  -y <0|1>    resume from the newest checkpoint in -o that verifies (default 0)\n"
+      "  -z <0|1>    ZeRO stage (default {}; with one rank both are the same, -z 1 runs as -z 0)\n"
       "  -r <0|1|2>  activation recompute (default {}; the CPU backend has nothing to recompute)\n"
       "  -a <0|1>    overfit a single batch (default 0)\n"
-      "  -h <0|1>    HellaSwag eval (default 0; not available yet)\n"
+      "  -h <0|1>    HellaSwag accuracy at every -v and at the end (default 0)\n"
       "  -sh <0|1>   shuffle the train data (default 1; 0 = llm.c's sequential order)\n"
+      "  -sl <float> skip the update when the loss z-score exceeds this, 0 = off (default {:g})\n"
+      "  -sg <float> skip the update when the grad-norm z-score exceeds this, 0 = off (default {:g})\n"
+      "  --hellaswag-file <path> the -h eval file (default {})\n"
       "  --seed <int>          model init, shuffle and sampling seed (default {})\n"
       "  --temperature <float> sampling temperature, 0 = greedy (default {:g})\n"
       "  --top-k <int>         sample from the k most likely tokens, 0 = all (default {})\n"
       "  --help                this text\n",
       program, d.train_glob, d.val_glob, d.model, d.batch_size, d.seq_len, d.learning_rate, d.warmup_steps,
       d.final_lr_frac, d.lr_schedule, d.weight_decay, d.val_every, d.val_max_steps, d.sample_every, d.gen_tokens,
-      d.checkpoint_every, d.zero_stage, d.recompute, d.seed, d.temperature, d.top_k);
+      d.checkpoint_every, d.keep_checkpoints, d.major_checkpoint_every, d.zero_stage, d.recompute, d.skip_loss_z,
+      d.skip_norm_z, d.hellaswag_file, d.seed, d.temperature, d.top_k);
 }
 
 }  // namespace llmc

@@ -35,11 +35,16 @@ struct TrainOptions {
   int sample_every = 20;                                       // -s: 0 = never
   int gen_tokens = 64;                                         // -g
   int checkpoint_every = 0;                                    // -n: 0 = off
+  int keep_checkpoints = 0;                                    // -nk: keep the newest N, 0 = all
+  int major_checkpoint_every = 0;                              // -nm: steps % M == 0 are never deleted
   bool resume = false;                                         // -y
   int zero_stage = 0;                                          // -z
   int recompute = 1;                                           // -r
   bool overfit_single_batch = false;                           // -a
   bool hellaswag = false;                                      // -h
+  std::string hellaswag_file = "data/hellaswag/hellaswag_val.bin";  // --hellaswag-file
+  float skip_loss_z = 0.0f;                                    // -sl: 0 = off
+  float skip_norm_z = 0.0f;                                    // -sg: 0 = off
   bool shuffle = true;                                         // -sh
   uint64_t seed = 1337;                                        // --seed
   float temperature = 1.0f;                                    // --temperature: 0 = greedy

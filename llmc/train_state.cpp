@@ -1,5 +1,7 @@
 #include "llmc/train_state.h"
 
+#include "llmc/checkpoint_files.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,10 +21,7 @@ File open_file(const std::string& path, const char* mode) {
   return File(f, &std::fclose);
 }
 
-void write_bytes(FILE* f, const void* data, size_t bytes, const std::string& path) {
-  if (bytes > 0 && std::fwrite(data, 1, bytes, f) != bytes)
-    throw std::runtime_error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
-}
+constexpr int kChecksumWord = 20;
 
 void read_bytes(FILE* f, void* data, size_t bytes, const std::string& path) {
   if (bytes > 0 && std::fread(data, 1, bytes, f) != bytes)
@@ -52,19 +51,20 @@ void write_train_state(const std::string& path, const TrainState& s) {
   h[14] = s.num_parameters;
   h[15] = s.moment_offset;
   h[16] = s.m.size();
-  const std::string tmp = path + ".tmp";
-  {
-    File f = open_file(tmp, "wb");
-    write_bytes(f.get(), h, sizeof h, tmp);
-    write_bytes(f.get(), s.m.data(), s.m.size() * sizeof(float), tmp);
-    write_bytes(f.get(), s.v.data(), s.v.size() * sizeof(float), tmp);
-    if (std::fflush(f.get()) != 0)
-      throw std::runtime_error(fmt::format("{}: write failed: {}", tmp, std::strerror(errno)));
-    FILE* raw = f.release();
-    if (std::fclose(raw) != 0) throw std::runtime_error(fmt::format("{}: close failed: {}", tmp, std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, std::strerror(errno)));
+  h[17] = s.model_checksum;
+  h[18] = s.loss_window.size();
+  h[19] = s.norm_window.size();
+  const std::vector<const std::vector<float>*> payload = {&s.m, &s.v, &s.loss_window, &s.norm_window};
+  Checksum64 checksum;
+  checksum.update(h, sizeof h);
+  for (const auto* p : payload) checksum.update(p->data(), p->size() * sizeof(float));
+  h[kChecksumWord] = checksum.digest();
+  write_file_atomically(path, [&](FILE* f) {
+    bool ok = std::fwrite(h, 1, sizeof h, f) == sizeof h;
+    for (const auto* p : payload)
+      ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
+    return ok;
+  });
 }
 
 TrainState read_train_state(const std::string& path) {
@@ -74,16 +74,18 @@ TrainState read_train_state(const std::string& path) {
     throw std::runtime_error(fmt::format("{}: shorter than the {}-byte train state header", path, sizeof h));
   if (h[0] != kStateMagic)
     throw std::runtime_error(fmt::format("{}: bad magic {} (expected {}): not a train state file", path, h[0], kStateMagic));
-  if (h[1] != kStateVersion)
-    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected {})", path, h[1], kStateVersion));
+  if (h[1] != 1 && h[1] != kStateVersion)
+    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected 1 or {})", path, h[1],
+                                         kStateVersion));
   const uint64_t n = h[16];
+  const uint64_t windows = h[18] + h[19];
   if (h[3] < 1 || h[4] >= h[3] || h[5] < 1 || h[6] < 1 || h[7] > 1 || h[15] > h[14] || n > h[14] - h[15] ||
       h[2] > uint64_t(INT32_MAX) || h[5] > uint64_t(INT32_MAX) || h[6] > uint64_t(INT32_MAX) ||
-      h[3] > uint64_t(INT32_MAX))
+      h[3] > uint64_t(INT32_MAX) || h[18] > 100 || h[19] > 100 || (h[1] == 1 && (windows != 0 || h[17] != 0)))
     throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
   const long size = std::ftell(f.get());
-  const uint64_t expected = sizeof h + 2 * n * sizeof(float);
+  const uint64_t expected = sizeof h + (2 * n + windows) * sizeof(float);
   if (size < 0 || uint64_t(size) != expected)
     throw std::runtime_error(fmt::format("{}: header says {} moments ({} bytes in all) but the file has {} bytes",
                                          path, n, expected, size));
@@ -105,8 +107,21 @@ TrainState read_train_state(const std::string& path) {
   s.moment_offset = h[15];
   s.m.resize(n);
   s.v.resize(n);
-  read_bytes(f.get(), s.m.data(), n * sizeof(float), path);
-  read_bytes(f.get(), s.v.data(), n * sizeof(float), path);
+  s.model_checksum = h[17];
+  s.loss_window.resize(h[18]);
+  s.norm_window.resize(h[19]);
+  const std::vector<std::vector<float>*> payload = {&s.m, &s.v, &s.loss_window, &s.norm_window};
+  for (auto* p : payload) read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
+  if (h[1] >= 2) {
+    const uint64_t stored = h[kChecksumWord];
+    h[kChecksumWord] = 0;
+    Checksum64 checksum;
+    checksum.update(h, sizeof h);
+    for (const auto* p : payload) checksum.update(p->data(), p->size() * sizeof(float));
+    if (checksum.digest() != stored)
+      throw std::runtime_error(fmt::format("{}: checksum mismatch (stored {:016x}, computed {:016x}): the file is corrupt",
+                                           path, stored, checksum.digest()));
+  }
   return s;
 }
 

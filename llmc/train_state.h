@@ -3,9 +3,14 @@
 //   64 uint64 header: [0]=kStateMagic [1]=kStateVersion [2]=step [3]=world size [4]=rank
 //     [5]=B [6]=T [7]=shuffle [8]=seed [9]=loader epoch [10]=loader shard [11]=loader step
 //     [12]=loader epoch Rng state [13]=sampling Rng state [14]=number of model parameters
-//     [15]=offset of this rank's moments [16]=number of moments n in this file; the rest 0
-//   then AdamW m (n fp32), then AdamW v (n fp32).
+//     [15]=offset of this rank's moments [16]=number of moments n in this file
+//     [17]=Checksum64 of the checkpoint's model file (0 = none) [18]=number of loss-window values a
+//     [19]=number of grad-norm-window values b [20]=Checksum64 of this file's bytes with word [20]
+//     read as 0; the rest 0
+//   then AdamW m (n fp32), AdamW v (n fp32), the loss outlier window (a fp32, oldest first), the
+//   grad-norm outlier window (b fp32).
 // With one rank (or ZeRO off) a file holds all moments: offset 0, n = number of parameters.
+// Version 1 files (words 17-20 zero, no windows) are still read; they carry no checksums.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,7 +21,7 @@
 namespace llmc {
 
 constexpr uint64_t kStateMagic = 20240527;
-constexpr uint64_t kStateVersion = 1;
+constexpr uint64_t kStateVersion = 2;
 constexpr int kStateHeaderWords = 64;
 
 struct TrainState {
@@ -32,12 +37,14 @@ struct TrainState {
   uint64_t num_parameters = 0;
   uint64_t moment_offset = 0;
   std::vector<float> m, v;  // equal sizes
+  uint64_t model_checksum = 0;  // of the model file written with this state; 0 = not recorded
+  std::vector<float> loss_window, norm_window;  // OutlierDetector::values(), at most 100 each
 };
 
-// Writes path + ".tmp" then renames it to path; throws std::runtime_error naming the file.
+// Writes crash-safely (write_file_atomically); throws std::runtime_error naming the file.
 void write_train_state(const std::string& path, const TrainState& state);
 // Throws std::runtime_error naming the file on a bad magic/version, a size that does not match
-// the header, or inconsistent fields.
+// the header, inconsistent fields, or a checksum that does not match the bytes (a corrupt file).
 TrainState read_train_state(const std::string& path);
 
 }  // namespace llmc

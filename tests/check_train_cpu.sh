@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The CPU trainer end to end, on a tiny model and tiny generated shards under build/tmp:
-#  (a) bad inputs: each fails with exit 1 (no crash) and names the flag or file on stderr;
 #  (b) a real run: the train loss falls, main.log has the documented format and steps;
 #  (c) a run resumed from a checkpoint writes a main.log identical to the uninterrupted run's,
-#      with shuffling off and on (bit-identical losses: the lines are compared as text).
+#      with shuffling off and on (bit-identical losses: the lines are compared as text);
+#  (d) -h 1: HellaSwag accuracy logged at the -v cadence and at the end, on an eval file whose
+#      answers are known: every example's completions are identical, so the tie rule (lowest
+#      index wins) predicts completion 0, and exactly the examples labelled 0 are right;
+#  (e) -sg: skipped updates are logged with skipped:1 after the llm.c keys, and they do skip.
+# Bad inputs: tests/check_bad_inputs.sh; signals and SIGKILL: tests/check_crash_resume.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s train_gpt2 >/dev/null
@@ -34,7 +38,24 @@ def stream(n):
 for i in range(3):
     write(f'{d}/train_{i}.bin', stream(700))
 write(f'{d}/val_0.bin', stream(400))
-write(f'{d}/tiny_0.bin', stream(10))
+# HellaSwag eval file (llm.c's layout, llmc/hellaswag.h): 8 examples of 4 identical completions,
+# labels 0 for examples 0, 3 and 5, others 1..3: accuracy 3/8 = 0.375.
+records = []
+labels = [0, 1, 2, 0, 3, 0, 1, 2]
+for i, label in enumerate(labels):
+    context = [random.randrange(64) for _ in range(3 + i % 4)]
+    completion = [random.randrange(64) for _ in range(1 + i % 3)]
+    words = [65535, 0, i, label, 4, len(context)] + context
+    for _ in range(4):
+        words += [len(completion)] + completion
+    words[1] = 2 * len(words)
+    records.append(words)
+h = array.array('i', [0] * 256)
+h[0], h[1], h[2], h[3] = 20240522, 1, len(records), max(2 * len(r) for r in records)
+with open(f'{d}/hellaswag.bin', 'wb') as f:
+    f.write(h.tobytes())
+    for r in records:
+        f.write(array.array('H', r).tobytes())
 EOF
 
 model=L1H2C16T32
@@ -58,54 +79,6 @@ grep -q '^s:11 trl:[0-9.]* lr:1.000000e-03 ' "$log" || fail "last step's lr shou
 grep -q -- '--- sample at step 12 ---' "$tmp/run.out" || fail "no sample printed at the last step"
 grep -q 'accumulation=2 -> 64 tokens per step' "$tmp/run.out" || fail "start-up summary missing"
 echo "tiny run: train loss $first -> $last"
-
-# --- (a) bad inputs -----------------------------------------------------------------------------
-ok_model="$tmp/run/model.bin"
-./train_gpt2 "${common[@]}" -x 1 -v 0 -s 0 -n 1 -o "$tmp/ckpt1" >/dev/null
-cp "$tmp/ckpt1/model_00000001.bin" "$ok_model"
-python3 -c "
-import sys
-b = bytearray(open(sys.argv[1], 'rb').read())
-b[0] ^= 0xFF
-open(sys.argv[2], 'wb').write(b)
-open(sys.argv[3], 'wb').write(open(sys.argv[1], 'rb').read()[:-40])" "$ok_model" "$tmp/bad_header.bin" "$tmp/short.bin"
-touch "$tmp/a_file"
-mkdir -p "$tmp/empty_out"
-
-expect_error() {  # expect_error <what stderr must contain> <args...>
-  local want=$1; shift
-  local rc=0
-  bad_inputs=$((bad_inputs + 1))
-  ./train_gpt2 "$@" >"$tmp/err.out" 2>"$tmp/err.txt" || rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
-    fail "exit code $rc for: $*"
-  elif ! grep -qF -- "$want" "$tmp/err.txt"; then
-    fail "stderr of [$*] does not name '$want': $(cat "$tmp/err.txt")"
-  fi
-}
-bad_inputs=0
-nomatch="$tmp/nothing_*.bin"
-expect_error "-i: missing value" -i
-expect_error "$tmp/nodir/x_*.bin" -i "$tmp/nodir/x_*.bin" -e "$model" -t 16
-expect_error "$nomatch" "${common[@]}" -j "$nomatch"
-expect_error "$tmp/tiny_0.bin" "${common[@]}" -i "$tmp/tiny_0.bin"
-expect_error "-t: sequence length 64" "${common[@]}" -t 64
-expect_error "-d:" "${common[@]}" -d 100
-expect_error "$tmp/bad_header.bin" "${common[@]}" -e "$tmp/bad_header.bin"
-expect_error "$tmp/short.bin" "${common[@]}" -e "$tmp/short.bin"
-expect_error "$tmp/no_such_model.bin" "${common[@]}" -e "$tmp/no_such_model.bin"
-expect_error "-o:" "${common[@]}" -o "$tmp/a_file/out"
-expect_error "'-w'" "${common[@]}" -w 3
-expect_error "-b: 'abc'" "${common[@]}" -b abc
-expect_error "-b:" "${common[@]}" -b 0
-expect_error "-l:" "${common[@]}" -l -1
-expect_error "-h: HellaSwag eval is not available yet" "${common[@]}" -h 1
-expect_error "-n:" "${common[@]}" -n 5
-expect_error "$tmp/empty_out" "${common[@]}" -y 1 -o "$tmp/empty_out"
-expect_error "-b: is 4 but checkpoint step 1" "${common[@]}" -b 4 -x 2 -y 1 -o "$tmp/ckpt1"
-# The good model file loads and trains.
-./train_gpt2 "${common[@]}" -e "$ok_model" -x 1 -v 0 -s 0 >/dev/null || fail "a checkpoint model file does not load"
-echo "bad inputs: $bad_inputs tried, $failures failures so far"
 
 # --- (c) resume == uninterrupted ---------------------------------------------------------------
 for shuffle in 0 1; do
@@ -134,8 +107,29 @@ lines=$(grep -c trl: "$tmp/full_sh1/main.log")
 # Shuffling changes the data order, hence the losses.
 cmp -s <(grep trl: "$tmp/full_sh0/main.log") <(grep trl: "$tmp/full_sh1/main.log") && fail "-sh 0 and -sh 1 gave the same losses"
 
+# --- (d) HellaSwag in the loop ----------------------------------------------------------------
+./train_gpt2 "${common[@]}" -x 5 -v 2 -m 2 -s 0 -h 1 --hellaswag-file "$tmp/hellaswag.bin" -b 3 -o "$tmp/hs" >"$tmp/hs.out"
+[ "$(grep eval: "$tmp/hs/main.log" | tr '\n' ' ')" = "s:0 eval:0.375000 s:2 eval:0.375000 s:4 eval:0.375000 s:5 eval:0.375000 " ] ||
+  fail "HellaSwag eval lines: $(grep eval: "$tmp/hs/main.log" | tr '\n' ' ')"
+grep -q 'hellaswag 3/8 = 0.375000' "$tmp/hs.out" || fail "no HellaSwag line on stdout"
+
+# --- (e) outlier skipping ----------------------------------------------------------------------
+./train_gpt2 "${common[@]}" -x 24 -v 0 -s 0 -l 1e-2 -sg 0.3 -o "$tmp/skip" >"$tmp/skip.out"
+skipped=$(grep -c ' skipped:1$' "$tmp/skip/main.log" || true)
+[ "$skipped" -gt 0 ] || fail "-sg 0.3 skipped no step"
+bad_lines=$(grep -Evc '^s:[0-9]+ trl:[0-9]+\.[0-9]{6} lr:[0-9]\.[0-9]{6}e[-+][0-9]{2} norm:[0-9]+\.[0-9]{6}( skipped:1)?$' "$tmp/skip/main.log" || true)
+[ "$bad_lines" = 0 ] || fail "skip run: $bad_lines malformed main.log lines"
+# The first 10 steps fill the window: none of them may be skipped.
+grep -E '^s:[0-9] .*skipped' "$tmp/skip/main.log" && fail "a step was skipped before the window had 10 values"
+# A skipped update leaves the weights alone. With -a 1 every step sees the same batch, so the loss
+# is a function of the weights only: the step after a skipped one must log the same loss.
+./train_gpt2 "${common[@]}" -x 24 -v 0 -s 0 -l 1e-2 -sg 0.3 -a 1 -o "$tmp/skip_a" >/dev/null
+repeat=$(awk '/skipped:1/ {getline next_line; split($2, a, ":"); split(next_line, b, " "); split(b[2], c, ":");
+  if (a[2] == c[2]) same++; else diff++} END {print same + 0, diff + 0}' "$tmp/skip_a/main.log")
+[ "${repeat#* }" = 0 ] && [ "${repeat% *}" -gt 0 ] || fail "-a 1: losses after skipped steps (same, different): $repeat"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failures"
   exit 1
 fi
-echo "loss $first -> $last; $bad_inputs bad inputs rejected; resume bit-identical over $lines steps (-sh 0 and 1)"
+echo "loss $first -> $last; resume bit-identical over $lines steps (-sh 0 and 1); hellaswag 0.375 as built; $skipped skipped steps"

@@ -49,6 +49,11 @@ TEST_CASE("train options: defaults") {
   CHECK(o.zero_stage == 0);
   CHECK_FALSE(o.overfit_single_batch);
   CHECK_FALSE(o.hellaswag);
+  CHECK(o.hellaswag_file == "data/hellaswag/hellaswag_val.bin");
+  CHECK(o.keep_checkpoints == 0);
+  CHECK(o.major_checkpoint_every == 0);
+  CHECK(o.skip_loss_z == 0.0f);
+  CHECK(o.skip_norm_z == 0.0f);
   CHECK(o.shuffle);
   CHECK(o.seed == 1337);
   CHECK(o.temperature == 1.0f);
@@ -60,8 +65,9 @@ TEST_CASE("train options: every flag sets its field") {
   const llmc::TrainOptions o = parse_train_options(std::vector<std::string>{
       "-i", "tr*.bin", "-j", "va*.bin", "-e", "model.bin", "-o", "out", "-b", "8", "-t", "128", "-d", "2048",
       "-x", "100", "-l", "1e-3", "-u", "10", "-q", "0.1", "-k", "wsd", "-c", "0.1", "-v", "5", "-m", "-1",
-      "-s", "0", "-g", "16", "-n", "25", "-y", "1", "-z", "1", "-r", "2", "-a", "1", "-h", "0", "-sh", "0",
-      "--seed", "7", "--temperature", "0.8", "--top-k", "40"});
+      "-s", "0", "-g", "16", "-n", "25", "-y", "1", "-z", "1", "-r", "2", "-a", "1", "-h", "1", "-sh", "0",
+      "--seed", "7", "--temperature", "0.8", "--top-k", "40", "-nk", "3", "-nm", "100", "-sl", "5", "-sg", "4.5",
+      "--hellaswag-file", "hs.bin"});
   CHECK(o.train_glob == "tr*.bin");
   CHECK(o.val_glob == "va*.bin");
   CHECK(o.model == "model.bin");
@@ -84,6 +90,12 @@ TEST_CASE("train options: every flag sets its field") {
   CHECK(o.zero_stage == 1);
   CHECK(o.recompute == 2);
   CHECK(o.overfit_single_batch);
+  CHECK(o.hellaswag);
+  CHECK(o.hellaswag_file == "hs.bin");
+  CHECK(o.keep_checkpoints == 3);
+  CHECK(o.major_checkpoint_every == 100);
+  CHECK(o.skip_loss_z == 5.0f);
+  CHECK(o.skip_norm_z == 4.5f);
   CHECK_FALSE(o.shuffle);
   CHECK(o.seed == 7);
   CHECK(o.temperature == 0.8f);
@@ -95,7 +107,7 @@ TEST_CASE("train options: --help anywhere") {
   const std::string usage = llmc::train_usage("train_gpt2");
   for (const char* flag : {"-i ", "-j ", "-e ", "-o ", "-b ", "-t ", "-d ", "-x ", "-l ", "-u ", "-q ", "-k ", "-c ",
                            "-v ", "-m ", "-s ", "-g ", "-n ", "-y ", "-z ", "-r ", "-a ", "-h ", "-sh ", "--seed ",
-                           "--temperature ", "--top-k ", "--help"})
+                           "--temperature ", "--top-k ", "--help", "-nk ", "-nm ", "-sl ", "-sg ", "--hellaswag-file "})
     CHECK_MESSAGE(usage.find(flag) != std::string::npos, flag);
 }
 
@@ -105,8 +117,9 @@ TEST_CASE("train options: each bad value is rejected naming its flag") {
       {"-t", "0"}, {"-d", "0"}, {"-d", "-2"}, {"-x", "0"}, {"-x", "-5"}, {"-l", "-1"}, {"-l", "nan"},
       {"-l", "inf"}, {"-l", "fast"}, {"-u", "-1"}, {"-q", "1.5"}, {"-q", "-0.1"}, {"-k", "step"}, {"-c", "-0.1"},
       {"-v", "-1"}, {"-m", "0"}, {"-m", "-2"}, {"-s", "-1"}, {"-g", "0"}, {"-n", "-1"}, {"-y", "2"}, {"-z", "2"},
-      {"-r", "3"}, {"-a", "yes"}, {"-h", "1"}, {"-sh", "2"}, {"--seed", "-1"}, {"--temperature", "-1"},
-      {"--top-k", "-1"}, {"-i", ""}, {"-j", ""}, {"-e", ""}};
+      {"-r", "3"}, {"-a", "yes"}, {"-h", "2"}, {"-sh", "2"}, {"--seed", "-1"}, {"--temperature", "-1"},
+      {"--top-k", "-1"}, {"-i", ""}, {"-j", ""}, {"-e", ""}, {"-nk", "-1"}, {"-nm", "x"}, {"-sl", "-1"},
+      {"-sg", "nan"}, {"--hellaswag-file", ""}};
   for (const auto& args : bad) {
     const std::string msg = flag_error(args);
     CHECK_MESSAGE(starts_with(msg, args[0] + ":"), args[0], " ", args[1], " -> '", msg, "'");
@@ -119,10 +132,6 @@ TEST_CASE("train options: unknown flags and missing values") {
   CHECK(flag_error({"8"}).find("'8'") != std::string::npos);
   CHECK(flag_error({"-b", "2", "-t"}) == "-t: missing value");
   CHECK(flag_error({"-b"}) == "-b: missing value");
-}
-
-TEST_CASE("train options: HellaSwag says it is not available yet") {
-  CHECK(flag_error({"-h", "1"}).find("not available yet") != std::string::npos);
 }
 
 TEST_CASE("train options: checks that need the model name their flag") {

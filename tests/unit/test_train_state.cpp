@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -36,6 +39,9 @@ llmc::TrainState example() {
     s.m.push_back(0.5f * float(i) - 3.25f);
     s.v.push_back(1e-8f * float(i * i));
   }
+  s.model_checksum = 0x1122334455667788ull;
+  s.loss_window = {3.5f, 3.25f, 3.0f};
+  s.norm_window = {0.5f, 0.75f};
   return s;
 }
 
@@ -54,7 +60,7 @@ TEST_CASE("train state: write then read gives back every field") {
   const std::string path = temp_dir() + "/roundtrip.bin";
   const llmc::TrainState s = example();
   llmc::write_train_state(path, s);
-  CHECK(std::filesystem::file_size(path) == 64 * 8 + 2 * 250 * 4);
+  CHECK(std::filesystem::file_size(path) == 64 * 8 + (2 * 250 + 3 + 2) * 4);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
   const llmc::TrainState r = llmc::read_train_state(path);
   CHECK(r.step == s.step);
@@ -70,6 +76,50 @@ TEST_CASE("train state: write then read gives back every field") {
   CHECK(r.moment_offset == s.moment_offset);
   CHECK(r.m == s.m);
   CHECK(r.v == s.v);
+  CHECK(r.model_checksum == s.model_checksum);
+  CHECK(r.loss_window == s.loss_window);
+  CHECK(r.norm_window == s.norm_window);
+}
+
+TEST_CASE("train state: a flipped bit anywhere fails the checksum; version 1 files still load") {
+  const std::string dir = temp_dir();
+  const std::string good = dir + "/checksummed.bin";
+  llmc::write_train_state(good, example());
+  const auto size = std::filesystem::file_size(good);
+  // In the loader position, in m, in v and in the last window value.
+  for (std::uintmax_t offset : {std::uintmax_t(11 * 8), std::uintmax_t(512 + 40), std::uintmax_t(512 + 1000 + 8),
+                                size - 1}) {
+    const std::string bad = dir + "/flipped.bin";
+    std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+    {
+      std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(std::streamoff(offset));
+      const char c = char(f.get());
+      f.seekp(std::streamoff(offset));
+      f.put(char(c ^ 0x04));
+    }
+    const std::string msg = error_of(bad);
+    CHECK_MESSAGE(msg.find("checksum mismatch") != std::string::npos, offset, ": ", msg);
+    CHECK(msg.find(bad) != std::string::npos);
+  }
+  // A version 1 file: the 64-word header of the first format (no checksums, no windows) + m + v.
+  llmc::TrainState s = example();
+  uint64_t h[64] = {};
+  const uint64_t words[] = {20240527, 1, 7, 1, 0, 2, 16, 0, 42, 0, 0, 3, 99, 5, 250, 0, 250};
+  std::copy(std::begin(words), std::end(words), h);
+  const std::string v1 = dir + "/v1.bin";
+  {
+    std::ofstream f(v1, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(h), sizeof h);
+    f.write(reinterpret_cast<const char*>(s.m.data()), 250 * 4);
+    f.write(reinterpret_cast<const char*>(s.v.data()), 250 * 4);
+  }
+  const llmc::TrainState r = llmc::read_train_state(v1);
+  CHECK(r.step == 7);
+  CHECK(r.loader.step == 3);
+  CHECK(r.m == s.m);
+  CHECK(r.model_checksum == 0);
+  CHECK(r.loss_window.empty());
 }
 
 TEST_CASE("train state: corrupted or wrongly sized files are rejected with their name") {

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# `make bench`: train_gpt2cu vs PyTorch (dev/pytorch/bench_gpt2.py: bf16 autocast, torch.compile,
+# SDPA, fused AdamW) on GPT-2 small (d12), T=1024, B=64 and B=32, on the bundled corpus, in one run:
+# same initial weights (PyTorch writes them, train_gpt2cu loads them), same data order (-sh 0),
+# same hyperparameters (constant lr 6e-4, weight decay 0.1, clipping at 1). Prints ms/step,
+# tokens/s, MFU, peak GPU memory (nvidia-smi, sampled every 100 ms, same method for both) and
+# the losses after the same steps. Logs in $OUT/bench/ (or build/bench-logs/). Needs a GPU.
+# BENCH_STEPS (default 30) steps per run; timings average the steps after the first 10.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+logs=${OUT:+$OUT/bench}
+logs=${logs:-build/bench-logs}
+mkdir -p "$logs"
+steps=${BENCH_STEPS:-30}
+skip=10
+T=1024
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "bench: needs a GPU (nvidia-smi lists none); nothing was measured" >&2
+  exit 1
+fi
+if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
+  echo "bench: data/corpus/corpus_train_*.bin missing: run \`make data\` (and carry data/corpus to the GPU machine)" >&2
+  exit 1
+fi
+if [ -x build/gpu-dist/bin/train_gpt2cu-bf16 ] && build/gpu-dist/bin/test_gpt2cu-bf16 --probe >/dev/null 2>&1; then
+  trainer=build/gpu-dist/bin/train_gpt2cu-bf16
+elif [ -x build/gpu-local/bin/train_gpt2cu-bf16 ]; then
+  trainer=build/gpu-local/bin/train_gpt2cu-bf16
+else
+  make --no-print-directory PRECISION=BF16 train_gpt2cu || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
+  trainer=./train_gpt2cu
+fi
+python=python3
+if ! $python -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "bench: python3 has no CUDA-enabled torch; the PyTorch side cannot run" >&2
+  exit 1
+fi
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+# Dense bf16 tensor-core peak, for MFU.
+case "$gpu" in
+  *H100*|*H200*|*H800*) peak=989e12 ;;
+  *A100*|*A800*) peak=312e12 ;;
+  *) peak=0 ;;
+esac
+
+# run_with_memory LOG COMMAND...: runs it while sampling the GPU's used memory; prints the peak MiB.
+run_with_memory() {
+  local log=$1; shift
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$log.mem" 2>/dev/null &
+  local sampler=$!
+  "$@" >"$log" 2>&1
+  local rc=$?
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+  sort -n "$log.mem" | tail -n 1
+  return $rc
+}
+
+# GPT-2 d12: 6 N flops per token for the matmuls of forward + backward, plus causal attention
+# (6 L C T: QK^T and AV forward and backward, halved by the mask); N counts every parameter.
+params=$($python - <<'EOF'
+L, C, V, T = 12, 768, 50304, 1024
+print(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C)
+EOF
+)
+init="$logs/init_d12.bin"
+declare -a table
+for B in 64 32; do
+  echo "== B=$B T=$T, $steps steps: PyTorch"
+  pylog="$logs/pytorch_b$B.log"
+  if ! py_mem=$(run_with_memory "$pylog" $python dev/pytorch/bench_gpt2.py --B "$B" --T "$T" --steps "$steps" \
+    --write-init "$init"); then
+    echo "bench: PyTorch run failed:"; tail -n 20 "$pylog"; exit 1
+  fi
+  echo "== B=$B T=$T, $steps steps: train_gpt2cu"
+  culog="$logs/train_gpt2cu_b$B.log"
+  if ! cu_mem=$(run_with_memory "$culog" "$trainer" -e "$init" -i "data/corpus/corpus_train_*.bin" -b "$B" -t "$T" \
+    -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1 -v 0 -s 0 -sh 0); then
+    echo "bench: train_gpt2cu failed:"; tail -n 20 "$culog"; exit 1
+  fi
+
+  table+=("$($python - "$B" "$T" "$steps" "$skip" "$params" "$peak" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
+import json, re, sys
+B, T, steps, skip, N, peak = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+pylog, culog, py_mem, cu_mem = sys.argv[7:11]
+py = json.loads(open(pylog).read().strip().splitlines()[-1])
+cu_ms, cu_loss = [], []
+for line in open(culog):
+    m = re.match(r"step\s+\d+/\d+ \| loss ([0-9.]+) .*\| ([0-9.]+) ms \|", line)
+    if m:
+        cu_loss.append(float(m.group(1)))
+        cu_ms.append(float(m.group(2)))
+if len(cu_ms) < steps or len(py["ms"]) < steps:
+    sys.exit(f"bench: expected {steps} steps, got {len(cu_ms)} (cuda) and {len(py['ms'])} (pytorch)")
+flops_per_token = 6 * N + 6 * 12 * 768 * T
+def stats(ms):
+    mean = sum(ms[skip:]) / len(ms[skip:])
+    tps = B * T / mean * 1e3
+    mfu = f"{100 * tps * flops_per_token / peak:.1f}%" if peak else "n/a"
+    return mean, tps, mfu
+c, p = stats(cu_ms), stats(py["ms"])
+rows = [f"B={B:<3} train_gpt2cu  {c[0]:8.1f} ms/step  {c[1]:9.0f} tok/s  MFU {c[2]:>6}  peak {int(cu_mem) / 1024:5.1f} GiB",
+        f"B={B:<3} pytorch       {p[0]:8.1f} ms/step  {p[1]:9.0f} tok/s  MFU {p[2]:>6}  peak {int(py_mem) / 1024:5.1f} GiB"
+        f" (torch {py['torch']}, allocated {py['peak_allocated_gib']:.1f} GiB)",
+        f"B={B:<3} speed ratio train_gpt2cu / pytorch: {c[1] / p[1]:.2f}x"]
+marks = sorted({0, 1, 5, 10, 20, steps - 1} & set(range(steps)))
+rows.append(f"B={B:<3} loss after step " + "  ".join(
+    f"{s}: {cu_loss[s]:.4f}/{py['losses'][s]:.4f}" for s in marks) + "  (train_gpt2cu/pytorch)")
+print("\n".join(rows))
+EOF
+)") || exit 1
+done
+echo
+echo "== bench: GPT-2 d12 on $gpu, T=$T, mean over steps $skip..$((steps - 1)); peak = nvidia-smi memory.used"
+printf '%s\n' "${table[@]}" | tee "$logs/summary.txt"

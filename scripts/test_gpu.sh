@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# `make test-gpu`: everything that needs a GPU, in one call, ending in a table (one line per check:
+# PASS/FAIL/SKIP and its figure). Full logs go to $OUT/test-gpu/ when $OUT is set (the device
+# machine's output folder), else to build/test-gpu-logs/.
+#   1. the binaries: build/gpu-dist (made here by `make gpu-dist`, carried) when its binaries run
+#      on this machine, else a build from source with this machine's nvcc (fmt header-only from
+#      the bundle when the system has no libfmt)
+#   2. test_gpt2cu, BF16 and FP32 builds (parity with the CPU backend, DESIGN.md §4)
+#   3. every dev/cuda kernel check (run_all.sh --check)
+#   4. a 20-step d12 training run on the bundled corpus (data/corpus, `make data`, carried)
+#   5. test_gpt2cu under compute-sanitizer memcheck on a small config (both precisions)
+# Device command: docs/cuda-trainer.md.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+logs=${OUT:+$OUT/test-gpu}
+logs=${logs:-build/test-gpu-logs}
+mkdir -p "$logs"
+dist=build/gpu-dist
+rows=()
+failed=0
+row() {  # row STATUS NAME FIGURE
+  rows+=("$(printf '%-4s  %-34s %s' "$1" "$2" "$3")")
+  [ "$1" = FAIL ] && failed=$((failed + 1))
+  echo "$1  $2  $3"
+}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "test-gpu: no GPU found (nvidia-smi lists none): nothing to test here; \`make test\` covers the rest"
+  exit 1
+fi
+nvidia-smi -L | tee "$logs/nvidia-smi.txt"
+
+# ---- 1. binaries ----
+bin=""
+if [ -x "$dist/bin/test_gpt2cu-bf16" ] && "$dist/bin/test_gpt2cu-bf16" --probe >"$logs/probe.log" 2>&1; then
+  bin=$dist/bin
+  row PASS "binaries" "prebuilt bundle $dist ($(head -n 1 "$logs/probe.log"))"
+else
+  echo "test-gpu: the bundle is missing or does not run here ($(tail -n 1 "$logs/probe.log" 2>/dev/null)); building"
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  fmt_args=()
+  if ! echo '#include <fmt/format.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
+    [ -d "$dist/include/fmt" ] || { row FAIL "binaries" "no libfmt here and no $dist/include to build with"; }
+    fmt_args=(FMT_INCLUDE="$root/$dist/include")
+  fi
+  # Only this GPU's architecture, to keep the build short.
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+  arch="-gencode arch=compute_${cc}a,code=sm_${cc}a"
+  [ "$cc" = 80 ] && arch="-gencode arch=compute_80,code=sm_80"
+  build_ok=1
+  for p in BF16 FP32; do
+    make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p BUILD=build/gpu-local "${fmt_args[@]}" \
+      cuda-binaries >>"$logs/build.log" 2>&1 || build_ok=0
+  done
+  mkdir -p build/gpu-local/bin
+  for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
+    cp -f "build/gpu-local/cuda-$p/$b" "build/gpu-local/bin/$b-$p" 2>/dev/null || build_ok=0
+  done; done
+  dev_flags=()
+  [ ${#fmt_args[@]} -gt 0 ] && dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" \
+    CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include" \
+    LDLIBS="../../build/dev_cuda/libllmc_cuda.a ../../build/dev_cuda/libcpu_reference.a -lcublasLt -lcublas -lcudnn -lgomp")
+  make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" >>"$logs/build.log" 2>&1 || build_ok=0
+  for src in dev/cuda/*.cu; do
+    b=$(basename "$src" .cu)
+    [ "$b" = compile_fp32 ] || cp -f "dev/cuda/$b" build/gpu-local/bin/ 2>/dev/null || build_ok=0
+  done
+  cp -f dev/cuda/run_all.sh build/gpu-local/bin/
+  bin=build/gpu-local/bin
+  if [ "$build_ok" = 1 ]; then row PASS "binaries" "built here for sm_$cc (log: build.log)"
+  else row FAIL "binaries" "build from source failed (log: $logs/build.log)"; fi
+fi
+
+# ---- 2. parity with the CPU backend ----
+for p in bf16 fp32; do
+  log="$logs/test_gpt2cu-$p.log"
+  "$bin/test_gpt2cu-$p" >"$log" 2>&1
+  rc=$?
+  summary=$(grep 'checks passed' "$log" | tail -n 1)
+  if [ "$rc" -eq 0 ]; then row PASS "test_gpt2cu $p" "$summary"
+  else row FAIL "test_gpt2cu $p" "exit $rc: ${summary:-$(tail -n 1 "$log")}"; grep '^FAIL' "$log" | head -n 8; fi
+done
+
+# ---- 3. kernel checks ----
+if [ -f "$dist/dev_cuda_benches.txt" ] && [ "$bin" = "$dist/bin" ]; then
+  benches=$(cat "$dist/dev_cuda_benches.txt")
+else
+  benches=""
+  for src in dev/cuda/*.cu; do
+    b=$(basename "$src" .cu)
+    [ "$b" = compile_fp32 ] || benches="$benches $b"
+  done
+fi
+# shellcheck disable=SC2086
+"$bin/run_all.sh" --check $benches >"$logs/dev_cuda_check.log" 2>&1
+rc=$?
+summary=$(tail -n 1 "$logs/dev_cuda_check.log")
+if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$summary"
+else row FAIL "dev/cuda kernel checks" "$summary"; grep '^FAIL' "$logs/dev_cuda_check.log" | head -n 10; fi
+
+# ---- 4. d12 training run ----
+log="$logs/train_d12.log"
+if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
+  row FAIL "train d12, 20 steps" "data/corpus missing: run \`make data\` and carry data/corpus"
+else
+  val=()
+  ls data/corpus/corpus_val_*.bin >/dev/null 2>&1 && val=(-j "data/corpus/corpus_val_*.bin" -v 10 -m 4) || val=(-v 0)
+  "$bin/train_gpt2cu-bf16" -i "data/corpus/corpus_train_*.bin" "${val[@]}" -e d12 -b 16 -t 1024 -x 20 \
+    -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 20 -g 32 -o "$logs/train_d12" >"$log" 2>&1
+  rc=$?
+  first=$(grep -m 1 '^step ' "$log" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  last=$(grep '^step ' "$log" | tail -n 1 | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  # Mean over steps 5..19 (the first steps build GEMM algorithms and attention plans).
+  speed=$(grep '^step ' "$log" | awk -F'|' 'NR > 5 { split($5, a, " "); split($6, b, " "); ms += a[1]; tok += b[1]; n++ }
+    END { if (n) printf "%.1f ms/step, %.0f tok/s", ms / n, tok / n }')
+  if [ "$rc" -eq 0 ] && [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then
+    row PASS "train d12, 20 steps (B=16 T=1024)" "loss $first -> $last, $speed"
+  else
+    row FAIL "train d12, 20 steps (B=16 T=1024)" "exit $rc, loss ${first:-?} -> ${last:-?} (want a drop > 1.0): $(tail -n 1 "$log")"
+  fi
+fi
+
+# ---- 5. memcheck ----
+sanitizer=$(command -v compute-sanitizer || true)
+for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  [ -z "$sanitizer" ] && [ -x "$c" ] && sanitizer=$c
+done
+for p in bf16 fp32; do
+  name="memcheck test_gpt2cu $p (L1 C64)"
+  if [ -z "$sanitizer" ]; then row SKIP "$name" "compute-sanitizer not found"; continue; fi
+  log="$logs/memcheck-$p.log"
+  "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_gpt2cu-$p" --config L1H2C64T32 --B 2 --T 16 --quick \
+    >"$log" 2>&1
+  rc=$?
+  errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
+  if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
+  else row FAIL "$name" "exit $rc, ${errors:-see $log}"; fi
+done
+
+echo
+echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); logs: $logs)"
+printf '%s\n' "${rows[@]}" | tee "$logs/summary.txt"
+echo "test-gpu: $(( ${#rows[@]} - failed )) of ${#rows[@]} checks passed or skipped, $failed failed"
+[ "$failed" -eq 0 ]

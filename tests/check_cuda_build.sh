@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Compiles every CUDA target without a GPU, for sm_80 and sm_90a, and fails on any warning:
+# train_gpt2cu and test_gpt2cu in BF16 and FP32, and the dev/cuda kernel benchmarks.
+# Skips (exit 0, "SKIP: nvcc not found") only when there is no nvcc.
+#
+# The trainer is built in its own dir, build/cuda-check, with CUDA_WERROR=1: every object there
+# was compiled with warnings as errors, so an incremental run that compiles nothing still proves
+# the whole build is clean. dev/cuda builds in place, with -Werror added to its compilers.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+nvcc=${NVCC:-}
+if [ -z "$nvcc" ]; then
+  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc)
+  elif [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc
+  fi
+fi
+if [ -z "$nvcc" ]; then
+  echo "SKIP: nvcc not found (no CUDA toolkit: the CUDA targets were not compiled)"
+  exit 0
+fi
+
+log=build/test-logs/cuda_build_output.log
+mkdir -p build/test-logs
+: >"$log"
+failed=0
+built=0
+step() {  # step NAME COMMAND...: runs a build, keeps its output, fails on an error or a warning
+  local name=$1; shift
+  local out
+  out=$("$@" 2>&1)
+  local rc=$?
+  printf '%s\n' "== $name" "$out" >>"$log"
+  local warnings
+  warnings=$(grep -ci 'warning' <<<"$out")
+  if [ "$rc" -ne 0 ] || [ "$warnings" -ne 0 ]; then
+    echo "FAIL  $name (exit $rc, $warnings warning lines)"
+    grep -i -m 20 -B2 -A2 'warning\|error' <<<"$out" | sed 's/^/      /'
+    failed=$((failed + 1))
+  else
+    echo "ok    $name"
+    built=$((built + 1))
+  fi
+}
+
+jobs=${CUDA_BUILD_JOBS:-2}
+for precision in BF16 FP32; do
+  step "train_gpt2cu + test_gpt2cu ($precision, -Werror)" \
+    make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD=build/cuda-check CUDA_WERROR=1 PRECISION=$precision \
+    cuda-binaries
+done
+step "make -C dev/cuda (-Werror)" \
+  make --no-print-directory -j"$jobs" -C dev/cuda NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
+  CXX="${CXX:-g++} -Werror"
+
+for p in bf16 fp32; do
+  for b in train_gpt2cu test_gpt2cu; do
+    [ -x "build/cuda-check/cuda-$p/$b" ] || { echo "FAIL  build/cuda-check/cuda-$p/$b was not built"; failed=$((failed + 1)); }
+  done
+done
+echo "full compiler output: $log"
+if [ "$failed" -ne 0 ]; then
+  echo "cuda build: $failed of $((failed + built)) builds failed or warned"
+  exit 1
+fi
+echo "cuda build: $built builds (bf16, fp32, dev/cuda; sm_80 + sm_90a) warning-free"
