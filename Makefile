@@ -137,7 +137,8 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
-# Everything a GPU machine without libfmt needs, in build/gpu-dist (see docs/cuda-trainer.md).
+# Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, and fmt's headers for
+# a build from source there, in build/gpu-dist; the scripts travel with the working tree.
 gpu-dist:
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
@@ -146,7 +147,8 @@ gpu-dist:
 	@for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do \
 	  cp $(BUILD)/cuda-$$p/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
-	@cp -L $$(ldd $(BUILD)/cuda-bf16/train_gpt2cu | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
+	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
+	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
 	@cp -r $$(dirname $$(echo '#include <fmt/format.h>' | $(CXX) -M -x c++ - | tr ' ' '\n' | grep '/fmt/format.h$$')) \
 	  $(GPU_DIST)/include/
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt

@@ -40,7 +40,9 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const size_t row = size_t(3) * C;
-#pragma omp parallel for schedule(static)
+// (batch, head) pairs are independent: dynamic scheduling lets an idle thread take pairs from one
+// that the OS has descheduled, and cannot change any result.
+#pragma omp parallel for schedule(dynamic, 1)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH, h = bh % NH;
     const float* base = qkv + size_t(b) * T * row;
@@ -78,7 +80,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const size_t row = size_t(3) * C;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH, h = bh % NH;
     const float* base = qkv + size_t(b) * T * row;

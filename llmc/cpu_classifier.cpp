@@ -74,7 +74,9 @@ double exp_in_place(float* row, int V, float max) {
 }  // namespace
 
 void classifier_forward(float* losses, const float* logits, const int* targets, int N, int V, int Vp) {
-#pragma omp parallel for schedule(static)
+// Rows are independent: dynamic scheduling lets an idle thread take rows from one that the OS
+// has descheduled (the cores are shared), and cannot change any row's result.
+#pragma omp parallel for schedule(dynamic, 8)
   for (int n = 0; n < N; ++n) {
     const float* row = logits + size_t(n) * Vp;
     const float max_logit = row_max(row, V);
@@ -84,7 +86,7 @@ void classifier_forward(float* losses, const float* logits, const int* targets, 
 
 void classifier_forward_backward(float* losses, float* logits, const int* targets, int N, int V, int Vp,
                                  float dloss) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 8)
   for (int n = 0; n < N; ++n) {
     float* row = logits + size_t(n) * Vp;
     const int target = targets[n];

@@ -17,7 +17,8 @@ inline double gelu_exp(double x) { return exp_vectorisable(-2.0 * kSqrt2OverPi *
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, size_t n) {
-#pragma omp parallel for schedule(static)
+// Elementwise, so dynamic scheduling (which balances threads on shared cores) changes no result.
+#pragma omp parallel for schedule(dynamic, 16384)
   for (size_t i = 0; i < n; ++i) {
     const double x = inp[i];
     out[i] = float(x / (1.0 + gelu_exp(x)));
@@ -27,7 +28,7 @@ void gelu_forward(float* out, const float* inp, size_t n) {
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
   // d/dx [x s(x)] with s = 0.5 (1 + tanh u) = s + x s'(x), and s' = 0.5 (1 - tanh^2 u) u'
   // = 2 s (1 - s) u' with u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (size_t i = 0; i < n; ++i) {
     const double x = inp[i];
     const double e = gelu_exp(x), s = 1.0 / (1.0 + e);

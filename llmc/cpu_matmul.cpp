@@ -71,7 +71,10 @@ void micro_kernel(float* c, size_t ldc, const float* a, const float* b, int kc, 
         store(p, fresh ? acc[i][j] : load(p) + acc[i][j]);
       }
     } else {
-      for (int j = 0; j < nr; ++j) row[j] = fresh ? acc[i][j / kLanes][j % kLanes] : row[j] + acc[i][j / kLanes][j % kLanes];
+      for (int j = 0; j < nr; ++j) {
+        const float sum = acc[i][j / kLanes][j % kLanes];
+        row[j] = fresh ? sum : row[j] + sum;
+      }
     }
   }
 }

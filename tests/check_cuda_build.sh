@@ -5,7 +5,7 @@
 #
 # The trainer is built in its own dir, build/cuda-check, with CUDA_WERROR=1: every object there
 # was compiled with warnings as errors, so an incremental run that compiles nothing still proves
-# the whole build is clean. dev/cuda builds in place, with -Werror added to its compilers.
+# the whole build is clean. dev/cuda's benchmarks are built the same way in build/cuda-check/dev_cuda.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -32,10 +32,11 @@ step() {  # step NAME COMMAND...: runs a build, keeps its output, fails on an er
   local rc=$?
   printf '%s\n' "== $name" "$out" >>"$log"
   local warnings
-  warnings=$(grep -ci 'warning' <<<"$out")
+  # "warning:" (gcc), "warning #N-D:" (nvcc), "ptxas warning :"; not the "-Werror all-warnings" flag.
+  warnings=$(grep -Eci 'warning ?[:#]' <<<"$out")
   if [ "$rc" -ne 0 ] || [ "$warnings" -ne 0 ]; then
     echo "FAIL  $name (exit $rc, $warnings warning lines)"
-    grep -i -m 20 -B2 -A2 'warning\|error' <<<"$out" | sed 's/^/      /'
+    grep -Ei -m 20 -B2 -A2 'warning ?[:#]|error' <<<"$out" | sed 's/^/      /'
     failed=$((failed + 1))
   else
     echo "ok    $name"
@@ -49,9 +50,33 @@ for precision in BF16 FP32; do
     make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD=build/cuda-check CUDA_WERROR=1 PRECISION=$precision \
     cuda-binaries
 done
-step "make -C dev/cuda (-Werror)" \
-  make --no-print-directory -j"$jobs" -C dev/cuda NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
-  CXX="${CXX:-g++} -Werror"
+# dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
+# the CPU references and llmc/*.cu archives, then each benchmark compiled and linked there too
+# (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
+dev=build/cuda-check/dev_cuda
+mkdir -p "$dev/bin"
+step "dev/cuda libraries (-Werror)" \
+  make --no-print-directory -j"$jobs" -C dev/cuda OBJDIR="$PWD/$dev" NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
+  CXX="${CXX:-g++} -Werror" "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
+stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DEPFILE lists
+  [ -f "$1" ] && [ -f "$2" ] || return 0
+  local f
+  for f in $(sed -e 's/\\$//' -e 's/^[^:]*://' "$2"); do
+    [ "$f" -nt "$1" ] && return 0
+  done
+  return 1
+}
+archs="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a"
+for src in dev/cuda/*.cu; do
+  name=$(basename "$src" .cu)
+  obj=$dev/$name.o
+  stale "$obj" "$obj.d" || continue
+  # shellcheck disable=SC2086
+  step "dev/cuda/$name (-Werror)" bash -c "$nvcc -std=c++17 -O3 $archs -I. -Xcompiler -Wall,-Wextra,-fopenmp \
+    -Werror all-warnings -Xcompiler -Werror -MMD -MP -MF $obj.d -c $src -o $obj && \
+    $nvcc $archs $obj -o $dev/bin/$name $dev/libllmc_cuda.a $dev/libcpu_reference.a -lfmt -lcublasLt -lcublas \
+    -lcudnn -lgomp || { rm -f $obj; exit 1; }"
+done
 
 for p in bf16 fp32; do
   for b in train_gpt2cu test_gpt2cu; do
@@ -63,4 +88,4 @@ if [ "$failed" -ne 0 ]; then
   echo "cuda build: $failed of $((failed + built)) builds failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32, dev/cuda; sm_80 + sm_90a) warning-free"
+echo "cuda build: $built builds (bf16, fp32, dev/cuda; sm_80 + sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries"
