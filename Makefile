@@ -122,7 +122,7 @@ $(CUDA_DIR)/%.o: %.cu
 $(CUDA_DIR)/train_gpt2cu: $(CUDA_DIR)/train_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
 	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
 
-$(CUDA_DIR)/test_gpt2cu: $(CUDA_DIR)/test_gpt2cu.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
+$(CUDA_DIR)/test_gpt2cu: $(CUDA_DIR)/test_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
 	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
 
 # The top-level binaries are copies of the PRECISION just asked for.
