@@ -44,6 +44,9 @@ step() {  # step NAME COMMAND...: runs a build, keeps its output, fails on an er
   fi
 }
 
+# This script drives its own parallel builds: drop the jobserver of a calling `make -j` (make test),
+# whose nested `-j` would otherwise print a warning that the warning check counts.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 jobs=${CUDA_BUILD_JOBS:-2}
 for precision in BF16 FP32; do
   step "train_gpt2cu + test_gpt2cu ($precision, -Werror)" \
