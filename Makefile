@@ -91,7 +91,7 @@ CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)
 CUDA_HOST      := $(BUILD)/cuda-host
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
-CUDA_LIB_OBJS  := $(CUDA_DIR)/llmc/cuda_backend.o $(if $(CUDA_PREC_FLAGS),,$(CUDA_DIR)/llmc/cudnn_attention.o)
+CUDA_LIB_OBJS  := $(CUDA_DIR)/llmc/cuda_backend.o $(CUDA_DIR)/llmc/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,$(CUDA_DIR)/llmc/cudnn_attention.o)
 CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_PREC_FLAGS) -Xcompiler -Wall,-Wextra,-fopenmp
 # CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
@@ -101,7 +101,8 @@ CUDA_NVCCFLAGS += -Werror all-warnings -Xcompiler -Werror
 endif
 # RUNPATH $ORIGIN: a bundle's libfmt/libgomp next to the binary win over missing system ones.
 CUDA_LDFLAGS   := -Xlinker -rpath -Xlinker '$$ORIGIN'
-CUDA_LDLIBS    := $(CUDA_FMT_LIBS) -lcublasLt -lcublas -lcudnn -lgomp -lpthread
+# libnccl: the GPU machine's (218 MB, not bundled); libmpi: appended in the MPI section.
+CUDA_LDLIBS    := $(CUDA_FMT_LIBS) -lcublasLt -lcublas -lcudnn -lnccl -lgomp -lpthread
 GPU_DIST       := $(BUILD)/gpu-dist
 DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
 
@@ -137,8 +138,10 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
-# Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, and fmt's headers for
-# a build from source there, in build/gpu-dist; the scripts travel with the working tree.
+# Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp/libmpi (and libmpi's own
+# libraries) it loads, and fmt's headers for a build from source there, in build/gpu-dist; the
+# scripts travel with the working tree. Bundled libmpi lets the binaries start as one process;
+# mpirun and MPI's plugins must come from the GPU machine (docs/multi-gpu.md).
 gpu-dist:
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
@@ -148,7 +151,7 @@ gpu-dist:
 	  cp $(BUILD)/cuda-$$p/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
 	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
-	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
+	  | awk '/libfmt|libgomp|libmpi|libopen-rte|libopen-pal|libhwloc|libevent/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
 	@cp -r $$(dirname $$(echo '#include <fmt/format.h>' | $(CXX) -M -x c++ - | tr ' ' '\n' | grep '/fmt/format.h$$')) \
 	  $(GPU_DIST)/include/
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
@@ -166,9 +169,13 @@ gpu-dist:
 # NCCL communicator with nvcc.
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null) -DOMPI_SKIP_MPICXX
 MPI_LDLIBS := $(shell mpicc --showme:link 2>/dev/null)
+# The same for nvcc's link line: -Wl,... and -pthread in the forms nvcc passes on.
+comma := ,
+MPI_NVCC_LDLIBS := $(patsubst -Wl$(comma)%,-Xlinker %,$(patsubst -pthread,-Xcompiler -pthread,$(MPI_LDLIBS)))
 CXXFLAGS      += $(MPI_CFLAGS)
 LDLIBS        += $(MPI_LDLIBS)
 CUDA_CXXFLAGS += $(MPI_CFLAGS)
+CUDA_LDLIBS   += $(MPI_NVCC_LDLIBS)
 MPI_TESTS := $(patsubst tests/mpi/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/mpi/*.cpp))
 
 .PHONY: mpi-tests nccl-communicator

@@ -1,12 +1,15 @@
-// The CPU trainer: the shared training loop (llmc/train_loop.h) driving the fp32 OpenMP backend.
-// Flags: ./train_gpt2 --help; semantics: docs/training.md.
+// The CPU trainer: the shared training loop (llmc/train_loop.h) driving the fp32 OpenMP backend,
+// as one process or as one of several ranks under mpirun/srun (MPI between the ranks, ZeRO -z 0/1).
+// Flags: ./train_gpt2 --help; semantics: docs/training.md; ranks: docs/multi-gpu.md.
 #include <memory>
 
 #include "llmc/cpu_backend.h"
 #include "llmc/train_loop.h"
 
 int main(int argc, char** argv) {
-  return llmc::trainer_main(argc, argv, [](const llmc::GPT2Config& config, const llmc::TrainOptions&) {
-    return std::make_unique<llmc::CpuBackend>(config);
-  });
+  return llmc::trainer_main(argc, argv,
+                            [](const llmc::GPT2Config& config, const llmc::TrainOptions&,
+                               const llmc::BackendPlacement& placement) {
+                              return std::make_unique<llmc::CpuBackend>(config, placement.partition);
+                            });
 }

@@ -1,28 +1,86 @@
-// The CUDA trainer: the shared training loop (llmc/train_loop.h) driving the GPU backend on one
-// GPU. Flags: ./train_gpt2cu --help; semantics: docs/training.md; backend: docs/cuda-trainer.md.
+// The CUDA trainer: the shared training loop (llmc/train_loop.h) driving the GPU backend, one GPU
+// per rank under mpirun/srun (or one process). Flags: ./train_gpt2cu --help; semantics:
+// docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build).
+// LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
+// rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
+// each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "llmc/cuda_backend.h"
 #include "llmc/train_loop.h"
 
+namespace {
+
+// Every rank's "host/GPU uuid", in rank order (one broadcast per rank, at start-up only).
+std::vector<std::string> gpu_keys(llmc::Communicator& host, int device) {
+  char name[64] = {};
+  gethostname(name, sizeof name - 1);
+  const std::string mine = fmt::format("{}/{}", name, llmc::cuda_device_uuid(device));
+  std::vector<std::string> keys;
+  for (int r = 0; r < host.world_size(); ++r) {
+    char buffer[160] = {};
+    if (r == host.rank()) std::strncpy(buffer, mine.c_str(), sizeof buffer - 1);
+    host.broadcast(buffer, sizeof buffer, r);
+    keys.emplace_back(buffer);
+  }
+  return keys;
+}
+
+// Whether the ranks talk over NCCL; the same answer on every rank (they all see every key).
+bool use_nccl(llmc::Communicator& host, int device) {
+  const char* env = std::getenv("LLMC_COMMUNICATOR");
+  const std::string choice = env ? env : "";
+  if (choice != "" && choice != "nccl" && choice != "mpi")
+    throw std::runtime_error(fmt::format("LLMC_COMMUNICATOR: '{}' is neither 'nccl' nor 'mpi'", choice));
+  if (choice == "mpi") return false;
+  const std::vector<std::string> keys = gpu_keys(host, device);
+  for (size_t a = 0; a < keys.size(); ++a)
+    for (size_t b = a + 1; b < keys.size(); ++b)
+      if (keys[a] == keys[b]) {
+        if (choice == "nccl")
+          throw std::runtime_error(fmt::format("LLMC_COMMUNICATOR=nccl: ranks {} and {} share GPU {}, and NCCL needs "
+                                               "a GPU per rank (use LLMC_COMMUNICATOR=mpi)", a, b, keys[a]));
+        return false;
+      }
+  return choice == "nccl" || host.world_size() > 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  return llmc::trainer_main(argc, argv, [](const llmc::GPT2Config& config, const llmc::TrainOptions& o) {
+  return llmc::trainer_main(argc, argv, [](const llmc::GPT2Config& config, const llmc::TrainOptions& o,
+                                           const llmc::BackendPlacement& placement) {
     llmc::CudaBackendOptions options;
     options.max_batch = o.batch_size;
     options.max_seq_len = o.seq_len;
     options.recompute = o.recompute;
     options.attention = llmc::default_attention_kind();
     options.seed = static_cast<unsigned>(o.seed);
-    auto backend = std::make_unique<llmc::CudaBackend>(config, options);
-    fmt::print("cuda: {} | precision {} | attention {} | recompute {} | {:.1f} MiB allocated\n",
-               llmc::cuda_device_description(), llmc::cuda_precision_name(),
-               llmc::attention_kind_name(options.attention), options.recompute,
-               double(backend->device_bytes()) / (1024.0 * 1024.0));
-    std::fflush(stdout);
+    options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
+    options.local_rank = placement.process.local_rank;
+    if (use_nccl(*placement.host, options.device)) options.nccl_host = placement.host;
+    auto backend = std::make_unique<llmc::CudaBackend>(config, options, placement.partition);
+    if (placement.process.rank == 0) {
+      const int W = placement.process.world_size;
+      fmt::print("cuda: {} | precision {} | attention {} | recompute {} | {:.1f} MiB allocated | {}\n",
+                 llmc::cuda_device_description(), llmc::cuda_precision_name(),
+                 llmc::attention_kind_name(options.attention), options.recompute,
+                 double(backend->device_bytes()) / (1024.0 * 1024.0),
+                 options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
+                 : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
+                                   : std::string("one rank"));
+      std::fflush(stdout);
+    }
     return backend;
   });
 }

@@ -1,11 +1,21 @@
 // The interface between the shared training loop (llmc/train_loop.h) and a compute backend: the
 // CPU oracle (llmc/cpu_backend.h) or the CUDA trainer. Everything that is not a kernel lives in
 // the loop; a backend owns parameters, gradients, AdamW moments and activations.
+//
+// Several ranks (docs/multi-gpu.md): each rank has its own backend, built for an
+// OptimizerPartition (llmc/zero_sharding.h). The loop writes ZeRO stages 0 and 1 once against the
+// collective operations below:
+//   stage 0: all_reduce_gradients, grad_sum_of_squares(whole buffer), adamw_update (everything)
+//   stage 1: reduce_scatter_gradients, grad_sum_of_squares(owned) summed over the ranks,
+//            adamw_update (owned range only), all_gather_parameters
+// The collectives take the ranks' host communicator (ProcessGroup's); a backend whose buffers live
+// elsewhere may use its own device communicator instead (CUDA: NCCL) or stage through host memory.
 #pragma once
 #include <cstddef>
-#include <stdexcept>
 
+#include "llmc/communicator.h"
 #include "llmc/gpt2.h"
+#include "llmc/zero_sharding.h"
 
 namespace llmc {
 
@@ -21,14 +31,20 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual const GPT2Config& config() const = 0;
+  // Which elements this rank keeps optimizer state for (fixed at construction).
+  virtual const OptimizerPartition& partition() const = 0;
 
   // Parameters as a flat fp32 buffer in checkpoint order (num_parameters(config()) floats).
+  // get_parameters is exact (the fp32 master values) on partition().owned(); elsewhere a backend
+  // that trains in lower precision returns its working copy (the CPU backend is exact everywhere).
   virtual void set_parameters(const float* params) = 0;
   virtual void get_parameters(float* params) = 0;
 
-  // AdamW first and second moments, same layout as the parameters.
+  // AdamW first and second moments of partition().owned(): owned().size() floats each.
   virtual void set_optimizer_state(const float* m, const float* v) = 0;
   virtual void get_optimizer_state(float* m, float* v) = 0;
+  // Bytes this rank holds for the optimizer: m, v and, where there is one, the fp32 master copy.
+  virtual size_t optimizer_state_bytes() const = 0;
 
   // Starts a step: zeroes the gradients and the loss accumulator.
   virtual void zero_grad() = 0;
@@ -36,7 +52,8 @@ class Backend {
   // Forward and backward of one micro-batch of B rows of T tokens (inputs/targets are B*T ids,
   // row-major). Adds the gradient of (loss_scale * mean cross-entropy of this micro-batch) to the
   // gradients, and loss_scale * that mean to the loss accumulator. With accumulation over `n`
-  // micro-batches the loop passes loss_scale = 1/n, so the step's gradient is that of the mean.
+  // micro-batches on each of W ranks the loop passes loss_scale = 1/(n*W), so the sum over the
+  // ranks of the step's gradients is the gradient of the mean over all of the step's tokens.
   virtual void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) = 0;
 
   // The loss accumulated since zero_grad() (the one value of a step that must reach the host).
@@ -46,24 +63,30 @@ class Backend {
   virtual float forward_loss(const int* inputs, const int* targets, int B, int T) = 0;
 
   // Cross-entropy at every position of a batch (B*T floats, row-major like the targets), without
-  // touching the gradients: HellaSwag scores each completion by its own positions' losses. The
-  // default throws, for a backend that has not implemented it yet (-h 1 then fails with its message).
-  virtual void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
-    (void)inputs, (void)targets, (void)B, (void)T, (void)losses;
-    throw std::runtime_error("-h: this backend does not implement forward_losses, which the HellaSwag eval needs");
-  }
+  // touching the gradients: HellaSwag scores each completion by its own positions' losses.
+  virtual void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) = 0;
 
   // Logits over the real vocabulary (config().vocab_size floats) that predict the token after
   // tokens[T-1], for one sequence of T tokens (sampling).
   virtual void next_token_logits(const int* tokens, int T, float* logits) = 0;
 
-  // Sum of squares of every gradient entry (the loop takes the square root; with several ranks it
-  // sums the ranks' values first).
-  virtual float grad_sum_of_squares() = 0;
+  // Sum of squares of the gradient entries in `range` of the flat buffer (the loop takes the
+  // square root of the whole buffer's, or of the ranks' owned ranges summed over the ranks).
+  virtual float grad_sum_of_squares(ElementRange range) = 0;
+  float grad_sum_of_squares() { return grad_sum_of_squares(ElementRange{0, num_parameters(config())}); }
 
-  // One AdamW step at 1-based step count t: gradients are first multiplied by grad_scale (global
-  // norm clipping), then m, v and the parameters are updated as in DESIGN.md.
+  // One AdamW step at 1-based step count t on the elements of partition().owned(): gradients are
+  // first multiplied by grad_scale (global norm clipping), then m, v and the parameters are
+  // updated as in DESIGN.md, with weight decay per tensor.
   virtual void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) = 0;
+
+  // ZeRO stage 0: every rank's gradients become the sum over the ranks.
+  virtual void all_reduce_gradients(Communicator& host) = 0;
+  // ZeRO stage 1 (a sharded partition of host.world_size() ranks): the gradients of this rank's
+  // owned range become the sum over the ranks; the rest of the gradient buffer is left undefined.
+  virtual void reduce_scatter_gradients(Communicator& host) = 0;
+  // ZeRO stage 1, after adamw_update: every rank receives the parameters the others updated.
+  virtual void all_gather_parameters(Communicator& host) = 0;
 };
 
 }  // namespace llmc

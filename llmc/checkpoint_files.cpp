@@ -170,6 +170,9 @@ std::vector<int> retire_checkpoints(const std::string& dir, int keep_last, int m
     remove_durably(checkpoint_done_path(dir, step));
     remove_durably(checkpoint_model_path(dir, step));
     for (int rank = 0; rank < world_size; ++rank) remove_durably(checkpoint_state_path(dir, step, rank));
+    // A checkpoint a run with more ranks wrote before this run resumed it (re-sharded) has more.
+    for (int rank = world_size; fs::exists(checkpoint_state_path(dir, step, rank)); ++rank)
+      remove_durably(checkpoint_state_path(dir, step, rank));
     retired.push_back(step);
   }
   return retired;

@@ -63,7 +63,8 @@ void write_done_marker(const std::string& dir, int step);
 // Deletes the complete checkpoints that neither are among the newest `keep_last` (0 = keep all)
 // nor fall on a multiple of `major_every` (0 = none is major). The DONE marker goes first, so a
 // run killed while deleting leaves an incomplete checkpoint that resume ignores, never a DONE
-// marker without its files. Returns the deleted steps.
+// marker without its files. State files of ranks from world_size on (a checkpoint written by more
+// ranks than this run has) are deleted too. Returns the deleted steps.
 std::vector<int> retire_checkpoints(const std::string& dir, int keep_last, int major_every, int world_size);
 
 // Removes the *.tmp files a killed run may have left behind (model_*, state_*, DONE_*, main.log);

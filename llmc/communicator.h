@@ -33,6 +33,8 @@ class Communicator {
   // The sum over ranks of a scalar, returned on every rank.
   virtual double all_reduce_sum(double value) = 0;
   virtual float all_reduce_sum(float value) = 0;
+  // The largest of the ranks' values, returned on every rank (the loop agrees on a stop signal).
+  virtual double all_reduce_max(double value) = 0;
 
   // send holds world_size() equal chunks of recv_count floats; rank r receives in recv the sum
   // over ranks of chunk r. Pad buffers to equal chunks with ZeroLayout (llmc/zero_sharding.h).
@@ -53,6 +55,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_reduce_sum(float*, size_t) override {}
   double all_reduce_sum(double value) override { return value; }
   float all_reduce_sum(float value) override { return value; }
+  double all_reduce_max(double value) override { return value; }
   void reduce_scatter_sum(const float* send, float* recv, size_t recv_count) override {
     if (send != recv) std::memmove(recv, send, recv_count * sizeof(float));
   }

@@ -17,17 +17,21 @@
 
 namespace llmc {
 
-CpuBackend::CpuBackend(const GPT2Config& config)
-    : config_(config), layout_(param_layout(config)) {
-  const size_t n = num_parameters(config);
-  params_.assign(n, 0.0f);
-  grads_.assign(n, 0.0f);
-  m_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+CpuBackend::CpuBackend(const GPT2Config& config) : CpuBackend(config, unsharded_partition(num_parameters(config))) {}
+
+CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& partition)
+    : config_(config), partition_(partition), layout_(param_layout(config)) {
+  if (partition.num_elements() != num_parameters(config))
+    throw std::invalid_argument(fmt::format("CPU backend: optimizer partition of {} elements for a model of {}",
+                                            partition.num_elements(), num_parameters(config)));
+  params_.assign(partition.buffer_size(), 0.0f);
+  grads_.assign(partition.buffer_size(), 0.0f);
+  m_.assign(partition.owned().size(), 0.0f);
+  v_.assign(partition.owned().size(), 0.0f);
 }
 
-void CpuBackend::set_parameters(const float* params) { std::copy_n(params, params_.size(), params_.data()); }
-void CpuBackend::get_parameters(float* params) { std::copy(params_.begin(), params_.end(), params); }
+void CpuBackend::set_parameters(const float* params) { std::copy_n(params, partition_.num_elements(), params_.data()); }
+void CpuBackend::get_parameters(float* params) { std::copy_n(params_.data(), partition_.num_elements(), params); }
 
 void CpuBackend::set_optimizer_state(const float* m, const float* v) {
   std::copy_n(m, m_.size(), m_.data());
@@ -204,15 +208,20 @@ void CpuBackend::next_token_logits(const int* tokens, int T, float* logits) {
   std::copy_n(all + size_t(T - 1) * config_.padded_vocab_size, config_.vocab_size, logits);
 }
 
-float CpuBackend::grad_sum_of_squares() {
-  // Fixed-size chunks summed in chunk order: the result does not depend on the thread count.
+float CpuBackend::grad_sum_of_squares(ElementRange range) {
+  if (range.end < range.begin || range.end > partition_.num_elements())
+    throw std::invalid_argument(fmt::format("grad_sum_of_squares: range [{}, {}) outside the {} gradients",
+                                            range.begin, range.end, partition_.num_elements()));
+  // Fixed-size chunks from the range's start summed in chunk order: the result does not depend on
+  // the thread count.
   constexpr size_t kChunk = 1 << 16;
-  const size_t n = grads_.size(), chunks = (n + kChunk - 1) / kChunk;
+  const float* g = grads_.data() + range.begin;
+  const size_t n = range.size(), chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(chunks);
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < chunks; ++c) {
     double s = 0.0;
-    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) s += double(grads_[i]) * grads_[i];
+    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) s += double(g[i]) * g[i];
     partial[c] = s;
   }
   double total = 0.0;
@@ -222,11 +231,39 @@ float CpuBackend::grad_sum_of_squares() {
 
 void CpuBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
   if (t < 1) throw std::invalid_argument(fmt::format("AdamW step count must be >= 1, got {}", t));
-  for (const ParamTensor& p : layout_) {
-    llmc::adamw_update(params_.data() + p.offset, grads_.data() + p.offset, m_.data() + p.offset,
-                       v_.data() + p.offset, p.numel, lr, hyper.beta1, hyper.beta2, hyper.eps,
-                       p.weight_decay ? hyper.weight_decay : 0.0f, t, grad_scale);
+  // Element-wise, so updating the owned part of a tensor gives exactly what updating the whole
+  // tensor gives there; only weight decay differs between tensors.
+  const ElementRange owned = partition_.owned();
+  for (const TensorSlice& s : tensor_slices(layout_, owned)) {
+    const size_t at = layout_[s.tensor].offset + s.tensor_offset;
+    llmc::adamw_update(params_.data() + at, grads_.data() + at, m_.data() + s.range_offset, v_.data() + s.range_offset,
+                       s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, s.weight_decay ? hyper.weight_decay : 0.0f, t,
+                       grad_scale);
   }
+}
+
+void CpuBackend::check_sharded(const Communicator& host, const char* what) const {
+  if (!partition_.sharded || partition_.layout.world_size != host.world_size())
+    throw std::logic_error(fmt::format("{}: the backend's partition is {} over {} rank(s), the communicator has {}",
+                                       what, partition_.sharded ? "ZeRO-1" : "unsharded", partition_.layout.world_size,
+                                       host.world_size()));
+}
+
+void CpuBackend::all_reduce_gradients(Communicator& host) { host.all_reduce_sum(grads_.data(), partition_.num_elements()); }
+
+void CpuBackend::reduce_scatter_gradients(Communicator& host) {
+  check_sharded(host, "reduce_scatter_gradients");
+  const ElementRange chunk = partition_.layout.chunk(partition_.rank);
+  shard_.resize(chunk.size());
+  host.reduce_scatter_sum(grads_.data(), shard_.data(), chunk.size());
+  std::copy(shard_.begin(), shard_.end(), grads_.begin() + chunk.begin);
+}
+
+void CpuBackend::all_gather_parameters(Communicator& host) {
+  check_sharded(host, "all_gather_parameters");
+  const ElementRange chunk = partition_.layout.chunk(partition_.rank);
+  shard_.assign(params_.begin() + chunk.begin, params_.begin() + chunk.end);
+  host.all_gather(shard_.data(), params_.data(), chunk.size());
 }
 
 }  // namespace llmc

@@ -11,21 +11,31 @@ namespace llmc {
 
 class CpuBackend : public Backend {
  public:
+  // One rank, or stage 0: optimizer state for every parameter.
   explicit CpuBackend(const GPT2Config& config);
+  // partition.num_elements() must be the model's parameter count: gradients and parameters are
+  // host buffers of partition.buffer_size() floats (the padding stays zero), m and v cover owned().
+  CpuBackend(const GPT2Config& config, const OptimizerPartition& partition);
 
+  using Backend::grad_sum_of_squares;
   const GPT2Config& config() const override { return config_; }
+  const OptimizerPartition& partition() const override { return partition_; }
   void set_parameters(const float* params) override;
   void get_parameters(float* params) override;
   void set_optimizer_state(const float* m, const float* v) override;
   void get_optimizer_state(float* m, float* v) override;
+  size_t optimizer_state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
   float forward_loss(const int* inputs, const int* targets, int B, int T) override;
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
-  float grad_sum_of_squares() override;
+  float grad_sum_of_squares(ElementRange range) override;
   void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void all_reduce_gradients(Communicator& host) override;
+  void reduce_scatter_gradients(Communicator& host) override;
+  void all_gather_parameters(Communicator& host) override;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass (valid until the
   // next call), and the gradient buffer in parameter layout.
@@ -49,9 +59,14 @@ class CpuBackend : public Backend {
   float* grad(int index, int layer = 0) { return tensor(grads_, index, layer); }
   float* tensor(std::vector<float>& buffer, int index, int layer);
 
+  void check_sharded(const Communicator& host, const char* what) const;
+
   GPT2Config config_;
+  OptimizerPartition partition_;
   std::array<ParamTensor, kNumParamTensors> layout_;
-  std::vector<float> params_, grads_, m_, v_;
+  std::vector<float> params_, grads_;  // partition_.buffer_size() floats
+  std::vector<float> m_, v_;           // partition_.owned()
+  std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
   double loss_accumulator_ = 0.0;
   Activations acts_;
   size_t capacity_bt_ = 0, capacity_att_ = 0;

@@ -42,6 +42,7 @@
 #include "llmc/global_norm.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
+#include "llmc/nccl_communicator.h"
 #if !defined(ENABLE_FP32)
 #include "llmc/cudnn_attention.h"
 #endif
@@ -96,6 +97,15 @@ std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStream_t s
   return out;
 }
 
+// The NCCL element type of floatX (gradients and parameters).
+ncclDataType_t nccl_floatx() {
+#if defined(ENABLE_FP32)
+  return ncclFloat;
+#else
+  return ncclBfloat16;
+#endif
+}
+
 std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
 
 }  // namespace
@@ -142,22 +152,44 @@ std::string cuda_device_description() {
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
+int cuda_device_for_local_rank(int local_rank) {
+  const int devices = cuda_device_count();
+  if (devices == 0) throw std::runtime_error("CUDA backend: no CUDA device");
+  return local_rank % devices;
+}
+
+std::string cuda_device_uuid(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string hex;
+  for (char byte : prop.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
+}
+
 struct CudaBackend::Impl {
   GPT2Config cfg;
   CudaBackendOptions opt;
+  OptimizerPartition partition;
   std::array<ParamTensor, kNumParamTensors> layout;
   size_t num_params = 0;
+  size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
+  ElementRange owned;      // m, v and master cover these elements
   size_t max_bt = 0;  // max_batch * max_seq_len
   cudaStream_t stream = nullptr;
   std::vector<void*> allocations;
   size_t allocated_bytes = 0;
 
-  // Parameters and optimizer state, each one contiguous buffer in checkpoint order.
+  // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
+  // hold only the owned range (element owned.begin is their element 0).
   floatX* params = nullptr;
   float* master = nullptr;  // fp32 master weights (bf16 build; in fp32 the parameters are the master)
   floatX* grads = nullptr;
   float* m = nullptr;
   float* v = nullptr;
+  // Collectives: NCCL on the device buffers, or fp32 staging through the host (allocated on first use).
+  std::unique_ptr<NcclCommunicator> nccl;
+  float* staging_dev = nullptr;
+  std::vector<float> staging_host, staging_shard;
 
   // Activations; per-layer tensors are L consecutive slots of max_bt rows.
   floatX* residual = nullptr;  // (L+1) slots x C
@@ -207,7 +239,7 @@ struct CudaBackend::Impl {
   void* cudnn_workspace = nullptr;
   size_t cudnn_workspace_bytes = 0;
 
-  Impl(const GPT2Config& config, const CudaBackendOptions& options);
+  Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~Impl();
 
   template <class T>
@@ -257,9 +289,15 @@ struct CudaBackend::Impl {
   void backward(int B, int T, int num_buckets);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
+  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
+  void ensure_staging();
+  void download(std::vector<float>& host, const floatX* device, size_t n);
+  void upload(floatX* device, const float* host, size_t n);
 };
 
-CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options) : cfg(config), opt(options) {
+CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
+                        const OptimizerPartition& partition_)
+    : cfg(config), opt(options), partition(partition_) {
   const int C = cfg.channels, L = cfg.num_layers, NH = cfg.num_heads;
   if (opt.max_batch <= 0 || opt.max_seq_len <= 0 || opt.max_seq_len > cfg.max_seq_len)
     throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} is not within 1..{} tokens per row",
@@ -277,20 +315,27 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     throw std::runtime_error("CUDA backend: cuDNN attention is bf16 only; the FP32 build uses the fallback");
 #endif
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
+  if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
 
   layout = param_layout(cfg);
   num_params = num_parameters(cfg);
+  if (partition.num_elements() != num_params)
+    throw std::runtime_error(fmt::format("CUDA backend: optimizer partition of {} elements for a model of {}",
+                                         partition.num_elements(), num_params));
+  buffer_size = partition.buffer_size();
+  owned = partition.owned();
   max_bt = size_t(opt.max_batch) * opt.max_seq_len;
   const size_t BT = max_bt, Cs = size_t(C), Vp = size_t(cfg.padded_vocab_size);
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  params = alloc<floatX>(num_params, "parameters");
+  if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, opt.local_rank, stream);
+  params = alloc<floatX>(buffer_size, "parameters");
 #if !defined(ENABLE_FP32)
-  master = alloc<float>(num_params, "master weights");
+  master = alloc<float>(owned.size(), "master weights");
 #endif
-  grads = alloc<floatX>(num_params, "gradients");
-  m = alloc<float>(num_params, "AdamW m");
-  v = alloc<float>(num_params, "AdamW v");
+  grads = alloc<floatX>(buffer_size, "gradients");
+  m = alloc<float>(owned.size(), "AdamW m");
+  v = alloc<float>(owned.size(), "AdamW v");
 
   const size_t ln_slots = opt.recompute >= 2 ? 1 : size_t(L);
   const size_t gelu_slots = opt.recompute >= 1 ? 1 : size_t(L);
@@ -357,17 +402,18 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   }
 #endif
 
-  CUDA_CHECK(cudaMemsetAsync(params, 0, num_params * sizeof(floatX), stream));
-  if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, num_params * sizeof(float), stream));
-  CUDA_CHECK(cudaMemsetAsync(grads, 0, num_params * sizeof(floatX), stream));
-  CUDA_CHECK(cudaMemsetAsync(m, 0, num_params * sizeof(float), stream));
-  CUDA_CHECK(cudaMemsetAsync(v, 0, num_params * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(params, 0, buffer_size * sizeof(floatX), stream));
+  if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, owned.size() * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
+  CUDA_CHECK(cudaMemsetAsync(m, 0, owned.size() * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(v, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, (kScalars + kGlobalNormBlocks) * sizeof(float), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 CudaBackend::Impl::~Impl() {
   if (stream) cudaStreamSynchronize(stream);
+  nccl.reset();
 #if !defined(ENABLE_FP32)
   cudnn.reset();
 #endif
@@ -551,6 +597,26 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
                    mix32(opt.seed ^ mix32(micro_steps)), stream);
 }
 
+void CudaBackend::Impl::ensure_staging() {
+  if (staging_dev) return;
+  staging_dev = alloc<float>(buffer_size, "collective staging");
+  staging_host.resize(buffer_size);
+}
+
+void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
+  convert(staging_dev, device, n, stream);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), staging_dev, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// Rounds to nearest: sums of bf16 gradients and the owners' parameters are exact in fp32 or get
+// one rounding, as on the NCCL path.
+void CudaBackend::Impl::upload(floatX* device, const float* host, size_t n) {
+  CUDA_CHECK(cudaMemcpyAsync(staging_dev, host, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  convert(device, staging_dev, n, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 float CudaBackend::Impl::read_scalar(int index) {
   CUDA_CHECK(cudaMemcpyAsync(host_scalar, scalars + index, sizeof(float), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -558,49 +624,83 @@ float CudaBackend::Impl::read_scalar(int index) {
 }
 
 CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)
-    : impl_(std::make_unique<Impl>(config, options)) {}
+    : CudaBackend(config, options, unsharded_partition(num_parameters(config))) {}
+
+CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options,
+                         const OptimizerPartition& partition)
+    : impl_(std::make_unique<Impl>(config, options, partition)) {}
 
 CudaBackend::~CudaBackend() = default;
 
 const GPT2Config& CudaBackend::config() const { return impl_->cfg; }
 
+const OptimizerPartition& CudaBackend::partition() const { return impl_->partition; }
+
 size_t CudaBackend::device_bytes() const { return impl_->allocated_bytes; }
+
+size_t CudaBackend::optimizer_state_bytes() const {
+  const Impl& d = *impl_;
+  return d.owned.size() * sizeof(float) * (d.master ? 3 : 2);
+}
+
+const char* CudaBackend::collectives_name() const { return impl_->nccl ? "nccl" : "host staging"; }
 
 void CudaBackend::set_parameters(const float* params) {
   Impl& d = *impl_;
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
-  CUDA_CHECK(cudaMemcpyAsync(d.master, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  convert(d.params, d.master, d.num_params, d.stream);
+  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
+  // of the whole model when the master holds only a shard).
+  const bool whole = d.owned.size() == d.num_params;
+  float* full = d.master;
+  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
+  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  convert(d.params, full, d.num_params, d.stream);
+  if (!whole) {
+    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
+                               d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    CUDA_CHECK(cudaFree(full));
+  }
 #endif
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
 void CudaBackend::get_parameters(float* params) {
   Impl& d = *impl_;
-  const float* source = d.master ? d.master : reinterpret_cast<const float*>(d.params);
-  CUDA_CHECK(cudaMemcpyAsync(params, source, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  if (!d.master) {
+    CUDA_CHECK(cudaMemcpyAsync(params, d.params, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    return;
+  }
+  // Outside the owned range only the bf16 working copy exists here.
+  if (d.owned.size() != d.num_params) {
+    const std::vector<float> working = floatx_to_host(d.params, d.num_params, d.stream);
+    std::copy(working.begin(), working.end(), params);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(params + d.owned.begin, d.master, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                             d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
 void CudaBackend::set_optimizer_state(const float* m, const float* v) {
   Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
 void CudaBackend::get_optimizer_state(float* m, float* v) {
   Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
 void CudaBackend::zero_grad() {
   Impl& d = *impl_;
-  CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.num_params * sizeof(floatX), d.stream));
+  CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.buffer_size * sizeof(floatX), d.stream));
   CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kLossAccum, 0, sizeof(float), d.stream));
 }
 
@@ -634,6 +734,18 @@ float CudaBackend::forward_loss(const int* inputs, const int* targets, int B, in
   return d.read_scalar(Impl::kEvalLoss);
 }
 
+void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
+  Impl& d = *impl_;
+  const int BT = B * T;
+  d.stage_tokens(inputs, targets, B, T);
+  d.forward(B, T);
+  // The classifier writes each position's cross-entropy (fp32) without touching the logits.
+  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
+                   d.stream);
+  CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
 void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
   Impl& d = *impl_;
   if (T <= 0 || T > d.opt.max_seq_len)
@@ -651,23 +763,77 @@ void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
   std::copy(row.begin(), row.end(), logits);
 }
 
-float CudaBackend::grad_sum_of_squares() {
+float CudaBackend::grad_sum_of_squares(ElementRange range) {
   Impl& d = *impl_;
-  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads, d.num_params, d.stream);
+  if (range.end < range.begin || range.end > d.num_params || range.begin % 8 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: gradient range [{}, {}) is not an 8-aligned part of the {} "
+                                         "gradients", range.begin, range.end, d.num_params));
+  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads + range.begin, range.size(),
+                      d.stream);
   return d.read_scalar(Impl::kNormSquared);
 }
 
 void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
   Impl& d = *impl_;
-  for (int i = 0; i < kNumParamTensors; ++i) {
-    const ParamTensor& p = d.layout[i];
-    const float decay = p.weight_decay ? hyper.weight_decay : 0.0f;
+  // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
+  // are indexed from the owned range's start.
+  for (const TensorSlice& s : tensor_slices(d.layout, d.owned)) {
+    const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
+    const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
     // A different rounding stream per step and per tensor.
-    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(i)));
-    llmc::adamw_update(d.params + p.offset, d.master ? d.master + p.offset : nullptr, d.grads + p.offset,
-                       d.m + p.offset, d.v + p.offset, p.numel, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t,
-                       grad_scale, seed, d.stream);
+    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(s.tensor)));
+    llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
+                       d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
+                       seed, d.stream);
   }
+}
+
+void CudaBackend::all_reduce_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  if (d.nccl) {
+    d.nccl->all_reduce_sum(d.grads, d.num_params, nccl_floatx());
+    return;
+  }
+  if (host.world_size() == 1) return;
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.num_params);
+  host.all_reduce_sum(d.staging_host.data(), d.num_params);
+  d.upload(d.grads, d.staging_host.data(), d.num_params);
+}
+
+void CudaBackend::reduce_scatter_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  if (!d.partition.sharded || layout.world_size != host.world_size())
+    throw std::logic_error("CUDA backend: reduce_scatter_gradients needs a ZeRO-1 partition over the communicator's ranks");
+  const ElementRange chunk = layout.chunk(d.partition.rank);
+  if (d.nccl) {
+    // In place: NCCL leaves this rank's summed chunk at its own position.
+    d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.buffer_size);
+  d.staging_shard.resize(layout.shard_size);
+  host.reduce_scatter_sum(d.staging_host.data(), d.staging_shard.data(), layout.shard_size);
+  d.upload(d.grads + chunk.begin, d.staging_shard.data(), layout.shard_size);
+}
+
+void CudaBackend::all_gather_parameters(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  if (!d.partition.sharded || layout.world_size != host.world_size())
+    throw std::logic_error("CUDA backend: all_gather_parameters needs a ZeRO-1 partition over the communicator's ranks");
+  const ElementRange chunk = layout.chunk(d.partition.rank);
+  if (d.nccl) {
+    d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.staging_shard.resize(layout.shard_size);
+  d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
+  host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
+  d.upload(d.params, d.staging_host.data(), d.buffer_size);
 }
 
 std::vector<float> CudaBackend::forward_logits(const int* inputs, int B, int T) {

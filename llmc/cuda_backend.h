@@ -31,6 +31,13 @@ struct CudaBackendOptions {
   int recompute = 1;
   AttentionKind attention = AttentionKind::kCudnn;
   unsigned seed = 1337;  // stochastic rounding streams
+  int device = -1;       // the GPU to select before allocating anything; -1 = the current one
+  // Several ranks, one GPU each: with nccl_host set, the gradient and parameter collectives run
+  // over NCCL on the device buffers (NcclCommunicator, GPU local_rank, its unique id sent over
+  // nccl_host, which must outlive the backend). Without it they stage through host fp32 buffers
+  // and the communicator the loop passes (MPI), which also works for ranks sharing one GPU.
+  Communicator* nccl_host = nullptr;
+  int local_rank = 0;
 };
 
 // "fp32" or "bf16": the precision this binary was built with.
@@ -43,28 +50,47 @@ const char* attention_kind_name(AttentionKind kind);
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
 std::string cuda_device_description();
+// The GPU a rank drives: its local rank modulo the visible devices (one visible device: that one,
+// e.g. when the launcher pins each rank to its GPU). Throws std::runtime_error without a device.
+int cuda_device_for_local_rank(int local_rank);
+// The device's UUID as 32 hex digits: ranks that print the same UUID share one GPU.
+std::string cuda_device_uuid(int device);
 
 class CudaBackend : public Backend {
  public:
   // Allocates everything on the current device; throws std::runtime_error (naming the shape and
   // the bytes asked for) when the model or batch does not fit or the shape is unsupported.
   CudaBackend(const GPT2Config& config, const CudaBackendOptions& options);
+  // For one rank of several: gradients and parameters padded to partition.buffer_size(), AdamW m,
+  // v and (bf16) the fp32 master weights only for partition.owned().
+  CudaBackend(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
+  using Backend::grad_sum_of_squares;
   const GPT2Config& config() const override;
+  const OptimizerPartition& partition() const override;
   void set_parameters(const float* params) override;
   void get_parameters(float* params) override;
   void set_optimizer_state(const float* m, const float* v) override;
   void get_optimizer_state(float* m, float* v) override;
+  size_t optimizer_state_bytes() const override;
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
   float forward_loss(const int* inputs, const int* targets, int B, int T) override;
+  void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
-  float grad_sum_of_squares() override;
+  // range.begin must be a multiple of 8 (the norm kernel reads 16-byte vectors); the loop's ranges
+  // (0, or a ZeRO chunk start) are.
+  float grad_sum_of_squares(ElementRange range) override;
   void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void all_reduce_gradients(Communicator& host) override;
+  void reduce_scatter_gradients(Communicator& host) override;
+  void all_gather_parameters(Communicator& host) override;
+  // "nccl", "host staging" (through the loop's communicator) or, with one rank, "none".
+  const char* collectives_name() const;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass, and the current
   // gradients in parameter layout, both converted to fp32.

@@ -51,6 +51,12 @@ float MpiCommunicator::all_reduce_sum(float value) {
   return sum;
 }
 
+double MpiCommunicator::all_reduce_max(double value) {
+  double result = 0.0;
+  check_mpi(MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "Allreduce");
+  return result;
+}
+
 // A chunk longer than one call allows is cut into pieces [a, a+m); piece a of every rank's chunk
 // is gathered into one contiguous staging buffer, since MPI_Reduce_scatter_block wants the W
 // pieces side by side.

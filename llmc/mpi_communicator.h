@@ -21,6 +21,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(float* buf, size_t n) override;
   double all_reduce_sum(double value) override;
   float all_reduce_sum(float value) override;
+  double all_reduce_max(double value) override;
   void reduce_scatter_sum(const float* send, float* recv, size_t recv_count) override;
   void all_gather(const float* send, float* recv, size_t send_count) override;
   void broadcast(void* buf, size_t bytes, int root) override;

@@ -45,16 +45,26 @@ NcclCommunicator::~NcclCommunicator() {
   ncclCommDestroy(comm_);
 }
 
-void NcclCommunicator::all_reduce_sum(float* buf, size_t n) {
-  check_nccl(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
-}
+void NcclCommunicator::all_reduce_sum(float* buf, size_t n) { all_reduce_sum(buf, n, ncclFloat); }
 
 void NcclCommunicator::reduce_scatter_sum(const float* send, float* recv, size_t recv_count) {
-  check_nccl(ncclReduceScatter(send, recv, recv_count, ncclFloat, ncclSum, comm_, stream_), "ncclReduceScatter");
+  reduce_scatter_sum(send, recv, recv_count, ncclFloat);
 }
 
 void NcclCommunicator::all_gather(const float* send, float* recv, size_t send_count) {
-  check_nccl(ncclAllGather(send, recv, send_count, ncclFloat, comm_, stream_), "ncclAllGather");
+  all_gather(send, recv, send_count, ncclFloat);
+}
+
+void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type) {
+  check_nccl(ncclAllReduce(buf, buf, n, type, ncclSum, comm_, stream_), "ncclAllReduce");
+}
+
+void NcclCommunicator::reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type) {
+  check_nccl(ncclReduceScatter(send, recv, recv_count, type, ncclSum, comm_, stream_), "ncclReduceScatter");
+}
+
+void NcclCommunicator::all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type) {
+  check_nccl(ncclAllGather(send, recv, send_count, type, comm_, stream_), "ncclAllGather");
 }
 
 void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
@@ -63,14 +73,18 @@ void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
   check_nccl(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
 }
 
-double NcclCommunicator::all_reduce_sum(double value) {
+double NcclCommunicator::reduce_scalar(double value, ncclRedOp_t op) {
   check_cuda(cudaMemcpyAsync(scalar_, &value, sizeof value, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-  check_nccl(ncclAllReduce(scalar_, scalar_, 1, ncclDouble, ncclSum, comm_, stream_), "ncclAllReduce");
-  double sum = 0.0;
-  check_cuda(cudaMemcpyAsync(&sum, scalar_, sizeof sum, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+  check_nccl(ncclAllReduce(scalar_, scalar_, 1, ncclDouble, op, comm_, stream_), "ncclAllReduce");
+  double result = 0.0;
+  check_cuda(cudaMemcpyAsync(&result, scalar_, sizeof result, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-  return sum;
+  return result;
 }
+
+double NcclCommunicator::all_reduce_sum(double value) { return reduce_scalar(value, ncclSum); }
+
+double NcclCommunicator::all_reduce_max(double value) { return reduce_scalar(value, ncclMax); }
 
 // Summed in double and rounded once: at least as accurate as a float sum over the ranks.
 float NcclCommunicator::all_reduce_sum(float value) { return float(all_reduce_sum(double(value))); }

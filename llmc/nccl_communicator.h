@@ -37,9 +37,16 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter_sum(const float* send, float* recv, size_t recv_count) override;
   void all_gather(const float* send, float* recv, size_t send_count) override;
   void broadcast(void* buf, size_t bytes, int root) override;
+  // The same three collectives for device buffers of any NCCL element type (the bf16 gradients and
+  // parameters of the CUDA backend); in place when recv is send's chunk of this rank (reduce-scatter:
+  // recv == send + rank*recv_count; all-gather: send == recv + rank*send_count).
+  void all_reduce_sum(void* buf, size_t n, ncclDataType_t type);
+  void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type);
+  void all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type);
   // Host values, staged through a small device buffer; these synchronise the stream.
   double all_reduce_sum(double value) override;
   float all_reduce_sum(float value) override;
+  double all_reduce_max(double value) override;
   void barrier() override;
 
  private:
@@ -49,6 +56,7 @@ class NcclCommunicator final : public Communicator {
   int rank_ = 0;
   int world_size_ = 1;
   double* scalar_ = nullptr;  // device scratch for the scalar sums
+  double reduce_scalar(double value, ncclRedOp_t op);
 };
 
 }  // namespace llmc

@@ -16,6 +16,7 @@
 #include "llmc/hellaswag.h"
 #include "llmc/lr_schedule.h"
 #include "llmc/outlier_detector.h"
+#include "llmc/resharding.h"
 #include "llmc/rng.h"
 #include "llmc/run_log.h"
 #include "llmc/sampler.h"
@@ -91,30 +92,47 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
+// Optimizer shards start on multiples of this many elements (128 bytes of fp32), so that a
+// backend's vector kernels see aligned chunks.
+constexpr size_t kZeroAlignment = 32;
+
 class Trainer {
  public:
-  Trainer(const TrainOptions& options, ModelFile model);
+  // host: the ranks' communicator (SingleProcessCommunicator for one process); it must outlive
+  // the trainer. Every rank constructs its Trainer and calls run() with the same options.
+  Trainer(const TrainOptions& options, ModelFile model, Communicator& host);
+  const OptimizerPartition& partition() const { return partition_; }
   void run(Backend& backend);
 
  private:
   void resume_from_checkpoint();
-  // Throws std::runtime_error naming the file that does not verify or does not fit this run.
-  void load_checkpoint(int step, ModelFile& model, TrainState& state) const;
+  // Fills params_, m_, v_ (this rank's owned range) and returns rank 0's state of checkpoint
+  // `step`; throws std::runtime_error naming the file that does not verify or does not fit.
+  TrainState load_checkpoint(int step);
   void load_hellaswag();
   float evaluate(Backend& backend);
   void evaluate_hellaswag(Backend& backend, int step);
+  // The whole model's fp32 parameters (gathered from the owners under ZeRO-1).
+  std::vector<float> gather_parameters(Backend& backend);
   void save_checkpoint(Backend& backend, int step);
   void sample(Backend& backend, int step);
-  void print_summary() const;
+  void print_summary(const Backend& backend) const;
+  // Prints only on rank 0: the other ranks run the same loop silently.
+  template <class... Args>
+  void say(fmt::format_string<Args...> format, Args&&... args) const {
+    if (lead_) fmt::print(format, std::forward<Args>(args)...);
+  }
 
   const TrainOptions& o_;
   GPT2Config config_;
-  std::vector<float> params_;  // the initial parameters, handed to the backend by run()
-  std::vector<float> m_, v_;   // resumed AdamW moments (empty for a fresh run)
-  // One rank until the communicator (multi-rank issue) supplies these; data order, -d checks and
-  // state files already take them into account.
+  Communicator& host_;
   int rank_ = 0;
   int world_size_ = 1;
+  bool lead_ = true;  // rank 0: writes main.log, the model file and the DONE marker, prints, samples
+  bool zero1_ = false;
+  OptimizerPartition partition_;
+  std::vector<float> params_;  // the initial parameters, handed to the backend by run()
+  std::vector<float> m_, v_;   // resumed AdamW moments of the owned range
   int accum_ = 1;
   int64_t step_tokens_ = 0;
   int max_steps_ = 0;
@@ -127,13 +145,24 @@ class Trainer {
   std::unique_ptr<RunLog> log_;
   Rng sample_rng_;
   OutlierDetector loss_outliers_, norm_outliers_;
-  std::vector<EvalExample> hellaswag_;
+  std::vector<EvalExample> hellaswag_;  // this rank's share of the examples
+  size_t hellaswag_total_ = 0;
   std::vector<int> inputs_, targets_;
 };
 
-Trainer::Trainer(const TrainOptions& o, ModelFile model)
-    : o_(o), config_(model.config), params_(std::move(model.params)), sample_rng_(o.seed ^ kSampleSeedTag) {
+Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host)
+    : o_(o),
+      config_(model.config),
+      host_(host),
+      rank_(host.rank()),
+      world_size_(host.world_size()),
+      lead_(host.rank() == 0),
+      zero1_(o.zero_stage == 1),
+      params_(std::move(model.params)),
+      sample_rng_(o.seed ^ kSampleSeedTag) {
   check_options_for_model(o, config_);
+  const size_t n = num_parameters(config_);
+  partition_ = zero1_ ? zero1_partition(n, world_size_, rank_, kZeroAlignment) : unsharded_partition(n);
   const int B = o.batch_size, T = o.seq_len;
   const int64_t micro_tokens = int64_t(B) * T * world_size_;
   step_tokens_ = o.total_batch_tokens == -1 ? micro_tokens : o.total_batch_tokens;
@@ -161,6 +190,10 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model)
     max_steps_ = o.max_steps;
   }
   if (o.val_every > 0) {
+    // Validation reads the batches of a single rank's order, split across the ranks in evaluate():
+    // the same -m batches, so the same val loss, for any number of ranks.
+    dc.rank = 0;
+    dc.world_size = 1;
     dc.shuffle = false;
     dc.overfit_single_batch = false;
     val_ = blame("-j", [&] { return std::make_unique<DataLoader>(expand_glob(o.val_glob), dc); });
@@ -179,51 +212,87 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model)
     if (ec || !fs::is_directory(o.output_dir))
       throw FlagError(fmt::format("-o: cannot create the output dir '{}': {}", o.output_dir,
                                   ec ? ec.message() : "exists and is not a directory"));
-    const int stale = remove_stale_temporaries(o.output_dir);
-    if (stale > 0) fmt::print("output dir: removed {} unfinished .tmp file(s) of an interrupted run\n", stale);
+    if (lead_) {
+      const int stale = remove_stale_temporaries(o.output_dir);
+      if (stale > 0) fmt::print("output dir: removed {} unfinished .tmp file(s) of an interrupted run\n", stale);
+    }
   }
   if (o.hellaswag) load_hellaswag();
   if (o.resume) resume_from_checkpoint();
-  if (!o.output_dir.empty()) log_ = blame("-o", [&] { return std::make_unique<RunLog>(o.output_dir, resumed_step_); });
+  if (!o.output_dir.empty() && lead_)
+    log_ = blame("-o", [&] { return std::make_unique<RunLog>(o.output_dir, resumed_step_); });
   inputs_.resize(size_t(B) * T);
   targets_.resize(size_t(B) * T);
 }
 
-void Trainer::load_checkpoint(int step, ModelFile& model, TrainState& state) const {
+TrainState Trainer::load_checkpoint(int step) {
   const std::string& dir = o_.output_dir;
-  const std::string model_file = checkpoint_model_path(dir, step), state_file = checkpoint_state_path(dir, step, rank_);
-  state = read_train_state(state_file);
-  if (state.step != step) throw std::runtime_error(fmt::format("{}: holds step {}", state_file, state.step));
-  if (state.model_checksum != 0) {
+  const size_t n = num_parameters(config_);
+  const std::string model_file = checkpoint_model_path(dir, step), head_file = checkpoint_state_path(dir, step, 0);
+  TrainState head = read_train_state(head_file);
+  if (head.step != step) throw std::runtime_error(fmt::format("{}: holds step {}", head_file, head.step));
+  if (head.model_checksum != 0) {
     const uint64_t actual = file_checksum(model_file);
-    if (actual != state.model_checksum)
+    if (actual != head.model_checksum)
       throw std::runtime_error(fmt::format("{}: checksum {:016x} differs from the {:016x} recorded in {}: the model file "
                                            "is corrupt or from another checkpoint",
-                                           model_file, actual, state.model_checksum, state_file));
+                                           model_file, actual, head.model_checksum, head_file));
   }
-  model = load_model(model_file);
+  ModelFile model = load_model(model_file);
   if (!same_shape(model.config, config_))
     throw std::runtime_error(fmt::format("{}: model {} differs from -e {} ({})", model_file, describe(model.config),
                                          o_.model, describe(config_)));
-  if (state.num_parameters != num_parameters(config_) || state.moment_offset != 0 ||
-      state.m.size() != state.num_parameters)
-    throw std::runtime_error(fmt::format("{}: holds {} of {} moments, not those of this model", state_file,
-                                         state.m.size(), state.num_parameters));
+  // This rank's moments, from the files whose ranges overlap its owned range: one file of a -z 0
+  // checkpoint holds all of them, a -z 1 checkpoint's files hold consecutive chunks.
+  const ElementRange owned = partition_.owned();
+  m_.assign(owned.size(), 0.0f);
+  v_.assign(owned.size(), 0.0f);
+  size_t covered = 0;
+  for (int r = 0; r < head.world_size && covered < owned.size(); ++r) {
+    const std::string file = checkpoint_state_path(dir, step, r);
+    const TrainState state = r == 0 ? head : read_train_state(file);
+    if (state.step != step || state.world_size != head.world_size || state.rank != r)
+      throw std::runtime_error(fmt::format("{}: holds step {} of rank {} of {}, not step {} of rank {} of {}", file,
+                                           state.step, state.rank, state.world_size, step, r, head.world_size));
+    if (state.num_parameters != n)
+      throw std::runtime_error(fmt::format("{}: holds the moments of {} parameters, not those of this model ({})", file,
+                                           state.num_parameters, n));
+    const ElementRange range{state.moment_offset, state.moment_offset + state.m.size()};
+    covered += copy_overlap(state.m.data(), range, m_.data(), owned);
+    copy_overlap(state.v.data(), range, v_.data(), owned);
+  }
+  if (covered != owned.size())
+    throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold {} of the {} moments [{}, {}) rank {} "
+                                         "needs", head_file, head.world_size, covered, owned.size(), owned.begin,
+                                         owned.end, rank_));
+  params_ = std::move(model.params);
+  return head;
 }
 
 void Trainer::resume_from_checkpoint() {
   const std::string& dir = o_.output_dir;
-  const std::vector<int> steps = blame("-y", [&] { return completed_checkpoints(dir); });
+  // Rank 0's list, so that every rank tries the same checkpoints in the same order.
+  std::vector<int> steps = blame("-y", [&] { return completed_checkpoints(dir); });
+  uint64_t count = steps.size();
+  host_.broadcast(&count, sizeof count, 0);
+  steps.resize(count);
+  host_.broadcast(steps.data(), count * sizeof(int), 0);
   for (int step : steps) {
-    ModelFile model;
     TrainState state;
+    std::string error;
     try {
-      load_checkpoint(step, model, state);
+      state = load_checkpoint(step);
     } catch (const std::exception& e) {
-      fmt::print("resume: skipping checkpoint step {}: {}\n", step, e.what());
+      error = e.what();
+    }
+    // A checkpoint is used only if it verifies for every rank.
+    if (host_.all_reduce_max(error.empty() ? 0.0 : 1.0) != 0.0) {
+      if (!error.empty())
+        fmt::print("resume: skipping checkpoint step {}: {}{}\n", step, world_size_ > 1 ? fmt::format("rank {}: ", rank_) : "",
+                   error);
       continue;
     }
-    // The loader position counts windows of B*T*W tokens in a shuffle order: it only means the
+    // The loader position counts windows of B*T tokens in a shuffle order: it only means the
     // same data with the same flags.
     const auto mismatch = [&](const char* flag, const std::string& now, const std::string& then) {
       if (now != then)
@@ -234,22 +303,29 @@ void Trainer::resume_from_checkpoint() {
     mismatch("-t", std::to_string(o_.seq_len), std::to_string(state.seq_len));
     mismatch("-sh", std::to_string(int(o_.shuffle)), std::to_string(int(state.shuffle)));
     mismatch("--seed", std::to_string(o_.seed), std::to_string(state.seed));
-    if (state.world_size != world_size_)
-      throw std::runtime_error(fmt::format("-y: checkpoint step {} in '{}' was written by {} ranks, this run has {}",
-                                           step, dir, state.world_size, world_size_));
     if (step > max_steps_)
       throw FlagError(fmt::format("-x: checkpoint step {} in '{}' is past the {} steps of this run", step, dir,
                                   max_steps_));
-    blame("-i", [&] { train_->restore(state.loader); });
-    params_ = std::move(model.params);
-    m_ = std::move(state.m);
-    v_ = std::move(state.v);
+    const DataLoaderPosition position = blame("-y", [&] {
+      try {
+        return rescale_loader_position(state.loader, state.world_size, world_size_, state.shuffle);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("checkpoint step {} in '{}': {}", step, dir, e.what()));
+      }
+    });
+    blame("-i", [&] { train_->restore(position); });
+    // Rank 0 holds the loop state of the run (it is the one that samples); the outlier windows
+    // and loader position are the same on every rank.
     sample_rng_.state = state.sample_rng_state;
     loss_outliers_.restore(state.loss_window);
     norm_outliers_.restore(state.norm_window);
     start_step_ = resumed_step_ = step;
-    fmt::print("resume: continuing from checkpoint step {} in {} (the newest that verifies{})\n", step, dir,
-               state.model_checksum != 0 ? ", checksums match" : "; written without checksums");
+    say("resume: continuing from checkpoint step {} in {} (the newest that verifies{})\n", step, dir,
+        state.model_checksum != 0 ? ", checksums match" : "; written without checksums");
+    if (state.world_size != world_size_ || state.m.size() != num_parameters(config_) || zero1_)
+      say("resume: optimizer state of {} rank(s) ({}) now {} over {} rank(s)\n", state.world_size,
+          state.m.size() == num_parameters(config_) ? "whole in every file" : "sharded",
+          zero1_ ? "sharded (ZeRO-1)" : "whole on every rank", world_size_);
     return;
   }
   throw FlagError(fmt::format("-y: no complete checkpoint (DONE_<step> with loadable model and state files) in '{}'",
@@ -258,19 +334,23 @@ void Trainer::resume_from_checkpoint() {
 
 void Trainer::load_hellaswag() {
   const std::string& path = o_.hellaswag_file;
-  hellaswag_ = blame("--hellaswag-file", [&] {
+  std::vector<EvalExample> all = blame("--hellaswag-file", [&] {
     if (!fs::exists(path))
       throw std::runtime_error(fmt::format("{}: no such file (-h 1 needs llm.c's HellaSwag eval file; give its path "
                                            "with --hellaswag-file)", path));
     return read_eval_file(path, config_.vocab_size);
   });
-  for (const EvalExample& example : hellaswag_)
+  for (const EvalExample& example : all)
     if (eval_rows_length(example) > o_.seq_len)
       throw FlagError(fmt::format("--hellaswag-file: {}: example {} needs {} positions, more than -t {}", path,
                                   example.index, eval_rows_length(example), o_.seq_len));
+  // Rank r scores examples r, r+W, r+2W, ...; the counts are summed over the ranks.
+  hellaswag_total_ = all.size();
+  for (size_t i = size_t(rank_); i < all.size(); i += size_t(world_size_)) hellaswag_.push_back(std::move(all[i]));
 }
 
-void Trainer::print_summary() const {
+void Trainer::print_summary(const Backend& backend) const {
+  if (!lead_) return;
   fmt::print("model: {} ({})\n", describe(config_), o_.model);
   fmt::print("parameters: {}\n", num_parameters(config_));
   fmt::print("batch: B={} T={} ranks={} accumulation={} -> {} tokens per step\n", o_.batch_size, o_.seq_len,
@@ -278,13 +358,21 @@ void Trainer::print_summary() const {
   fmt::print("train data: {} shard(s), {} tokens, {} steps per epoch{}\n", train_->files().size(),
              train_->num_tokens(), train_->steps_per_epoch() / accum_, o_.shuffle ? ", shuffled" : ", sequential");
   if (val_)
-    fmt::print("val data: {} shard(s), {} tokens, {} batches per evaluation\n", val_->files().size(),
-               val_->num_tokens(), val_batches_);
+    fmt::print("val data: {} shard(s), {} tokens, {} batches per evaluation{}\n", val_->files().size(),
+               val_->num_tokens(), val_batches_, world_size_ > 1 ? " (split across the ranks)" : "");
   fmt::print("schedule: {} lr={:g} warmup={} final fraction={:g} weight decay={:g}\n", o_.lr_schedule,
              o_.learning_rate, o_.warmup_steps, o_.final_lr_frac, o_.weight_decay);
-  if (!hellaswag_.empty())
-    fmt::print("hellaswag: {} examples from {}\n", hellaswag_.size(), o_.hellaswag_file);
-  if (o_.zero_stage == 1 && world_size_ == 1)
+  if (hellaswag_total_ > 0)
+    fmt::print("hellaswag: {} examples from {}\n", hellaswag_total_, o_.hellaswag_file);
+  // Rank 0 always owns a non-empty range; the unsharded figure scales its bytes per element.
+  const double mib = 1024.0 * 1024.0, bytes = double(backend.optimizer_state_bytes());
+  const double whole = bytes / double(std::max<size_t>(partition_.owned().size(), 1)) * double(num_parameters(config_));
+  if (zero1_)
+    fmt::print("optimizer state: {:.1f} MiB per rank (ZeRO-1 over {} rank{}; {:.1f} MiB unsharded)\n", bytes / mib,
+               world_size_, world_size_ == 1 ? "" : "s", whole / mib);
+  else
+    fmt::print("optimizer state: {:.1f} MiB per rank (ZeRO stage 0: every rank holds all of it)\n", bytes / mib);
+  if (zero1_ && world_size_ == 1)
     fmt::print("note: -z 1 with one rank has no optimizer state to shard: it runs exactly as -z 0\n");
   if (o_.skip_loss_z > 0 || o_.skip_norm_z > 0)
     fmt::print("outlier skipping: loss z > {:g}, grad norm z > {:g} (0 = off), over the last {} accepted steps\n",
@@ -298,33 +386,59 @@ float Trainer::evaluate(Backend& backend) {
   double sum = 0.0;
   for (int64_t i = 0; i < val_batches_; ++i) {
     val_->next_batch(inputs_.data(), targets_.data());
-    sum += backend.forward_loss(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len);
+    if (i % world_size_ == rank_) sum += backend.forward_loss(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len);
   }
-  return float(sum / double(val_batches_));
+  return float(host_.all_reduce_sum(sum) / double(val_batches_));
 }
 
 void Trainer::evaluate_hellaswag(Backend& backend, int step) {
-  const EvalAccuracy result = evaluate_multiple_choice(backend, hellaswag_, o_.batch_size, o_.seq_len);
-  fmt::print("step {} | hellaswag {}/{} = {:.6f}\n", step, result.correct, result.total, result.accuracy());
+  const EvalAccuracy mine = evaluate_multiple_choice(backend, hellaswag_, o_.batch_size, o_.seq_len);
+  EvalAccuracy result;
+  result.correct = int64_t(host_.all_reduce_sum(double(mine.correct)));
+  result.total = int64_t(host_.all_reduce_sum(double(mine.total)));
+  say("step {} | hellaswag {}/{} = {:.6f}\n", step, result.correct, result.total, result.accuracy());
   if (log_) log_->eval(step, float(result.accuracy()));
+}
+
+std::vector<float> Trainer::gather_parameters(Backend& backend) {
+  const size_t n = num_parameters(config_);
+  std::vector<float> params(n);
+  backend.get_parameters(params.data());
+  if (!partition_.sharded || world_size_ == 1) return params;
+  // Only a range's owner has its exact (master) values: every rank contributes its owned range.
+  const ZeroLayout& layout = partition_.layout;
+  const ElementRange owned = partition_.owned();
+  std::vector<float> mine(layout.shard_size, 0.0f), all(layout.padded_size());
+  std::copy(params.begin() + owned.begin, params.begin() + owned.end, mine.begin());
+  host_.all_gather(mine.data(), all.data(), layout.shard_size);
+  std::copy_n(all.begin(), n, params.begin());
+  return params;
 }
 
 void Trainer::save_checkpoint(Backend& backend, int step) {
   const std::string& dir = o_.output_dir;
   // An older checkpoint at this step (from a run that was resumed before it) stops counting
   // before any of its files is replaced.
-  remove_durably(checkpoint_done_path(dir, step));
-  const size_t n = num_parameters(config_);
-  std::vector<float> buffer(n);
-  backend.get_parameters(buffer.data());
+  if (lead_) remove_durably(checkpoint_done_path(dir, step));
+  host_.barrier();
+  const std::vector<float> params = gather_parameters(backend);
   // A diverged update can leave non-finite weights before any loss shows it: such a state must
-  // never become the checkpoint a resume trusts.
-  const auto bad = std::find_if(buffer.begin(), buffer.end(), [](float x) { return !std::isfinite(x); });
-  if (bad != buffer.end())
+  // never become the checkpoint a resume trusts. Every rank holds the same parameters here, so
+  // every rank stops.
+  const auto bad = std::find_if(params.begin(), params.end(), [](float x) { return !std::isfinite(x); });
+  if (bad != params.end())
     throw std::runtime_error(fmt::format("step {}: parameter {} is {}: not writing a checkpoint of a diverged model "
-                                         "(-l {:g} too high?)", step, bad - buffer.begin(), *bad, o_.learning_rate));
+                                         "(-l {:g} too high?)", step, bad - params.begin(), *bad, o_.learning_rate));
+  // The loader position is the same on every rank by construction (each reads accum micro-batches
+  // per step); a state file that claims otherwise would resume another data order.
+  DataLoaderPosition lead_position = train_->position();
+  host_.broadcast(&lead_position, sizeof lead_position, 0);
+  if (!(lead_position == train_->position()))
+    throw std::logic_error(fmt::format("rank {}: data loader position differs from rank 0's at step {}", rank_, step));
   TrainState state;
-  state.model_checksum = save_model(checkpoint_model_path(dir, step), config_, buffer.data(), kModelVersionFp32);
+  if (lead_) state.model_checksum = save_model(checkpoint_model_path(dir, step), config_, params.data(), kModelVersionFp32);
+  host_.broadcast(&state.model_checksum, sizeof state.model_checksum, 0);
+  const ElementRange owned = partition_.owned();
   state.step = step;
   state.world_size = world_size_;
   state.rank = rank_;
@@ -332,17 +446,20 @@ void Trainer::save_checkpoint(Backend& backend, int step) {
   state.seq_len = o_.seq_len;
   state.shuffle = o_.shuffle;
   state.seed = o_.seed;
-  state.loader = train_->position();
+  state.loader = lead_position;
   state.sample_rng_state = sample_rng_.state;
-  state.num_parameters = n;
-  state.moment_offset = 0;
-  state.m.resize(n);
-  state.v.resize(n);
+  state.num_parameters = params.size();
+  state.moment_offset = owned.begin;
+  state.m.resize(owned.size());
+  state.v.resize(owned.size());
   backend.get_optimizer_state(state.m.data(), state.v.data());
   state.loss_window = loss_outliers_.values();
   state.norm_window = norm_outliers_.values();
   write_train_state(checkpoint_state_path(dir, step, rank_), state);
-  // The marker goes last: a checkpoint without it is incomplete and resume skips it.
+  // The marker goes last, once every rank's state file is in place: a checkpoint without it is
+  // incomplete and resume skips it.
+  host_.barrier();
+  if (!lead_) return;
   write_done_marker(dir, step);
   fmt::print("checkpoint: step {} written to {}\n", step, dir);
   const std::vector<int> retired = retire_checkpoints(dir, o_.keep_checkpoints, o_.major_checkpoint_every, world_size_);
@@ -380,28 +497,36 @@ void Trainer::run(Backend& backend) {
   if (!same_shape(backend.config(), config_))
     throw std::runtime_error(fmt::format("backend model {} differs from the model {}", describe(backend.config()),
                                          describe(config_)));
+  const OptimizerPartition& bp = backend.partition();
+  if (bp.sharded != partition_.sharded || !(bp.owned() == partition_.owned()) ||
+      bp.buffer_size() != partition_.buffer_size())
+    throw std::logic_error("the backend was built for another optimizer partition than the trainer's");
   backend.set_parameters(params_.data());
-  if (!m_.empty()) backend.set_optimizer_state(m_.data(), v_.data());
+  if (resumed_step_ >= 0) backend.set_optimizer_state(m_.data(), v_.data());
   params_ = {};
   m_ = {};
   v_ = {};
-  print_summary();
+  print_summary(backend);
   const StopSignals signals;
 
   AdamWHyper hyper;
   hyper.weight_decay = o_.weight_decay;
   double train_seconds = 0.0;
   int timed_steps = 0;
+  // Each rank's micro-batches carry 1/(accum*W) of the step: the sum over the ranks is the mean.
+  const float loss_scale = 1.0f / float(accum_ * world_size_);
   for (int step = start_step_;; ++step) {
     const bool last = step == max_steps_;
-    if (signals.received() != 0) {
+    // Every rank stops at the same step: a signal that reached any rank stops them all.
+    const int stop = int(host_.all_reduce_max(double(signals.received())));
+    if (stop != 0) {
       // Stopping between steps: the state is exactly that of a checkpoint at this step.
-      const char* name = signals.received() == SIGINT ? "SIGINT" : "SIGTERM";
+      const char* name = stop == SIGINT ? "SIGINT" : "SIGTERM";
       if (o_.output_dir.empty()) {
-        fmt::print("stopped by {} before step {} (no -o: no checkpoint)\n", name, step);
+        say("stopped by {} before step {} (no -o: no checkpoint)\n", name, step);
       } else {
         if (step != resumed_step_) save_checkpoint(backend, step);
-        fmt::print("stopped by {} before step {}: resume with -y 1 -o {}\n", name, step, o_.output_dir);
+        say("stopped by {} before step {}: resume with -y 1 -o {}\n", name, step, o_.output_dir);
       }
       std::fflush(stdout);
       return;
@@ -409,24 +534,33 @@ void Trainer::run(Backend& backend) {
     const bool evaluate_now = (o_.val_every > 0 && step % o_.val_every == 0) || last;
     if (val_ && evaluate_now) {
       const float val_loss = evaluate(backend);
-      fmt::print("step {} | val loss {:.6f}\n", step, val_loss);
+      say("step {} | val loss {:.6f}\n", step, val_loss);
       if (log_) log_->val(step, val_loss);
     }
-    if (!hellaswag_.empty() && evaluate_now) evaluate_hellaswag(backend, step);
+    if (hellaswag_total_ > 0 && evaluate_now) evaluate_hellaswag(backend, step);
     // Before sampling, so that a run resumed here draws the same sample as the original run.
     if (o_.checkpoint_every > 0 && step > 0 && (step % o_.checkpoint_every == 0 || last) && step != resumed_step_)
       save_checkpoint(backend, step);
-    if (o_.sample_every > 0 && ((step > 0 && step % o_.sample_every == 0) || last)) sample(backend, step);
+    // Only rank 0 samples; sampling involves no collective, so the others simply go on.
+    if (lead_ && o_.sample_every > 0 && ((step > 0 && step % o_.sample_every == 0) || last)) sample(backend, step);
     if (last) break;
 
     const auto start = std::chrono::steady_clock::now();
     backend.zero_grad();
     for (int micro = 0; micro < accum_; ++micro) {
       train_->next_batch(inputs_.data(), targets_.data());
-      backend.forward_backward(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len, 1.0f / float(accum_));
+      backend.forward_backward(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len, loss_scale);
     }
-    const float loss = backend.accumulated_loss();
-    const float norm = std::sqrt(backend.grad_sum_of_squares());
+    const float loss = float(host_.all_reduce_sum(double(backend.accumulated_loss())));
+    float norm = 0.0f;
+    if (zero1_) {
+      backend.reduce_scatter_gradients(host_);
+      norm = std::sqrt(float(host_.all_reduce_sum(double(backend.grad_sum_of_squares(partition_.owned())))));
+    } else {
+      backend.all_reduce_gradients(host_);
+      norm = std::sqrt(backend.grad_sum_of_squares());
+    }
+    // Every rank holds the same loss and norm, so every rank stops here, or skips, alike.
     if (!std::isfinite(loss) || !std::isfinite(norm))
       throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "
                                            "stopped without updating or checkpointing this state",
@@ -438,12 +572,14 @@ void Trainer::run(Backend& backend) {
     if (!skip) {
       const float grad_scale = norm > 1.0f ? 1.0f / norm : 1.0f;
       backend.adamw_update(hyper, lr, step + 1, grad_scale);
+      if (zero1_) backend.all_gather_parameters(host_);
       loss_outliers_.push(loss);
       norm_outliers_.push(norm);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
     ++timed_steps;
+    if (!lead_) continue;
     const double eta = train_seconds / timed_steps * (max_steps_ - step - 1);
     std::string line =
         format_step_line(step, max_steps_, loss, norm, lr, seconds * 1e3, double(step_tokens_) / seconds, eta);
@@ -454,7 +590,7 @@ void Trainer::run(Backend& backend) {
     std::fflush(stdout);
     if (log_) log_->train(step, loss, lr, norm, skip);
   }
-  fmt::print("done: {} steps in {}\n", timed_steps, format_duration(train_seconds));
+  say("done: {} steps in {}\n", timed_steps, format_duration(train_seconds));
 }
 
 }  // namespace
@@ -535,29 +671,39 @@ EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalEx
 }
 
 void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend) {
-  Trainer(options, model).run(backend);
+  SingleProcessCommunicator single;
+  Trainer(options, model, single).run(backend);
 }
 
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
   // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
   // default SIGXFSZ killing the process mid-checkpoint with a core dump.
   std::signal(SIGXFSZ, SIG_IGN);
+  std::unique_ptr<ProcessGroup> group;
   try {
+    group = std::make_unique<ProcessGroup>();
     const TrainOptions options = parse_train_options(argc, argv);
     if (options.help) {
-      fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
+      if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
       return 0;
     }
     ModelFile model = resolve_model(options);
     const GPT2Config config = model.config;
     // Everything that reads the data or the output dir is checked before the backend allocates.
-    Trainer trainer(options, std::move(model));
-    std::unique_ptr<Backend> backend = make_backend(config, options);
+    Trainer trainer(options, std::move(model), group->communicator());
+    BackendPlacement placement;
+    placement.process = group->layout();
+    placement.partition = trainer.partition();
+    placement.host = &group->communicator();
+    std::unique_ptr<Backend> backend = make_backend(config, options, placement);
     trainer.run(*backend);
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "error: {}\n", e.what());
+    const bool many = group && group->world_size() > 1;
+    fmt::print(stderr, "error: {}{}\n", many ? fmt::format("rank {}: ", group->rank()) : "", e.what());
+    // The other ranks may be waiting in a collective for this one: end them all.
+    if (many) group->abort(1);
     return 1;
   }
 }

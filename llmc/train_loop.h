@@ -9,7 +9,9 @@
 #include "llmc/backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/hellaswag.h"
+#include "llmc/process_group.h"
 #include "llmc/train_options.h"
+#include "llmc/zero_sharding.h"
 
 namespace llmc {
 
@@ -21,7 +23,8 @@ ModelFile resolve_model(const TrainOptions& options);
 // -o); throws FlagError naming the flag.
 void check_options_for_model(const TrainOptions& options, const GPT2Config& config);
 
-// Runs the whole training with a backend built for model.config; throws std::runtime_error (or a
+// Runs the whole training as the only rank, with a backend built for model.config and the
+// unsharded partition (CpuBackend(config)); throws std::runtime_error (or a
 // FlagError) with a message naming the flag or file on bad input. A first SIGINT/SIGTERM during
 // the run stops it after the current step with a checkpoint (when -o is set) and a normal
 // return; a second one exits the process at once with status 128 + signal.
@@ -37,10 +40,22 @@ struct EvalAccuracy {
 // than T positions.
 EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalExample>& examples, int B, int T);
 
-using BackendFactory = std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&)>;
+// Where a rank's backend runs and what it holds: the factory builds the backend for this.
+struct BackendPlacement {
+  ProcessLayout process;          // rank, world size, local rank (the GPU), launcher
+  OptimizerPartition partition;   // the optimizer state this rank keeps (-z)
+  Communicator* host = nullptr;   // the ranks' host communicator (carries NCCL's id on GPUs)
+};
 
-// A trainer's whole main: parses argv (printing --help), resolves and checks the model, builds
-// the backend and trains. Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as "error: ..." to stderr; returns the exit code.
+using BackendFactory =
+    std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&, const BackendPlacement&)>;
+
+// A trainer's whole main: sets up the ranks (ProcessGroup: mpirun, srun or a single process),
+// parses argv (printing --help), resolves and checks the model, builds the backend and trains.
+// Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as
+// "error: ..." to stderr (prefixed with the rank when there are several); with several ranks the
+// failing rank then ends the whole job (ProcessGroup::abort) so that no rank waits forever in a
+// collective. Returns the exit code.
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
 
 }  // namespace llmc

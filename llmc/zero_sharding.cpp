@@ -27,6 +27,21 @@ ZeroLayout make_zero_layout(size_t num_elements, int world_size, size_t alignmen
   return layout;
 }
 
+OptimizerPartition unsharded_partition(size_t num_elements) {
+  OptimizerPartition p;
+  p.layout = make_zero_layout(num_elements, 1);
+  return p;
+}
+
+OptimizerPartition zero1_partition(size_t num_elements, int world_size, int rank, size_t alignment) {
+  OptimizerPartition p;
+  p.layout = make_zero_layout(num_elements, world_size, alignment);
+  check_rank(rank, world_size);
+  p.rank = rank;
+  p.sharded = true;
+  return p;
+}
+
 ElementRange ZeroLayout::chunk(int rank) const {
   check_rank(rank, world_size);
   return {size_t(rank) * shard_size, size_t(rank + 1) * shard_size};

@@ -41,6 +41,26 @@ struct ZeroLayout {
 // Throws std::invalid_argument for world_size < 1 or alignment 0.
 ZeroLayout make_zero_layout(size_t num_elements, int world_size, size_t alignment = 1);
 
+// What one rank's backend keeps of the optimizer (-z): with ZeRO stage 0 every rank holds the AdamW
+// state of every parameter; with stage 1 only of layout.owned(rank), and its gradient and
+// parameter buffers are padded to layout.padded_size() for the reduce-scatter and all-gather.
+struct OptimizerPartition {
+  ZeroLayout layout;     // stage 0: one chunk of exactly the buffer
+  int rank = 0;
+  bool sharded = false;  // stage 1
+
+  size_t num_elements() const { return layout.num_elements; }
+  // The elements whose optimizer state this rank keeps and updates.
+  ElementRange owned() const { return sharded ? layout.owned(rank) : ElementRange{0, layout.num_elements}; }
+  // Length of the gradient and parameter buffers: the real buffer, or the padded chunks.
+  size_t buffer_size() const { return sharded ? layout.padded_size() : layout.num_elements; }
+};
+
+// Stage 0: all of n elements, whatever the number of ranks.
+OptimizerPartition unsharded_partition(size_t num_elements);
+// Stage 1: rank's chunk of make_zero_layout(num_elements, world_size, alignment).
+OptimizerPartition zero1_partition(size_t num_elements, int world_size, int rank, size_t alignment);
+
 // The part of one tensor that lies inside a range of the flat buffer.
 struct TensorSlice {
   int tensor = 0;            // index into the tensor list

@@ -9,6 +9,9 @@
 #   3. every dev/cuda kernel check (run_all.sh --check)
 #   4. a 20-step d12 training run on the bundled corpus (data/corpus, `make data`, carried)
 #   5. test_gpt2cu under compute-sanitizer memcheck on a small config (both precisions)
+#   6. multi-rank paths on the one GPU (FP32 build, small model): NCCL with 1 rank (LLMC_COMMUNICATOR=nccl,
+#      -z 1) against the plain run; 2 ranks sharing the GPU with ZeRO-1 through MPI (host staging)
+#      against 1 rank with the same -d (SKIP when mpirun is not installed)
 # Device command: docs/cuda-trainer.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -137,6 +140,56 @@ for p in bf16 fp32; do
   if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
   else row FAIL "$name" "exit $rc, ${errors:-see $log}"; fi
 done
+
+# ---- 6. multi-rank: NCCL with one rank, ZeRO-1 on 2 ranks sharing the GPU through MPI ----
+# max relative difference of the trl/tel values of two main.logs (same events required)
+max_rel_diff() {
+  awk 'FNR == 1 { file++ } { for (i = 2; i <= NF; i++) { split($i, kv, ":"); key = $1 " " kv[1];
+         if (kv[1] != "trl" && kv[1] != "tel") continue;
+         if (file == 1) a[key] = kv[2]; else { b[key] = kv[2]; if (!(key in a)) missing = 1 } } }
+       END { for (k in a) { if (!(k in b)) missing = 1; d = a[k] - b[k]; if (d < 0) d = -d; r = d / (a[k] < 0 ? -a[k] : a[k]);
+             if (r > worst) worst = r }
+             if (missing) { print "events differ"; exit 1 } printf "%.1e\n", worst }' "$1" "$2"
+}
+if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
+  row FAIL "multi-rank (NCCL 1 rank, MPI 2 ranks)" "data/corpus missing: run \`make data\` and carry data/corpus"
+else
+  small=(-i "data/corpus/corpus_train_*.bin" -e L2H4C256T64 -b 4 -t 64 -d 1024 -x 6 -l 1e-3 -v 0 -s 0 -sh 0 -z 1)
+  "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_plain" >"$logs/rank1_plain.log" 2>&1
+  rc_plain=$?
+  LLMC_COMMUNICATOR=nccl "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_nccl" >"$logs/rank1_nccl.log" 2>&1
+  rc=$?
+  if [ "$rc_plain" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    row FAIL "NCCL communicator, 1 rank, -z 1" "exit $rc_plain/$rc: $(tail -n 1 "$logs/rank1_nccl.log")"
+  elif ! grep -q "over NCCL" "$logs/rank1_nccl.log"; then
+    row FAIL "NCCL communicator, 1 rank, -z 1" "the run did not use NCCL (see rank1_nccl.log)"
+  elif cmp -s "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"; then
+    row PASS "NCCL communicator, 1 rank, -z 1" "main.log identical to the run without collectives"
+  else
+    row FAIL "NCCL communicator, 1 rank, -z 1" "main.log differs from the plain run (max rel $(max_rel_diff \
+      "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"))"
+  fi
+  name="ZeRO-1, 2 ranks on 1 GPU (MPI)"
+  if ! command -v mpirun >/dev/null 2>&1; then
+    row SKIP "$name" "mpirun not installed on this machine (OpenMPI's mpirun is needed to start 2 ranks)"
+  else
+    timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/train_gpt2cu-fp32" "${small[@]}" \
+      -o "$logs/rank2_mpi" >"$logs/rank2_mpi.log" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      row FAIL "$name" "exit $rc: $(grep -m 1 'error' "$logs/rank2_mpi.log" || tail -n 1 "$logs/rank2_mpi.log")"
+    elif ! grep -q "2 ranks over MPI" "$logs/rank2_mpi.log"; then
+      row FAIL "$name" "the 2 ranks did not use the MPI path (see rank2_mpi.log)"
+    else
+      diff=$(max_rel_diff "$logs/rank2_mpi/main.log" "$logs/rank1_plain/main.log")
+      if awk -v d="$diff" 'BEGIN { exit !(d + 0 <= 1e-5) }' && [ "$diff" != "events differ" ]; then
+        row PASS "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
+      else
+        row FAIL "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
+      fi
+    fi
+  fi
+fi
 
 echo
 echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); logs: $logs)"
