@@ -3,8 +3,9 @@
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
 // p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it
 // with stochastic rounding (bf16), so that updates far below bf16's resolution still move the
-// parameters in expectation. The random bits depend only on (seed, element index): a step is
-// reproducible. Weight decay is per tensor: the caller launches once per tensor (or contiguous run
+// parameters in expectation. The random bits depend only on (seed, element index within the
+// tensor): a step is reproducible, and the same whether a tensor is updated whole or in slices (as
+// ZeRO-1 does when a rank's shard boundary cuts through it). Weight decay is per tensor: the caller launches once per tensor (or contiguous run
 // of tensors) with its decay.
 #pragma once
 #include <cmath>
@@ -20,6 +21,7 @@ struct AdamWArgs {
   float correction1, correction2;  // 1 - beta^t
   float grad_scale;
   uint32_t seed;
+  uint64_t index_offset;  // index of element 0 of this launch within its tensor (rounding stream)
 };
 
 // Updates m, v and returns the new master value of one parameter.
@@ -43,7 +45,7 @@ __global__ void adamw_scalar_kernel(Real* params, float* master, const Real* gra
   m[i] = mi;
   v[i] = vi;
   if (master) master[i] = p;
-  params[i] = stochastic_round<Real>(p, random_u32(a.seed, i));
+  params[i] = stochastic_round<Real>(p, random_u32(a.seed, a.index_offset + i));
 }
 
 // One 16-byte vector of parameters/gradients per thread, with the fp32 state as 16-byte vectors too.
@@ -68,7 +70,7 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
     for (int k = 0; k < F; ++k) {
       const float p_old = master ? pm[k] : float(p_low[f + k]);
       pm[k] = adamw_step(p_old, float(g[f + k]), mv[k], vv[k], a);
-      p_out[f + k] = stochastic_round<Real>(pm[k], random_u32(a.seed, i + f + k));
+      p_out[f + k] = stochastic_round<Real>(pm[k], random_u32(a.seed, a.index_offset + i + f + k));
     }
     store128cs(m + i + f, mv);
     store128cs(v + i + f, vv);
@@ -78,7 +80,7 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
 }
 
 inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                            float grad_scale, uint32_t seed) {
+                            float grad_scale, uint32_t seed, uint64_t index_offset) {
   return {lr,
           beta1,
           beta2,
@@ -87,15 +89,17 @@ inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float
           static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)),
           static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)),
           grad_scale,
-          seed};
+          seed,
+          index_offset};
 }
 
 // One AdamW step (1-based t) over n parameters. master may be null, in which case params hold the
-// master values themselves (the FP32 build). seed should differ per step and per tensor.
+// master values themselves (the FP32 build). seed should differ per step and per tensor;
+// index_offset is where params[0] sits in its tensor, so that slices draw the tensor's own bits.
 inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, float lr,
                          float beta1, float beta2, float eps, float weight_decay, int t, float grad_scale,
-                         uint32_t seed, cudaStream_t stream) {
-  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale, seed);
+                         uint32_t seed, uint64_t index_offset, cudaStream_t stream) {
+  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale, seed, index_offset);
   constexpr int block = 256;
   constexpr int S = Packed128<floatX>::size;
   const bool aligned = ((reinterpret_cast<uintptr_t>(params) | reinterpret_cast<uintptr_t>(grads) |

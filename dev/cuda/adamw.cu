@@ -32,13 +32,13 @@ bool is_rounding_of(float got, float x) {
 }
 
 void launch(const std::string& v, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
-  const llmc::AdamWArgs a = llmc::adamw_args(kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed);
+  const llmc::AdamWArgs a = llmc::adamw_args(kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0);
   if (v == "v1") {
     llmc::adamw_scalar_kernel<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(params, master, grads, m, vv,
                                                                                          kN, a);
     CUDA_CHECK_LAST();
   } else {
-    llmc::adamw_update(params, master, grads, m, vv, kN, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0);
+    llmc::adamw_update(params, master, grads, m, vv, kN, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0, 0);
   }
 }
 
