@@ -6,38 +6,28 @@
 #  - stderr (or stdout, for recoveries) names the problem;
 #  - nothing a later run would trust is left behind: no *.tmp, no DONE_<step> without its files.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-make -s train_gpt2 >/dev/null
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
 
-tmp=build/tmp/check_bad_inputs
-rm -rf "$tmp"
-mkdir -p "$tmp"
 python3 - "$tmp" <<'PY'
 import array, random, sys
+sys.path.insert(0, "tests/lib")
+from token_shards import END_OF_TEXT, write_shard
 d = sys.argv[1]
 random.seed(3)
-def header(n, magic=20240520):
-    h = array.array('i', [0] * 256)
-    h[0], h[1], h[2] = magic, 1, n
-    return h.tobytes()
-def write(path, tokens, n=None, magic=20240520, extra=b''):
-    with open(path, 'wb') as f:
-        f.write(header(len(tokens) if n is None else n, magic))
-        f.write(array.array('H', tokens).tobytes() + extra)
 def stream(n):
-    return [50256] + [random.randrange(64) for _ in range(n - 1)]
+    return [END_OF_TEXT] + [random.randrange(64) for _ in range(n - 1)]
 for i in range(2):
-    write(f'{d}/train_{i}.bin', stream(700))
-write(f'{d}/val_0.bin', stream(400))
-write(f'{d}/tiny_0.bin', stream(10))
-write(f'{d}/truncated_0.bin', stream(700), n=900)              # header says more than the file has
-write(f'{d}/extra_0.bin', stream(700), n=500)                  # header says less than the file has
-write(f'{d}/magic_0.bin', stream(700), magic=12345)
+    write_shard(f'{d}/train_{i}.bin', stream(700))
+write_shard(f'{d}/val_0.bin', stream(400))
+write_shard(f'{d}/tiny_0.bin', stream(10))
+write_shard(f'{d}/truncated_0.bin', stream(700), n=900)        # header says more than the file has
+write_shard(f'{d}/extra_0.bin', stream(700), n=500)            # header says less than the file has
+write_shard(f'{d}/magic_0.bin', stream(700), magic=12345)
 t = stream(700); t[300] = 50257
-write(f'{d}/token_0.bin', t)                                   # token id == vocab size
+write_shard(f'{d}/token_0.bin', t)                             # token id == vocab size
 t = stream(400); t[5] = 60000
-write(f'{d}/badval_0.bin', t)
+write_shard(f'{d}/badval_0.bin', t)
 open(f'{d}/garbage.bin', 'wb').write(b'not an eval file' * 100)
 # A HellaSwag file whose one example needs 20 positions (more than -t 16).
 words = [65535, 0, 0, 0, 1, 10] + list(range(10)) + [11] + list(range(11))
@@ -49,9 +39,7 @@ PY
 
 model=L1H2C16T32
 common=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e "$model" -b 2 -t 16 -v 0 -s 0)
-failures=0
 cases=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # Nothing under $tmp that a later run would trust: no .tmp, no DONE marker without its files
 # (except under $tmp/inputs, where cases put such files on purpose).
@@ -199,8 +187,5 @@ expect_error "example 0 needs 20 positions, more than -t 16" "${common[@]}" -h 1
 
 # The checkpoint model loads as a model file (-e).
 ./train_gpt2 "${common[@]}" -e "$ok_model" -x 1 >/dev/null || fail "a checkpoint model file does not load"
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failures"
-  exit 1
-fi
+exit_if_failed
 echo "$cases bad inputs: clean errors or documented recoveries, no crash, hang or trusted partial file"

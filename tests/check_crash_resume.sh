@@ -9,31 +9,18 @@
 #  (D) SIGINT twice during a checkpoint write: exits at once (130), the (-sh 0)
 #      half-written checkpoint is never trusted
 set -euo pipefail
-cd "$(dirname "$0")/.."
-make -s train_gpt2 >/dev/null
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
 
-tmp=build/tmp/check_crash_resume
-rm -rf "$tmp"
-mkdir -p "$tmp"
 python3 - "$tmp" <<'PY'
-import array, random, sys
+import random, sys
+sys.path.insert(0, "tests/lib")
+from token_shards import learnable_stream, write_shard
 d = sys.argv[1]
 random.seed(2)
-def write(path, tokens):
-    header = array.array('i', [0] * 256)
-    header[0], header[1], header[2] = 20240520, 1, len(tokens)
-    with open(path, 'wb') as f:
-        f.write(header.tobytes())
-        f.write(array.array('H', tokens).tobytes())
-def stream(n):
-    t = [50256]
-    while len(t) < n:
-        t.append((t[-1] % 64 * 5 + 1) % 64 if random.random() < 0.8 else random.randrange(64))
-    return t
 for i in range(2):
-    write(f'{d}/train_{i}.bin', stream(900))
-write(f'{d}/val_0.bin', stream(200))
+    write_shard(f'{d}/train_{i}.bin', learnable_stream(900, 5, 1, 0.8))
+write_shard(f'{d}/val_0.bin', learnable_stream(200, 5, 1, 0.8))
 PY
 
 seed=${CRASH_SEED:-$RANDOM}
@@ -41,8 +28,6 @@ RANDOM=$seed
 echo "random kill points from seed $seed (rerun with CRASH_SEED=$seed)"
 base=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e L1H2C16T32 -b 2 -t 16 -x 45 -l 3e-3 -u 3 -q 0.1
       -v 5 -m 2 -s 0 -n 3)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 wait_for() {  # wait_for <glob> : polls up to 30 s for a file matching the glob
   for _ in $(seq 1500); do
@@ -139,8 +124,5 @@ done
 resume "$tmp/D" "${sh0[@]}"
 same_as_reference D "$tmp/ref0" "$tmp/D"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failures"
-  exit 1
-fi
+exit_if_failed
 echo "SIGKILL (anywhere, mid-checkpoint), SIGTERM and double SIGINT: 4 resumed runs identical to uninterrupted ($skipped skipped steps resumed)"

@@ -9,35 +9,19 @@
 #  (e) -sg: skipped updates are logged with skipped:1 after the llm.c keys, and they do skip.
 # Bad inputs: tests/check_bad_inputs.sh; signals and SIGKILL: tests/check_crash_resume.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-make -s train_gpt2 >/dev/null
-# One thread: these models are too small to gain from two, and on a busy machine OpenMP's waiting
-# threads make steps 10x slower. (The CPU backend's results do not depend on the thread count.)
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-
-tmp=build/tmp/check_train_cpu
-rm -rf "$tmp"
-mkdir -p "$tmp"
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
 
 # Shards of a learnable token stream: tokens 0..63 that mostly follow t -> (7t+3) mod 64.
 python3 - "$tmp" <<'EOF'
 import array, random, sys
+sys.path.insert(0, "tests/lib")
+from token_shards import learnable_stream, write_shard
 d = sys.argv[1]
 random.seed(1)
-def write(path, tokens):
-    header = array.array('i', [0] * 256)
-    header[0], header[1], header[2] = 20240520, 1, len(tokens)
-    with open(path, 'wb') as f:
-        f.write(header.tobytes())
-        f.write(array.array('H', tokens).tobytes())
-def stream(n):
-    t = [50256]
-    while len(t) < n:
-        t.append((t[-1] % 64 * 7 + 3) % 64 if random.random() < 0.9 else random.randrange(64))
-    return t
 for i in range(3):
-    write(f'{d}/train_{i}.bin', stream(700))
-write(f'{d}/val_0.bin', stream(400))
+    write_shard(f'{d}/train_{i}.bin', learnable_stream(700, 7, 3, 0.9))
+write_shard(f'{d}/val_0.bin', learnable_stream(400, 7, 3, 0.9))
 # HellaSwag eval file (llm.c's layout, llmc/hellaswag.h): 8 examples of 4 identical completions,
 # labels 0 for examples 0, 3 and 5, others 1..3: accuracy 3/8 = 0.375.
 records = []
@@ -60,8 +44,6 @@ EOF
 
 model=L1H2C16T32
 common=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e "$model" -b 2 -t 16)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # --- (b) a real run ---------------------------------------------------------------------------
 ./train_gpt2 "${common[@]}" -d 64 -x 12 -l 1e-2 -u 2 -q 0.1 -v 6 -m 4 -s 12 -g 4 -o "$tmp/run" >"$tmp/run.out"
@@ -128,8 +110,5 @@ repeat=$(awk '/skipped:1/ {getline next_line; split($2, a, ":"); split(next_line
   if (a[2] == c[2]) same++; else diff++} END {print same + 0, diff + 0}' "$tmp/skip_a/main.log")
 [ "${repeat#* }" = 0 ] && [ "${repeat% *}" -gt 0 ] || fail "-a 1: losses after skipped steps (same, different): $repeat"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failures"
-  exit 1
-fi
+exit_if_failed
 echo "loss $first -> $last; resume bit-identical over $lines steps (-sh 0 and 1); hellaswag 0.375 as built; $skipped skipped steps"

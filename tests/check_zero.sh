@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi-rank training with CPU ranks (docs/multi-gpu.md): ZeRO stages 0 and 1 of the shared loop
-# over MPI, on a tiny model (2 layers, 3 heads of 32, vocabulary 1000) written here with numpy.
+# over MPI, on a tiny model (2 layers, 3 heads of 32, vocabulary 1000) written with numpy by
+# tests/lib/tiny_model_and_shards.py.
 #  1. mpirun -np 1/2/4, -z 0 and -z 1, same -d (accumulation 8/4/2): every step's train loss, the
 #     val losses and grad norms agree to 1e-5 relative (DESIGN.md §4) with the one-process run;
 #     -z 1 prints its optimizer state per rank falling as 1/ranks;
@@ -22,35 +23,9 @@ rm -rf "$work"; mkdir -p "$work"
 export OMP_NUM_THREADS=1
 MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
 
-/usr/bin/python3 - "$work" <<'PY'
-import sys
-import numpy as np
-work = sys.argv[1]
-rng = np.random.default_rng(11)
-L, H, C, maxT, V, Vp = 2, 3, 96, 64, 1000, 1024
-header = np.zeros(256, dtype="<i4")
-header[:8] = [20240326, 3, maxT, V, L, H, C, Vp]
-def normal(*shape, std=0.02): return rng.normal(0.0, std, shape)
-wte = normal(Vp, C); wte[V:] = 0.0
-params = [wte, normal(maxT, C), 1 + normal(L, C, std=0.1), normal(L, C), normal(L, 3 * C, C),
-          normal(L, 3 * C), normal(L, C, C, std=0.02 / np.sqrt(2 * L)), normal(L, C),
-          1 + normal(L, C, std=0.1), normal(L, C), normal(L, 4 * C, C), normal(L, 4 * C),
-          normal(L, C, 4 * C, std=0.02 / np.sqrt(2 * L)), normal(L, C), 1 + normal(C, std=0.1), normal(C)]
-with open(f"{work}/model.bin", "wb") as f:
-    f.write(header.tobytes())
-    for p in params: f.write(p.astype("<f4").tobytes())
-def shard(path, n):
-    tokens = np.empty(n, dtype=np.int64); tokens[0] = 17
-    for i in range(1, n):
-        tokens[i] = (tokens[i - 1] * 7 + 3) % V if rng.random() < 0.8 else rng.integers(V)
-    h = np.zeros(256, dtype="<i4"); h[:3] = [20240520, 1, n]
-    with open(path, "wb") as f:
-        f.write(h.tobytes()); f.write(tokens.astype("<u2").tobytes())
 # B*T = 2*16 = 32 tokens per window: 16 and 8 windows (+ a few spare tokens), multiples of 8.
-shard(f"{work}/val_000000.bin", 200)
-shard(f"{work}/train_000001.bin", 16 * 32 + 1 + 5)
-shard(f"{work}/train_000002.bin", 8 * 32 + 1 + 3)
-PY
+/usr/bin/python3 tests/lib/tiny_model_and_shards.py "$work" --seed 11 --first-token 17 \
+  val_000000.bin:200 train_000001.bin:$((16 * 32 + 1 + 5)) train_000002.bin:$((8 * 32 + 1 + 3))
 
 flags=(-e "$work/model.bin" -i "$work/train_*.bin" -j "$work/val_*.bin" -b 2 -t 16 -d 256 -l 3e-3 -u 2 -q 0.1 -c 0.1
        -m 3 -v 3 -s 0 -sh 0)
@@ -63,23 +38,12 @@ run() {  # run NP OUTDIR ARGS...: NP=0 is a plain process without mpirun
 compare() {  # compare A.log B.log TOLERANCE LABEL: same events, every value within TOLERANCE relative
   /usr/bin/python3 - "$@" <<'PY'
 import sys
-def parse(path):
-    events = {}
-    for line in open(path):
-        fields = dict(kv.split(":", 1) for kv in line.split())
-        step = int(fields.pop("s"))
-        for key, value in fields.items():
-            events[(step, key)] = float(value)
-    return events
+sys.path.insert(0, "tests/lib")
+from main_log import parse, summary, worst_rel_errors
 a, b, tol, label = parse(sys.argv[1]), parse(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 if set(a) != set(b): sys.exit(f"{label}: events differ: {sorted(set(a) ^ set(b))}")
-worst = {}
-for key in a:
-    err = abs(a[key] - b[key]) / max(abs(b[key]), 1e-12)
-    worst[key[1]] = max(worst.get(key[1], 0.0), err)
-    limit = tol if key[1] in ("trl", "tel") else max(tol, 1e-4)
-    if err > limit: sys.exit(f"{label}: step {key[0]} {key[1]}: {a[key]} vs {b[key]} (rel err {err:.2e})")
-print(f"{label}: " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items())))
+tolerance = {key: tol if key in ("trl", "tel") else max(tol, 1e-4) for _, key in b}
+print(f"{label}: " + summary(worst_rel_errors(a, b, tolerance, label)))
 PY
 }
 
@@ -117,23 +81,10 @@ PY
   --val "../../$work/val_*.bin" -b 2 -t 16 -d 256 -x 6 -l 3e-3 -u 2 -q 0.1 -c 0.1 -m 3 --world 2) > "$work/reference.log"
 /usr/bin/python3 - "$work/np2_z1/main.log" "$work/reference.log" <<'PY'
 import sys
-def parse(path):
-    events = {}
-    for line in open(path):
-        fields = dict(kv.split(":", 1) for kv in line.split())
-        step = int(fields.pop("s"))
-        for key, value in fields.items():
-            events[(step, key)] = float(value)
-    return events
-ours, ref = parse(sys.argv[1]), parse(sys.argv[2])
-tolerance = {"trl": 1e-4, "tel": 1e-4, "lr": 1e-6, "norm": 1e-3}
-worst = {}
-for key, want in sorted(ref.items()):
-    if key not in ours: sys.exit(f"main.log lacks {key}")
-    err = abs(ours[key] - want) / max(abs(want), 1e-12)
-    worst[key[1]] = max(worst.get(key[1], 0.0), err)
-    if err > tolerance[key[1]]: sys.exit(f"np=2 vs reference --world 2: step {key[0]} {key[1]}: {ours[key]} vs {want}")
-print("np=2 -z 1 vs float64 reference --world 2: " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items())))
+sys.path.insert(0, "tests/lib")
+from main_log import REFERENCE_TOLERANCE, parse, summary, worst_rel_errors
+label = "np=2 -z 1 vs float64 reference --world 2"
+print(f"{label}: " + summary(worst_rel_errors(parse(sys.argv[1]), parse(sys.argv[2]), REFERENCE_TOLERANCE, label)))
 PY
 
 # --- 3. checkpoints and resume -------------------------------------------------------------------

@@ -42,8 +42,7 @@ void launch(const std::string& v, floatX* params, float* master, const floatX* g
   }
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"v1", "v2"});
+bool run(const bench::Args& args) {
   bool ok = true;
   const auto params = bench::round_through<floatX>(bench::random_vector(kN, 41));
   const auto grads = bench::round_through<floatX>(bench::random_vector(kN, 42));
@@ -95,7 +94,7 @@ int run(const bench::Args& args) {
         const double p_far = std::min(f, 1.0 - f);
         expected += p_far;
         variance += p_far * (1.0 - p_far);
-        far += params_low[i] != bench::to_float(bench::from_float<floatX>(master[i]));
+        far += params_low[i] != float(floatX(master[i]));
       }
       const bool sr_ok = std::fabs(double(far) - expected) < 6.0 * std::sqrt(variance) + 1.0 && expected > 1.0;
       fmt::print("{}  adamw {} rounds to the farther bf16 neighbour {} times (expected {:.0f} +- {:.0f})\n",
@@ -116,19 +115,10 @@ int run(const bench::Args& args) {
                       0);
   }
 
-  for (void* p : {static_cast<void*>(d_params), static_cast<void*>(d_grads), static_cast<void*>(d_master),
-                  static_cast<void*>(d_m), static_cast<void*>(d_v)})
-    CUDA_CHECK(cudaFree(p));
-  return ok ? 0 : 1;
+  bench::free_device({d_params, d_grads, d_master, d_m, d_v});
+  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }

@@ -158,59 +158,56 @@ struct Runner {
   }
 };
 
+bool run(const bench::Args& args) {
+  const bool want_fallback = bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd");
+  const bool want_cudnn = bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd");
+  Runner runner{args};
+  const size_t blas_ws_bytes = size_t(32) << 20;
+  void* blas_ws = nullptr;
+  CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
+  llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
+  llmc::CudnnAttention attn;
+
+  // Checked at B=4 with inputs the GPU can represent exactly: floatX for the fallback, bf16 for
+  // cuDNN (the same values in the default BF16 build).
+  constexpr int kCheckB = 4;
+  const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
+  fmt::print("computing CPU reference at B={} T={} NH={} HS={}...\n", kCheckB, kT, kNH, kHS);
+  const Reference ref_bf16 = make_reference(kCheckB, 77, true);
+  if (want_fallback) {
+    if (fallback_is_bf16) {
+      runner.fallback(ctx, kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+    } else {
+      const Reference ref_fp32 = make_reference(kCheckB, 77, false);
+      runner.fallback(ctx, kCheckB, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
+    }
+  }
+  // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
+  // remaining versions still run.
+  auto run_cudnn = [&](int B, const Reference* ref, const std::vector<float>& qkv, const std::vector<float>& dout) {
+    try {
+      runner.cudnn(attn, B, ref, qkv, dout);
+    } catch (const std::runtime_error& e) {
+      fmt::print("FAIL  cudnn B={}  {}\n", B, e.what());
+      runner.ok(false);
+    }
+  };
+  if (want_cudnn) run_cudnn(kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+
+  if (!args.check_only) {
+    constexpr int kTimeB = 8;
+    const std::vector<float> qkv = bench::random_vector(size_t(kTimeB) * kT * 3 * kC, 91);
+    const std::vector<float> dout = bench::random_vector(size_t(kTimeB) * kT * kC, 92);
+    if (want_fallback) runner.fallback(ctx, kTimeB, nullptr, qkv, dout);
+    if (want_cudnn) run_cudnn(kTimeB, nullptr, qkv, dout);
+  }
+  CUDA_CHECK(cudaFree(blas_ws));
+  fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
+  return runner.all_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    bench::Args args = bench::parse_args(argc, argv);
-    bench::require_known_version(args, {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd"});
-    const bool want_fallback = bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd");
-    const bool want_cudnn = bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd");
-    Runner runner{args};
-    const size_t blas_ws_bytes = size_t(32) << 20;
-    void* blas_ws = nullptr;
-    CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
-    llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
-    llmc::CudnnAttention attn;
-
-    // Checked at B=4 with inputs the GPU can represent exactly: floatX for the fallback, bf16 for
-    // cuDNN (the same values in the default BF16 build).
-    constexpr int kCheckB = 4;
-    const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
-    fmt::print("computing CPU reference at B={} T={} NH={} HS={}...\n", kCheckB, kT, kNH, kHS);
-    const Reference ref_bf16 = make_reference(kCheckB, 77, true);
-    if (want_fallback) {
-      if (fallback_is_bf16) {
-        runner.fallback(ctx, kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
-      } else {
-        const Reference ref_fp32 = make_reference(kCheckB, 77, false);
-        runner.fallback(ctx, kCheckB, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
-      }
-    }
-    // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
-    // remaining versions still run.
-    auto run_cudnn = [&](int B, const Reference* ref, const std::vector<float>& qkv, const std::vector<float>& dout) {
-      try {
-        runner.cudnn(attn, B, ref, qkv, dout);
-      } catch (const std::runtime_error& e) {
-        fmt::print("FAIL  cudnn B={}  {}\n", B, e.what());
-        runner.ok(false);
-      }
-    };
-    if (want_cudnn) run_cudnn(kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
-
-    if (!args.check_only) {
-      constexpr int kTimeB = 8;
-      const std::vector<float> qkv = bench::random_vector(size_t(kTimeB) * kT * 3 * kC, 91);
-      const std::vector<float> dout = bench::random_vector(size_t(kTimeB) * kT * kC, 92);
-      if (want_fallback) runner.fallback(ctx, kTimeB, nullptr, qkv, dout);
-      if (want_cudnn) run_cudnn(kTimeB, nullptr, qkv, dout);
-    }
-    CUDA_CHECK(cudaFree(blas_ws));
-    fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
-    return runner.all_ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
+  return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd"}, run);
 }

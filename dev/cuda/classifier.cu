@@ -43,8 +43,7 @@ void launch(const std::string& v, floatX* logits, float* losses, const int* targ
   }
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"v1", "v2"});
+bool run(const bench::Args& args) {
   bool ok = true;
   const size_t NV = static_cast<size_t>(N) * Vp;
   const auto logits = bench::round_through<floatX>(bench::random_vector(NV, 31, -4.0f, 4.0f));
@@ -89,18 +88,10 @@ int run(const bench::Args& args) {
     }
   }
 
-  for (void* p : {static_cast<void*>(d_logits), static_cast<void*>(d_targets), static_cast<void*>(d_losses)})
-    CUDA_CHECK(cudaFree(p));
-  return ok ? 0 : 1;
+  bench::free_device({d_logits, d_targets, d_losses});
+  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }

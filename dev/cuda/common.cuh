@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -46,28 +48,11 @@ inline std::vector<int> random_ints(size_t count, int n, uint64_t seed) {
   return v;
 }
 
-template <class T>
-inline T from_float(float x) {
-  return T(x);
-}
-template <>
-inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16(x);
-}
-template <class T>
-inline float to_float(T x) {
-  return float(x);
-}
-template <>
-inline float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-
-// Converts to T, allocates, copies; the caller cudaFrees.
+// Converts to T, allocates, copies; the caller frees (free_device). T is float or __nv_bfloat16,
+// whose conversions from and to float (round to nearest even) work on the host too.
 template <class T>
 T* to_device(const std::vector<float>& host) {
-  std::vector<T> converted(host.size());
-  for (size_t i = 0; i < host.size(); ++i) converted[i] = from_float<T>(host[i]);
+  std::vector<T> converted(host.begin(), host.end());
   T* dev = nullptr;
   CUDA_CHECK(cudaMalloc(&dev, std::max<size_t>(1, host.size()) * sizeof(T)));
   CUDA_CHECK(cudaMemcpy(dev, converted.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
@@ -87,17 +72,20 @@ std::vector<float> from_device(const T* dev, size_t n) {
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<T> raw(n);
   CUDA_CHECK(cudaMemcpy(raw.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = to_float<T>(raw[i]);
-  return out;
+  return std::vector<float>(raw.begin(), raw.end());
 }
 
 // Rounds a host vector through T, so the CPU reference sees exactly the inputs the GPU sees.
 template <class T>
 std::vector<float> round_through(const std::vector<float>& v) {
   std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float<T>(from_float<T>(v[i]));
+  for (size_t i = 0; i < v.size(); ++i) out[i] = float(T(v[i]));
   return out;
+}
+
+// cudaFree of buffers of any element types (each from cudaMalloc, or null).
+inline void free_device(std::initializer_list<void*> buffers) {
+  for (void* p : buffers) CUDA_CHECK(cudaFree(p));
 }
 
 // 0xFF bytes are NaN in fp32 and bf16 alike, so any element a kernel fails to write fails the check.
@@ -201,6 +189,21 @@ inline void require_known_version(const Args& a, const std::vector<std::string>&
   for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
   fmt::print(stderr, "error: unknown version '{}' (have: all, {})\n", a.version, list);
   std::exit(1);
+}
+
+// The whole main() of a benchmark: parses the command line, rejects a version not in `versions`,
+// and runs `run(args)`, which returns whether every check passed: exit 0 if so, 1 if not. An
+// exception (a CUDA, cuBLAS or cuDNN error) ends the run with `error: ...` on stderr and exit 1.
+template <class Run>
+int run_main(int argc, char** argv, const std::vector<std::string>& versions, Run&& run) {
+  try {
+    const Args args = parse_args(argc, argv);
+    require_known_version(args, versions);
+    return run(args) ? 0 : 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace bench

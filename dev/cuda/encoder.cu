@@ -69,8 +69,7 @@ void backward(const std::string& version, floatX* dwte, floatX* dwpe, const floa
   }
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"fwd1", "fwd2", "bwd1", "bwd2"});
+bool run(const bench::Args& args) {
   bool ok = true;
   const size_t BTC = static_cast<size_t>(B) * T * C;
 
@@ -147,20 +146,10 @@ int run(const bench::Args& args) {
                       bwd_bytes, 0);
   }
 
-  for (void* p : {static_cast<void*>(d_tokens), static_cast<void*>(d_buckets), static_cast<void*>(d_wte),
-                  static_cast<void*>(d_wpe), static_cast<void*>(d_dout), static_cast<void*>(d_out),
-                  static_cast<void*>(d_dwte), static_cast<void*>(d_dwpe)})
-    CUDA_CHECK(cudaFree(p));
-  return ok ? 0 : 1;
+  bench::free_device({d_tokens, d_buckets, d_wte, d_wpe, d_dout, d_out, d_dwte, d_dwpe});
+  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"fwd1", "fwd2", "bwd1", "bwd2"}, run); }

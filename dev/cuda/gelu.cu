@@ -43,8 +43,7 @@ void backward(const std::string& v, floatX* dinp, const floatX* inp, floatX* dou
   }
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"fwd1", "fwd2", "bwd1", "bwd2"});
+bool run(const bench::Args& args) {
   bool ok = true;
   // Pre-activations of a trained MLP spread over a few units; cover both tails of the curve.
   const auto inp = bench::round_through<floatX>(bench::random_vector(kN, 21, -4.0f, 4.0f));
@@ -89,18 +88,10 @@ int run(const bench::Args& args) {
     }
   }
 
-  for (void* p : {static_cast<void*>(d_inp), static_cast<void*>(d_dout), static_cast<void*>(d_out)})
-    CUDA_CHECK(cudaFree(p));
-  return ok ? 0 : 1;
+  bench::free_device({d_inp, d_dout, d_out});
+  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"fwd1", "fwd2", "bwd1", "bwd2"}, run); }

@@ -77,24 +77,15 @@ bool check_and_time(const bench::Args& args, const std::string& type, uint64_t s
   return ok;
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"v1", "v2"});
+bool run(const bench::Args& args) {
   float* d_out = bench::to_device<float>({1.0f});
   float* d_partials = bench::to_device<float>(std::vector<float>(llmc::kGlobalNormBlocks, 1.0f));
   bool ok = check_and_time<floatX>(args, "floatX", 51, d_out, d_partials);
   ok &= check_and_time<float>(args, "fp32", 52, d_out, d_partials);
-  CUDA_CHECK(cudaFree(d_out));
-  CUDA_CHECK(cudaFree(d_partials));
-  return ok ? 0 : 1;
+  bench::free_device({d_out, d_partials});
+  return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }

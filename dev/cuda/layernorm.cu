@@ -113,8 +113,7 @@ void upload(T* dev, const std::vector<float>& host) {
   CUDA_CHECK(cudaFree(fresh));
 }
 
-int run(const bench::Args& args) {
-  bench::require_known_version(args, {"fwd1", "fwd2", "fused1", "fused2", "bwd1", "bwd2"});
+bool run(const bench::Args& args) {
   bool ok = true;
   const size_t NC = static_cast<size_t>(N) * C;
   // Inputs off-centre so that the row means are well away from zero (their relative error is checked).
@@ -206,22 +205,13 @@ int run(const bench::Args& args) {
         bench::report("layernorm " + v, bench::time_ms([&] { backward(v, d); }), 4.0 * row_bytes + stats_bytes, 0);
   }
 
-  for (void* p : {static_cast<void*>(d.a), static_cast<void*>(d.b), static_cast<void*>(d.weight),
-                  static_cast<void*>(d.bias), static_cast<void*>(d.out), static_cast<void*>(d.residual),
-                  static_cast<void*>(d.dout), static_cast<void*>(d.dinp), static_cast<void*>(d.dweight),
-                  static_cast<void*>(d.dbias), static_cast<void*>(d.mean), static_cast<void*>(d.rstd),
-                  static_cast<void*>(d.scratch)})
-    CUDA_CHECK(cudaFree(p));
-  return ok ? 0 : 1;
+  bench::free_device(
+      {d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.mean, d.rstd, d.scratch});
+  return ok;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
+  return bench::run_main(argc, argv, {"fwd1", "fwd2", "fused1", "fused2", "bwd1", "bwd2"}, run);
 }

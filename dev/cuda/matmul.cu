@@ -104,10 +104,23 @@ struct Runner {
   llmc::BlasContext& ctx;
   bool all_ok = true;
 
+  void ok(bool pass) { all_ok = all_ok && pass; }
+
   template <class Launch>
   void time_it(const std::string& label, Launch&& launch, double bytes, double flops) {
     if (args.check_only) return;
     bench::report(label, bench::time_ms(launch), bytes, flops);
+  }
+
+  // The versions with one output: launched once into the poisoned `out` (n elements), checked
+  // against `ref`, then timed.
+  template <class Launch>
+  void check_and_time(const std::string& label, floatX* out, size_t n, const std::vector<float>& ref, double bytes,
+                      double flops, Launch&& launch) {
+    bench::poison(out, n * sizeof(floatX));
+    launch();
+    ok(bench::check(label, bench::from_device(out, n), ref, kTol));
+    time_it(label, launch, bytes, flops);
   }
 
   void run_shape(const Shape& s, uint64_t seed) {
@@ -119,22 +132,13 @@ struct Runner {
     const double e = sizeof(floatX);
     const double fwd_bytes = e * (n_in + n_w + n_out);
     auto tag = [&](const char* v) { return fmt::format("{} {}", v, s.name); };
-    auto ok = [&](bool pass) { all_ok = all_ok && pass; };
 
-    if (bench::selected(args, "fwd")) {
-      bench::poison(d.out, n_out * sizeof(floatX));
-      auto run = [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, nullptr, s.BT, s.C, s.OC, 0); };
-      run();
-      ok(bench::check(tag("fwd"), bench::from_device(d.out, n_out), r.out_nobias, kTol));
-      time_it(tag("fwd"), run, fwd_bytes, gemm_flops);
-    }
-    if (bench::selected(args, "fwd_bias")) {
-      bench::poison(d.out, n_out * sizeof(floatX));
-      auto run = [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); };
-      run();
-      ok(bench::check(tag("fwd_bias"), bench::from_device(d.out, n_out), r.out_bias, kTol));
-      time_it(tag("fwd_bias"), run, fwd_bytes, gemm_flops);
-    }
+    if (bench::selected(args, "fwd"))
+      check_and_time(tag("fwd"), d.out, n_out, r.out_nobias, fwd_bytes, gemm_flops,
+                     [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, nullptr, s.BT, s.C, s.OC, 0); });
+    if (bench::selected(args, "fwd_bias"))
+      check_and_time(tag("fwd_bias"), d.out, n_out, r.out_bias, fwd_bytes, gemm_flops,
+                     [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); });
     if (bench::selected(args, "fwd_gelu")) {
       bench::poison(d.out, n_out * sizeof(floatX));
       bench::poison(d.aux, n_out * sizeof(floatX));
@@ -145,22 +149,13 @@ struct Runner {
       time_it(tag("fwd_gelu"), run, fwd_bytes + e * n_out, gemm_flops);
     }
     const double dinp_bytes = e * (n_out + n_w + n_in);
-    if (bench::selected(args, "bwd_dinp")) {
-      bench::poison(d.dinp, n_in * sizeof(floatX));
-      auto run = [&] { llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, nullptr, s.BT, s.C, s.OC, 0); };
-      run();
-      ok(bench::check(tag("bwd_dinp"), bench::from_device(d.dinp, n_in), r.dinp, kTol));
-      time_it(tag("bwd_dinp"), run, dinp_bytes, gemm_flops);
-    }
-    if (bench::selected(args, "bwd_dinp_dgelu")) {
-      bench::poison(d.dinp, n_in * sizeof(floatX));
-      auto run = [&] {
+    if (bench::selected(args, "bwd_dinp"))
+      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops,
+                     [&] { llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, nullptr, s.BT, s.C, s.OC, 0); });
+    if (bench::selected(args, "bwd_dinp_dgelu"))
+      check_and_time(tag("bwd_dinp_dgelu"), d.dinp, n_in, r.dinp_dgelu, dinp_bytes + e * n_in, gemm_flops, [&] {
         llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, d.pre_gelu_in, s.BT, s.C, s.OC, 0);
-      };
-      run();
-      ok(bench::check(tag("bwd_dinp_dgelu"), bench::from_device(d.dinp, n_in), r.dinp_dgelu, kTol));
-      time_it(tag("bwd_dinp_dgelu"), run, dinp_bytes + e * n_in, gemm_flops);
-    }
+      });
     // The accumulating outputs are reset to the random initial gradient, checked after one launch,
     // then timed on the same buffers (which keep accumulating).
     if (bench::selected(args, "bwd_dweight")) {
@@ -207,32 +202,30 @@ struct Runner {
   }
 };
 
+bool run(const bench::Args& args) {
+  const size_t workspace_bytes = size_t(32) << 20;
+  void* workspace = nullptr;
+  CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+  llmc::BlasContext ctx(workspace, workspace_bytes);
+  Runner runner{args, ctx};
+  // GPT-2 124M at B*T = 8*1024: qkv, attproj, fc, fcproj.
+  const Shape shapes[] = {{"qkv", 8192, 768, 2304},
+                          {"attproj", 8192, 768, 768},
+                          {"fc", 8192, 768, 3072},
+                          {"fcproj", 8192, 3072, 768}};
+  uint64_t seed = 1000;
+  for (const Shape& s : shapes) runner.run_shape(s, seed += 100);
+  fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
+  CUDA_CHECK(cudaFree(workspace));
+  fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
+  return runner.all_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> versions = {"fwd",         "fwd_bias",     "fwd_gelu",      "bwd_dinp", "bwd_dinp_dgelu",
-                                             "bwd_dweight", "dbias_kernel", "dweight_bgradb"};
-  try {
-    bench::Args args = bench::parse_args(argc, argv);
-    bench::require_known_version(args, versions);
-    const size_t workspace_bytes = size_t(32) << 20;
-    void* workspace = nullptr;
-    CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
-    llmc::BlasContext ctx(workspace, workspace_bytes);
-    Runner runner{args, ctx};
-    // GPT-2 124M at B*T = 8*1024: qkv, attproj, fc, fcproj.
-    const Shape shapes[] = {{"qkv", 8192, 768, 2304},
-                            {"attproj", 8192, 768, 768},
-                            {"fc", 8192, 768, 3072},
-                            {"fcproj", 8192, 3072, 768}};
-    uint64_t seed = 1000;
-    for (const Shape& s : shapes) runner.run_shape(s, seed += 100);
-    fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
-    CUDA_CHECK(cudaFree(workspace));
-    fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
-    return runner.all_ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
+  return bench::run_main(
+      argc, argv,
+      {"fwd", "fwd_bias", "fwd_gelu", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dweight", "dbias_kernel", "dweight_bgradb"},
+      run);
 }
