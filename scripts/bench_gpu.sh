@@ -19,6 +19,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   echo "bench: needs a GPU (nvidia-smi lists none); nothing was measured" >&2
   exit 1
 fi
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
   echo "bench: data/corpus/corpus_train_*.bin missing: run \`make data\` (and carry data/corpus to the GPU machine)" >&2
   exit 1

@@ -33,6 +33,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   exit 1
 fi
 nvidia-smi -L | tee "$logs/nvidia-smi.txt"
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 
 # ---- 1. binaries ----
 bin=""
