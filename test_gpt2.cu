@@ -3,9 +3,9 @@
 //   FP32 build: logits and every gradient tensor rel. L2 < 1e-4 (losses rel. < 1e-4);
 //   BF16 build: loss abs. err < 2e-2, every gradient tensor rel. L2 < 5e-2, 10 AdamW steps'
 //               losses within 2e-2 (logits held to 5e-2 too).
-// Also: parameter and optimizer-state round trips, forward_loss, next_token_logits, the gradient
-// norm, gradient accumulation over two micro-batches, recompute 0/1/2 and (bf16) both attention
-// kernels. One PASS/FAIL line per check, then a summary.
+// Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
+// the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2 and (bf16) both
+// attention kernels. One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -201,7 +201,8 @@ int run(const Args& a) {
     return kExitNoDevice;
   }
   if (a.probe) {
-    fmt::print("device: {} | precision {}\n", cuda_device_description(), cuda_precision_name());
+    fmt::print("device: {} | precision {} | {}\n", cuda_device_description(), cuda_precision_name(),
+               cuda_library_versions());
     return 0;
   }
   GPT2Config config;
@@ -219,9 +220,10 @@ int run(const Args& a) {
   const int B = a.B, T = a.T;
   const size_t n = num_parameters(config);
   const AttentionKind attention = default_attention_kind();
-  fmt::print("test_gpt2cu: {} | precision {} | attention {} | model L={} H={} C={} V={} ({} parameters) | B={} T={}\n",
+  fmt::print("test_gpt2cu: {} | precision {} | attention {} | model L={} H={} C={} V={} ({} parameters) | B={} T={}\n"
+             "libraries: {}\n",
              cuda_device_description(), cuda_precision_name(), attention_kind_name(attention), config.num_layers,
-             config.num_heads, config.channels, config.vocab_size, n, B, T);
+             config.num_heads, config.channels, config.vocab_size, n, B, T, cuda_library_versions());
   std::fflush(stdout);
 
   Report report;
@@ -266,6 +268,11 @@ int run(const Args& a) {
   // Validation and sampling paths.
   report.loss("forward_loss", cuda->forward_loss(batch.inputs.data(), batch.targets.data(), B, T),
               cpu.forward_loss(batch.inputs.data(), batch.targets.data(), B, T));
+  std::vector<float> cuda_losses(size_t(B) * T), cpu_losses(size_t(B) * T);
+  cuda->forward_losses(batch.inputs.data(), batch.targets.data(), B, T, cuda_losses.data());
+  cpu.forward_losses(batch.inputs.data(), batch.targets.data(), B, T, cpu_losses.data());
+  report.check("forward_losses (every position)", rel_l2(cuda_losses.data(), cpu_losses.data(), cpu_losses.size()),
+               kTensorBar, "rel_l2");
   const int context = std::max(1, T / 2);
   std::vector<float> cuda_next(size_t(config.vocab_size)), cpu_next(size_t(config.vocab_size));
   cuda->next_token_logits(batch.inputs.data(), context, cuda_next.data());

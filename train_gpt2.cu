@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
                                    : std::string("one rank"));
+      fmt::print("cuda libraries: {}\n", llmc::cuda_library_versions());
       std::fflush(stdout);
     }
     return backend;

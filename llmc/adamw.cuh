@@ -5,8 +5,8 @@
 // with stochastic rounding (bf16), so that updates far below bf16's resolution still move the
 // parameters in expectation. The random bits depend only on (seed, element index within the
 // tensor): a step is reproducible, and the same whether a tensor is updated whole or in slices (as
-// ZeRO-1 does when a rank's shard boundary cuts through it). Weight decay is per tensor: the caller launches once per tensor (or contiguous run
-// of tensors) with its decay.
+// ZeRO-1 does when a rank's shard boundary cuts through it). Weight decay is per tensor: the caller
+// launches once per tensor (or contiguous run of tensors) with its decay.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -9,6 +9,8 @@
 #include <cublas_v2.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "llmc/cublaslt_handle.cuh"
@@ -137,16 +139,26 @@ inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, c
   const cudaDataType_t type = std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;
   const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                          N, M, K, &alpha, b, type, ldb, stride_b, a, type, lda, stride_a, &beta, c,
-                                          type, N, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op_b, op_a, N, M, K, &alpha, b, type, ldb, stride_b, a, type, lda,
+                                          stride_a, &beta, c, type, N, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
 }
 
 inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<floatX>::size, 256); }
 
+// The permutes move 16-byte vectors, which must not straddle two heads.
+inline void attention_require_shape(const char* who, int C, int NH) {
+  if (NH <= 0 || C % NH != 0 || (C / NH) % Packed128<floatX>::size != 0)
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(C) + " channels over " + std::to_string(NH) +
+                                " heads do not give a head size that is a multiple of " +
+                                std::to_string(Packed128<floatX>::size));
+}
+
 // out (B, T, C) and att (B, NH, T, T, kept for the backward) from qkv (B, T, 3C).
 inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const AttentionBuffers& buf,
                               const floatX* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+  attention_require_shape("attention_forward", C, NH);
   const int HS = C / NH;
   const long long tt = (long long)T * T, th = (long long)T * HS;
   cublasHandle_t h = ctx.blas(stream);
@@ -167,6 +179,7 @@ inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const 
 inline void attention_backward(BlasContext& ctx, floatX* dqkv, const floatX* dout, const floatX* qkv,
                                const floatX* att, const AttentionBuffers& buf, int B, int T, int C, int NH,
                                cudaStream_t stream) {
+  attention_require_shape("attention_backward", C, NH);
   const int HS = C / NH;
   const long long tt = (long long)T * T, th = (long long)T * HS;
   cublasHandle_t h = ctx.blas(stream);

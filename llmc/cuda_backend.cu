@@ -20,6 +20,7 @@
 // the GPU finished copying two micro-batches ago.
 #include "llmc/cuda_backend.h"
 
+#include <cudnn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -150,6 +151,20 @@ std::string cuda_device_description() {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string cuda_library_versions() {
+  // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
+  const auto dotted = [](long long v, long long major_unit, long long minor_unit) {
+    return fmt::format("{}.{}.{}", v / major_unit, v % major_unit / minor_unit, v % minor_unit);
+  };
+  int driver = 0, runtime = 0, nccl = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  ncclGetVersion(&nccl);
+  return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
+                     runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
+                     dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100), dotted(nccl, 10000, 100));
 }
 
 int cuda_device_for_local_rank(int local_rank) {
@@ -515,11 +530,8 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
 #if !defined(ENABLE_FP32)
   if (cudnn_attention()) {
     const int HS = C / NH;
-    const size_t bytes = cudnn->backward_workspace_bytes(B, T, NH, HS);
-    ensure_cudnn_workspace(bytes);
-    // The fused backward accumulates dQ into an fp32 buffer inside the workspace; cuDNN expects
-    // the caller to hand it over zeroed (cudnn-frontend zero-fills it the same way).
-    CUDA_CHECK(cudaMemsetAsync(cudnn_workspace, 0, bytes, stream));
+    // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
+    ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
     cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats + size_t(l) * max_bt * NH, B, T, NH, HS,
                     cudnn_workspace, cudnn_workspace_bytes, stream);
     return;

@@ -50,6 +50,9 @@ const char* attention_kind_name(AttentionKind kind);
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
 std::string cuda_device_description();
+// The versions of the CUDA driver and runtime, cuBLASLt, cuDNN and NCCL this process loaded, e.g.
+// "driver 13.0, runtime 13.0, cuBLASLt 13.1.0, cuDNN 9.19.0, NCCL 2.28.7" (never throws).
+std::string cuda_library_versions();
 // The GPU a rank drives: its local rank modulo the visible devices (one visible device: that one,
 // e.g. when the launcher pins each rank to its GPU). Throws std::runtime_error without a device.
 int cuda_device_for_local_rank(int local_rank);

@@ -206,6 +206,12 @@ class GraphBuilder {
 
 enum class Kind { kForwardInference, kForwardTraining, kBackward };
 
+// The value the causal mask writes above the diagonal: -inf from cuDNN 9.10 on, the lowest finite
+// float before (older engines expect it; cudnn-frontend makes the same choice by version).
+float masked_score() {
+  return cudnnGetVersion() < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
+}
+
 // A finalized plan with everything it references, and the host scalars it reads by value.
 struct Plan {
   explicit Plan(cudnnHandle_t handle) : graph(handle) {}
@@ -215,7 +221,7 @@ struct Plan {
   size_t extra_offset = 0;    // where dQ accumulation and softmax_sum start (backward only)
   size_t total_workspace = 0;
   float scale = 0.0f;
-  float neg_inf = -std::numeric_limits<float>::infinity();
+  float neg_inf = masked_score();
   float one = 1.0f;
 };
 
@@ -260,7 +266,10 @@ void build_forward(Plan& p, const Layout& L, bool is_training) {
     Desc stats = g.tensor(kStats, CUDNN_DATA_FLOAT, L.row_stats(), packed_strides(L.row_stats()), false);
     g.pointwise(CUDNN_POINTWISE_ADD, row_max, log_sum, nullptr, stats);
   }
-  Desc probs = g.pointwise_new(CUDNN_POINTWISE_DIV, e, row_sum, L.scores());
+  // The second matmul's A operand must have the I/O type (bf16), as cudnn-frontend declares it:
+  // the fused engines match P V only with a bf16 P.
+  Desc probs = g.virtual_tensor(CUDNN_DATA_BFLOAT16, L.scores());
+  g.pointwise(CUDNN_POINTWISE_DIV, e, row_sum, nullptr, probs);
   g.matmul(probs, v, o);
   p.plan = g.build_plan(is_training ? "attention forward (training)" : "attention forward (inference)");
 }
@@ -350,9 +359,9 @@ struct CudnnAttention::Impl {
       throw std::runtime_error(std::string(e.what()) + " [B=" + std::to_string(B) + " T=" + std::to_string(T) +
                                " NH=" + std::to_string(NH) + " HS=" + std::to_string(HS) + "]");
     }
-    int64_t ws = 0;
+    int64_t ws = 0, count = 0;
     cudnn_check(cudnnBackendGetAttribute(plan->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                         nullptr, &ws),
+                                         &count, &ws),
                 "plan workspace size");
     plan->plan_workspace = size_t(ws);
     plan->extra_offset = round_up(plan->plan_workspace, 256);
@@ -364,11 +373,15 @@ struct CudnnAttention::Impl {
     return *plans.emplace(key, std::move(plan)).first->second;
   }
 
-  void execute(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, size_t workspace_bytes,
-               cudaStream_t stream) {
+  static void check_workspace(const Plan& p, size_t workspace_bytes) {
     if (workspace_bytes < p.total_workspace)
       throw std::runtime_error("cuDNN attention: workspace of " + std::to_string(workspace_bytes) +
                                " bytes is smaller than the " + std::to_string(p.total_workspace) + " this shape needs");
+  }
+
+  void execute(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, size_t workspace_bytes,
+               cudaStream_t stream) {
+    check_workspace(p, workspace_bytes);
     uids.insert(uids.end(), {kScale, kNegInf});
     ptrs.insert(ptrs.end(), {&p.scale, &p.neg_inf});
     cudnn_check(cudnnSetStream(handle, stream), "set stream");
@@ -428,8 +441,14 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
   auto* base = const_cast<__nv_bfloat16*>(qkv);
   char* extra = static_cast<char*>(workspace) + p.extra_offset;
   const size_t rows = size_t(B) * NH * T;
+  Impl::check_workspace(p, workspace_bytes);
   void* dq_accum = extra;
   void* softmax_sum = extra + round_up(rows * HS * sizeof(float), 256);
+  // The engine adds every key block's dQ contribution into dq_accum, which must start at zero
+  // (cuDNN < 9.6 relies on the caller for it; clearing it always costs one memset of B*T*C floats).
+  const cudaError_t cleared = cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), stream);
+  if (cleared != cudaSuccess)
+    throw std::runtime_error(std::string("cuDNN attention: clearing the dQ accumulator: ") + cudaGetErrorString(cleared));
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kDQAccum, kSoftmaxSum, kOne};
   std::vector<void*> ptrs = {base,
                              base + C,

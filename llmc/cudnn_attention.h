@@ -29,7 +29,8 @@ class CudnnAttention {
   void forward(__nv_bfloat16* out, float* stats, const __nv_bfloat16* qkv, int B, int T, int NH, int HS,
                bool is_training, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
-  // dqkv (B, T, 3C), overwritten, from dout (B, T, C) and the forward's qkv, out and stats.
+  // dqkv (B, T, 3C), overwritten, from dout (B, T, C) and the forward's qkv, out and stats. The
+  // workspace needs no preparation (the fp32 dQ accumulator inside it is cleared here).
   void backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const __nv_bfloat16* out,
                 const float* stats, int B, int T, int NH, int HS, void* workspace, size_t workspace_bytes,
                 cudaStream_t stream);

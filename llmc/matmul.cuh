@@ -11,10 +11,14 @@
 #pragma once
 #include <cublasLt.h>
 
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "llmc/cublaslt_handle.cuh"
 #include "llmc/cuda_common.cuh"
+#include "llmc/gelu.cuh"
 
 namespace llmc {
 
@@ -39,9 +43,14 @@ struct LtGemmDescs {
 // Column-major D (m x n, leading dimension ldd) = op(A) op(B) (+ D when accumulate), then the
 // epilogue. `bias` is the epilogue's bias vector (an input for *_BIAS, the output for BGRADB);
 // `aux` is the GELU pre-activation (written by GELU_AUX_BIAS, read by DGELU), m x n with aux_ld.
-inline void lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int m, int n, int k, bool trans_a,
-                    bool trans_b, int lda, int ldb, int ldd, cublasLtEpilogue_t epilogue, void* bias, void* aux,
-                    int aux_ld, bool accumulate, cudaStream_t stream) {
+// Returns false, having launched nothing, when cuBLASLt has no algorithm for this GEMM.
+inline bool try_lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int m, int n, int k, bool trans_a,
+                        bool trans_b, int lda, int ldb, int ldd, cublasLtEpilogue_t epilogue, void* bias, void* aux,
+                        int aux_ld, bool accumulate, cudaStream_t stream) {
+  // The epilogue vectors have no alignment preference to tell the heuristic; 16 bytes always holds
+  // for this project's tensors (sizes are multiples of 8 elements) and is what the kernels need.
+  if ((reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(aux)) % 16 != 0)
+    throw std::invalid_argument("lt_gemm: bias and GELU aux pointers must be 16-byte aligned");
   const cudaDataType_t type = floatX_cuda_type();
   LtGemmDescs g;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -61,11 +70,25 @@ inline void lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.b, type, trans_b ? n : k, trans_b ? k : n, ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.d, type, m, n, ldd));
 
-  const GemmKey key{m, n, k, trans_a, trans_b, int(epilogue), accumulate};
-  const cublasLtMatmulAlgo_t& algo = ctx.algo(key, g.op, g.a, g.b, g.d);
+  constexpr long long e = sizeof(floatX);
+  const GemmKey key{m, n, k, trans_a, trans_b, int(epilogue), accumulate, lt_alignment(a, lda * e),
+                    lt_alignment(b, ldb * e), lt_alignment(d, ldd * e)};
+  const cublasLtMatmulAlgo_t* algo = ctx.algo(key, g.op, g.a, g.b, g.d);
+  if (algo == nullptr) return false;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), g.op, &alpha, a, g.a, b, g.b, &beta, d, g.d, d, g.d, &algo, ctx.workspace(),
+  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), g.op, &alpha, a, g.a, b, g.b, &beta, d, g.d, d, g.d, algo, ctx.workspace(),
                               ctx.workspace_bytes(), stream));
+  return true;
+}
+
+// try_lt_gemm for the GEMMs that have no alternative: no algorithm is an error.
+inline void lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int m, int n, int k, bool trans_a,
+                    bool trans_b, int lda, int ldb, int ldd, cublasLtEpilogue_t epilogue, void* bias, void* aux,
+                    int aux_ld, bool accumulate, cudaStream_t stream) {
+  if (!try_lt_gemm(ctx, d, a, b, m, n, k, trans_a, trans_b, lda, ldb, ldd, epilogue, bias, aux, aux_ld, accumulate,
+                   stream))
+    throw std::runtime_error("cuBLASLt has no algorithm for GEMM m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                             " k=" + std::to_string(k) + " epilogue=" + std::to_string(int(epilogue)));
 }
 
 // out (BT x OC) = inp (BT x C) weight^T + bias; bias may be null.
@@ -78,20 +101,28 @@ inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, con
 
 // The fc layer with its GELU: pre_gelu (BT x OC) = inp weight^T + bias, out = gelu(pre_gelu) (tanh
 // approximation, as cuBLASLt's GELU epilogue computes it). pre_gelu is what matmul_backward needs.
+// Where cuBLASLt offers no GELU epilogue for these types, a bias GEMM and the GELU kernel do it.
 inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu, const floatX* inp,
                                 const floatX* weight, const floatX* bias, int BT, int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-          const_cast<floatX*>(bias), pre_gelu, OC, false, stream);
+  if (try_lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+                  const_cast<floatX*>(bias), pre_gelu, OC, false, stream))
+    return;
+  matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
+  gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
 }
 
 // dinp (BT x C) = dout (BT x OC) weight, overwritten. With pre_gelu (BT x C, the input of the GELU
 // that produced this layer's input) the result is multiplied by gelu'(pre_gelu), so dinp is the
-// gradient of the fc layer's pre-activation and no separate GELU backward kernel runs.
+// gradient of the fc layer's pre-activation and no separate GELU backward kernel runs (unless
+// cuBLASLt offers no DGELU epilogue for these types: then the GELU backward kernel runs in place).
 inline void matmul_backward_input(BlasContext& ctx, floatX* dinp, const floatX* dout, const floatX* weight,
                                   const floatX* pre_gelu, int BT, int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C,
-          pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, nullptr, const_cast<floatX*>(pre_gelu), C,
+  if (pre_gelu && try_lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DGELU,
+                              nullptr, const_cast<floatX*>(pre_gelu), C, false, stream))
+    return;
+  lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0,
           false, stream);
+  if (pre_gelu) gelu_backward(dinp, pre_gelu, dinp, size_t(BT) * C, stream);
 }
 
 // dweight (OC x C) += dout^T inp.
@@ -165,6 +196,9 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
 // dbias (OC) += column sums of dout (BT x OC). OC must be a multiple of 16 / sizeof(floatX);
 // scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream) {
+  if (OC % Packed128<floatX>::size != 0)
+    throw std::invalid_argument("matmul_bias_grad: " + std::to_string(OC) + " output channels is not a multiple of " +
+                                std::to_string(Packed128<floatX>::size));
   constexpr int kCols = 32 * Packed128<floatX>::size;
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
   bias_grad_partial_kernel<<<grid, dim3(32, kBiasWarps), 0, stream>>>(scratch, dout, BT, OC);

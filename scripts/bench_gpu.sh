@@ -4,14 +4,18 @@
 # same initial weights (PyTorch writes them, train_gpt2cu loads them), same data order (-sh 0),
 # same hyperparameters (constant lr 6e-4, weight decay 0.1, clipping at 1). Prints ms/step,
 # tokens/s, MFU, peak GPU memory (nvidia-smi, sampled every 100 ms, same method for both) and
-# the losses after the same steps. Logs in $OUT/bench/ (or build/bench-logs/). Needs a GPU.
-# BENCH_STEPS (default 30) steps per run; timings average the steps after the first 10.
+# the losses after the same steps. Logs in build/bench-logs/, packed into $OUT/bench-logs.tgz (with
+# the summary beside it) when $OUT is set. Needs a GPU.
+# BENCH_STEPS (default 30) steps per run; timings average the steps after the first 10. Every run
+# has a time limit cut from one budget (BENCH_BUDGET seconds, default 540, for a 600-second device
+# call); a run that fails or runs out of time gets a line in the table and the next one goes on.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-logs=${OUT:+$OUT/bench}
-logs=${logs:-build/bench-logs}
+logs=build/bench-logs
+rm -rf "$logs"
 mkdir -p "$logs"
 steps=${BENCH_STEPS:-30}
+budget=${BENCH_BUDGET:-540}
 skip=10
 T=1024
 
@@ -46,16 +50,25 @@ case "$gpu" in
   *) peak=0 ;;
 esac
 
-# run_with_memory LOG COMMAND...: runs it while sampling the GPU's used memory; prints the peak MiB.
+# run_with_memory SECONDS LOG COMMAND...: runs it for at most SECONDS (or what is left of the
+# budget) while sampling the GPU's used memory; prints the peak MiB. Status 124: out of time.
 run_with_memory() {
-  local log=$1; shift
+  local want=$1 log=$2
+  shift 2
+  local left=$((budget - SECONDS))
+  local limit=$((want < left ? want : left))
+  if [ "$limit" -lt 10 ]; then
+    echo "not run: the ${budget}s bench budget is spent" >"$log"
+    return 124
+  fi
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$log.mem" 2>/dev/null &
   local sampler=$!
-  "$@" >"$log" 2>&1
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1
   local rc=$?
   kill "$sampler" 2>/dev/null
   wait "$sampler" 2>/dev/null
   sort -n "$log.mem" | tail -n 1
+  [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || echo "timed out after ${limit}s" >>"$log"
   return $rc
 }
 
@@ -66,20 +79,27 @@ L, C, V, T = 12, 768, 50304, 1024
 print(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C)
 EOF
 )
-init="$logs/init_d12.bin"
+init=build/bench-init-d12.bin  # 0.5 GB: kept out of the logs
 declare -a table
+failed=0
 for B in 64 32; do
   echo "== B=$B T=$T, $steps steps: PyTorch"
   pylog="$logs/pytorch_b$B.log"
-  if ! py_mem=$(run_with_memory "$pylog" $python dev/pytorch/bench_gpt2.py --B "$B" --T "$T" --steps "$steps" \
+  if ! py_mem=$(run_with_memory 200 "$pylog" $python dev/pytorch/bench_gpt2.py --B "$B" --T "$T" --steps "$steps" \
     --write-init "$init"); then
-    echo "bench: PyTorch run failed:"; tail -n 20 "$pylog"; exit 1
+    echo "bench: PyTorch run failed:"; tail -n 20 "$pylog"
+    table+=("B=$B pytorch failed: $(tail -n 1 "$pylog") (log: $pylog)")
+    failed=1
+    continue
   fi
   echo "== B=$B T=$T, $steps steps: train_gpt2cu"
   culog="$logs/train_gpt2cu_b$B.log"
-  if ! cu_mem=$(run_with_memory "$culog" "$trainer" -e "$init" -i "data/corpus/corpus_train_*.bin" -b "$B" -t "$T" \
-    -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1 -v 0 -s 0 -sh 0); then
-    echo "bench: train_gpt2cu failed:"; tail -n 20 "$culog"; exit 1
+  if ! cu_mem=$(run_with_memory 150 "$culog" "$trainer" -e "$init" -i "data/corpus/corpus_train_*.bin" -b "$B" \
+    -t "$T" -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1 -v 0 -s 0 -sh 0); then
+    echo "bench: train_gpt2cu failed:"; tail -n 20 "$culog"
+    table+=("B=$B train_gpt2cu failed: $(grep -m 1 '^error' "$culog" || tail -n 1 "$culog") (log: $culog)")
+    failed=1
+    continue
   fi
 
   table+=("$($python - "$B" "$T" "$steps" "$skip" "$params" "$peak" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
@@ -111,8 +131,13 @@ rows.append(f"B={B:<3} loss after step " + "  ".join(
     f"{s}: {cu_loss[s]:.4f}/{py['losses'][s]:.4f}" for s in marks) + "  (train_gpt2cu/pytorch)")
 print("\n".join(rows))
 EOF
-)") || exit 1
+)") || failed=1
 done
 echo
 echo "== bench: GPT-2 d12 on $gpu, T=$T, mean over steps $skip..$((steps - 1)); peak = nvidia-smi memory.used"
 printf '%s\n' "${table[@]}" | tee "$logs/summary.txt"
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/bench-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
+  cp "$logs/summary.txt" "$OUT/"
+fi
+[ "$failed" -eq 0 ]

@@ -1,20 +1,35 @@
-# Sourced by the GPU scripts (test_gpu.sh, bench_gpu.sh). The device machine may ship cuDNN, NCCL
-# and cuBLAS only inside Python wheels (nvidia-cudnn-cu13, nvidia-nccl-cu13, ...) rather than in the
-# system library path; when the dynamic loader cannot find one of them, put the wheels' lib folders
-# (and the CUDA toolkit's) on LD_LIBRARY_PATH so that the trainer binaries start.
+# shellcheck shell=bash
+# Sourced by the GPU scripts (test_gpu.sh, bench_gpu.sh) from the repository root. The device
+# machine may ship cuDNN, NCCL, cuBLAS and NVRTC only inside Python wheels (nvidia-cudnn-cu13,
+# nvidia-nccl-cu13, ...) rather than in the system library path; when the dynamic loader cannot
+# find one of them, put the wheels' lib folders (and the CUDA toolkit's) on LD_LIBRARY_PATH so
+# that the trainer binaries start. libcudnn.so.9 loads its engine libraries and NVRTC (for its
+# runtime-compiled attention kernels) with dlopen, so those must be findable too.
+#
+# The bundle (build/gpu-dist/bin) carries libmpi and the Open MPI libraries libmpi itself needs.
+# The binaries' RUNPATH $ORIGIN finds libmpi, but RUNPATH does not apply to libmpi's own
+# dependencies, so without a system Open MPI the bundle folder goes on LD_LIBRARY_PATH as well.
 gpu_env_missing=()
-for lib in libcudnn.so.9 libnccl.so.2 libcublasLt.so.13 libcublas.so.13; do
-  ldconfig -p 2>/dev/null | grep -q "$lib" || gpu_env_missing+=("$lib")
+gpu_env_cache=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null)
+for lib in libcudnn.so.9 libnccl.so.2 libcublasLt.so.13 libcublas.so.13 libnvrtc.so.13; do
+  grep -q "$lib" <<<"$gpu_env_cache" || gpu_env_missing+=("$lib")
 done
+gpu_env_dirs=()
 if [ ${#gpu_env_missing[@]} -gt 0 ]; then
-  gpu_env_dirs=()
-  for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+  for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' \
+    2>/dev/null); do
     for d in "$site"/nvidia/*/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
   done
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
-  if [ ${#gpu_env_dirs[@]} -gt 0 ]; then
-    LD_LIBRARY_PATH=$(IFS=:; echo "${gpu_env_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    export LD_LIBRARY_PATH
-    echo "gpu_env: ${gpu_env_missing[*]} not in the loader's cache; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  fi
+fi
+if ! grep -q libopen-rte.so.40 <<<"$gpu_env_cache" && [ -f build/gpu-dist/bin/libopen-rte.so.40 ]; then
+  gpu_env_missing+=("libopen-rte.so.40 (for the bundled libmpi)")
+  gpu_env_dirs+=("$PWD/build/gpu-dist/bin")
+fi
+if [ ${#gpu_env_dirs[@]} -gt 0 ]; then
+  LD_LIBRARY_PATH=$(IFS=:; echo "${gpu_env_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+  echo "gpu_env: ${gpu_env_missing[*]} not in the loader's cache; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+elif [ ${#gpu_env_missing[@]} -gt 0 ]; then
+  echo "gpu_env: ${gpu_env_missing[*]} not in the loader's cache, and no wheel or CUDA lib folder found"
 fi

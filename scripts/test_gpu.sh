@@ -1,31 +1,61 @@
 #!/usr/bin/env bash
 # `make test-gpu`: everything that needs a GPU, in one call, ending in a table (one line per check:
-# PASS/FAIL/SKIP and its figure). Full logs go to $OUT/test-gpu/ when $OUT is set (the device
-# machine's output folder), else to build/test-gpu-logs/.
+# PASS/FAIL/SKIP and its figure). Full logs go to build/test-gpu-logs/; when $OUT is set (the device
+# machine's output folder, which returns at most 8 files) they are also packed into
+# $OUT/test-gpu-logs.tgz, with the summary and the main logs beside it as plain files.
 #   1. the binaries: build/gpu-dist (made here by `make gpu-dist`, carried) when its binaries run
 #      on this machine, else a build from source with this machine's nvcc (fmt header-only from
 #      the bundle when the system has no libfmt)
-#   2. test_gpt2cu, BF16 and FP32 builds (parity with the CPU backend, DESIGN.md §4)
+#   2. test_gpt2cu, FP32 then BF16 builds (parity with the CPU backend, DESIGN.md §4); when the
+#      BF16 test stops on a cuDNN error, once more with LLMC_ATTENTION=fallback, and the BF16 runs
+#      below use the fallback too
 #   3. every dev/cuda kernel check (run_all.sh --check)
 #   4. a 20-step d12 training run on the bundled corpus (data/corpus, `make data`, carried)
 #   5. test_gpt2cu under compute-sanitizer memcheck on a small config (both precisions)
 #   6. multi-rank paths on the one GPU (FP32 build, small model): NCCL with 1 rank (LLMC_COMMUNICATOR=nccl,
 #      -z 1) against the plain run; 2 ranks sharing the GPU with ZeRO-1 through MPI (host staging)
 #      against 1 rank with the same -d (SKIP when mpirun is not installed)
+# Every step runs under a time limit cut from one budget (TEST_GPU_BUDGET seconds, default 540, for
+# a 600-second device call), so that a hang costs its own step and the table still comes out.
 # Device command: docs/cuda-trainer.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
-logs=${OUT:+$OUT/test-gpu}
-logs=${logs:-build/test-gpu-logs}
+logs=build/test-gpu-logs
+rm -rf "$logs"
 mkdir -p "$logs"
 dist=build/gpu-dist
+budget=${TEST_GPU_BUDGET:-540}
 rows=()
 failed=0
 row() {  # row STATUS NAME FIGURE
-  rows+=("$(printf '%-4s  %-34s %s' "$1" "$2" "$3")")
-  [ "$1" = FAIL ] && failed=$((failed + 1))
+  rows+=("$(printf '%-4s  %-38s %s' "$1" "$2" "$3")")
+  if [ "$1" = FAIL ]; then failed=$((failed + 1)); fi
   echo "$1  $2  $3"
+}
+
+# limited SECONDS LOG COMMAND...: runs COMMAND (stdout and stderr to LOG) for at most SECONDS, or
+# what is left of the budget; returns its status, 124 when it ran out of time (the figure
+# `timed_out` describes), 125 when no time was left to start it.
+limit_used=0
+limited() {
+  local want=$1 log=$2
+  shift 2
+  local left=$((budget - SECONDS))
+  limit_used=$((want < left ? want : left))
+  if [ "$limit_used" -lt 5 ]; then
+    echo "not run: the ${budget}s test-gpu budget is spent" >"$log"
+    return 125
+  fi
+  timeout -k 10 "$limit_used" "$@" >"$log" 2>&1
+}
+# A row's figure for a non-zero status of `limited`.
+status_text() {  # status_text RC LOG
+  case "$1" in
+    124 | 137) echo "timed out after ${limit_used}s (log: $2)" ;;
+    125) echo "not run: the ${budget}s budget was spent" ;;
+    *) echo "exit $1: $(grep -m 1 '^error' "$2" || tail -n 1 "$2")" ;;
+  esac
 }
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -38,7 +68,7 @@ source scripts/gpu_env.sh
 
 # ---- 1. binaries ----
 bin=""
-if [ -x "$dist/bin/test_gpt2cu-bf16" ] && "$dist/bin/test_gpt2cu-bf16" --probe >"$logs/probe.log" 2>&1; then
+if [ -x "$dist/bin/test_gpt2cu-bf16" ] && limited 60 "$logs/probe.log" "$dist/bin/test_gpt2cu-bf16" --probe; then
   bin=$dist/bin
   row PASS "binaries" "prebuilt bundle $dist ($(head -n 1 "$logs/probe.log"))"
 else
@@ -46,7 +76,7 @@ else
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   fmt_args=()
   if ! echo '#include <fmt/format.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
-    [ -d "$dist/include/fmt" ] || { row FAIL "binaries" "no libfmt here and no $dist/include to build with"; }
+    [ -d "$dist/include/fmt" ] || row FAIL "binaries" "no libfmt here and no $dist/include to build with"
     fmt_args=(FMT_INCLUDE="$root/$dist/include")
   fi
   # Only this GPU's architecture, to keep the build short.
@@ -55,8 +85,8 @@ else
   [ "$cc" = 80 ] && arch="-gencode arch=compute_80,code=sm_80"
   build_ok=1
   for p in BF16 FP32; do
-    make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p BUILD=build/gpu-local "${fmt_args[@]}" \
-      cuda-binaries >>"$logs/build.log" 2>&1 || build_ok=0
+    limited 300 "$logs/build-$p.log" make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p \
+      BUILD=build/gpu-local "${fmt_args[@]}" cuda-binaries || build_ok=0
   done
   mkdir -p build/gpu-local/bin
   for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
@@ -66,26 +96,41 @@ else
   [ ${#fmt_args[@]} -gt 0 ] && dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" \
     CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include" \
     LDLIBS="../../build/dev_cuda/libllmc_cuda.a ../../build/dev_cuda/libcpu_reference.a -lcublasLt -lcublas -lcudnn -lgomp")
-  make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" >>"$logs/build.log" 2>&1 || build_ok=0
+  limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" || build_ok=0
   for src in dev/cuda/*.cu; do
     b=$(basename "$src" .cu)
     [ "$b" = compile_fp32 ] || cp -f "dev/cuda/$b" build/gpu-local/bin/ 2>/dev/null || build_ok=0
   done
   cp -f dev/cuda/run_all.sh build/gpu-local/bin/
   bin=build/gpu-local/bin
-  if [ "$build_ok" = 1 ]; then row PASS "binaries" "built here for sm_$cc (log: build.log)"
-  else row FAIL "binaries" "build from source failed (log: $logs/build.log)"; fi
+  if [ "$build_ok" = 1 ]; then row PASS "binaries" "built here for sm_$cc (logs: build-*.log)"
+  else row FAIL "binaries" "build from source failed or ran out of time (logs: $logs/build-*.log)"; fi
 fi
+ldd "$bin/train_gpt2cu-bf16" >"$logs/ldd.txt" 2>&1
 
 # ---- 2. parity with the CPU backend ----
-for p in bf16 fp32; do
-  log="$logs/test_gpt2cu-$p.log"
-  "$bin/test_gpt2cu-$p" >"$log" 2>&1
-  rc=$?
+# BF16 runs below use cuDNN attention unless its test stopped on a cuDNN error.
+attention_env=()
+parity() {  # parity PRECISION NAME [VAR=VALUE...]
+  local p=$1 name=$2
+  shift 2
+  local log="$logs/test_gpt2cu-$p${1:+-fallback}.log"
+  limited 150 "$log" env "$@" "$bin/test_gpt2cu-$p"
+  local rc=$?
+  local summary
   summary=$(grep 'checks passed' "$log" | tail -n 1)
-  if [ "$rc" -eq 0 ]; then row PASS "test_gpt2cu $p" "$summary"
-  else row FAIL "test_gpt2cu $p" "exit $rc: ${summary:-$(tail -n 1 "$log")}"; grep '^FAIL' "$log" | head -n 8; fi
-done
+  if [ "$rc" -eq 0 ]; then row PASS "$name" "$summary"
+  else
+    row FAIL "$name" "${summary:-$(status_text "$rc" "$log")}"
+    grep '^FAIL' "$log" | head -n 8
+  fi
+  return "$rc"
+}
+parity fp32 "test_gpt2cu fp32"
+if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
+  attention_env=(LLMC_ATTENTION=fallback)
+  parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
+fi
 
 # ---- 3. kernel checks ----
 if [ -f "$dist/dev_cuda_benches.txt" ] && [ "$bin" = "$dist/bin" ]; then
@@ -98,31 +143,39 @@ else
   done
 fi
 # shellcheck disable=SC2086
-"$bin/run_all.sh" --check $benches >"$logs/dev_cuda_check.log" 2>&1
+limited 150 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
 rc=$?
-summary=$(tail -n 1 "$logs/dev_cuda_check.log")
-if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$summary"
-else row FAIL "dev/cuda kernel checks" "$summary"; grep '^FAIL' "$logs/dev_cuda_check.log" | head -n 10; fi
+if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
+else
+  summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
+  row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
+  grep '^FAIL' "$logs/dev_cuda_check.log" | head -n 10
+fi
 
 # ---- 4. d12 training run ----
+name="train d12, 20 steps (B=16 T=1024)${attention_env:+, fallback attention}"
 log="$logs/train_d12.log"
 if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
-  row FAIL "train d12, 20 steps" "data/corpus missing: run \`make data\` and carry data/corpus"
+  row FAIL "$name" "data/corpus missing: run \`make data\` and carry data/corpus"
 else
-  val=()
-  ls data/corpus/corpus_val_*.bin >/dev/null 2>&1 && val=(-j "data/corpus/corpus_val_*.bin" -v 10 -m 4) || val=(-v 0)
-  "$bin/train_gpt2cu-bf16" -i "data/corpus/corpus_train_*.bin" "${val[@]}" -e d12 -b 16 -t 1024 -x 20 \
-    -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 20 -g 32 -o "$logs/train_d12" >"$log" 2>&1
+  val=(-v 0)
+  ls data/corpus/corpus_val_*.bin >/dev/null 2>&1 && val=(-j "data/corpus/corpus_val_*.bin" -v 10 -m 4)
+  limited 180 "$log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -i "data/corpus/corpus_train_*.bin" \
+    "${val[@]}" -e d12 -b 16 -t 1024 -x 20 -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 20 -g 32 -o "$logs/train_d12"
   rc=$?
-  first=$(grep -m 1 '^step ' "$log" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
-  last=$(grep '^step ' "$log" | tail -n 1 | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  # Training step lines only ("step  3/20 | loss ..."; validation lines read "step 0 | val loss").
+  steps=$(grep -E '^step +[0-9]+/[0-9]+ \| loss ' "$log")
+  first=$(head -n 1 <<<"$steps" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  last=$(tail -n 1 <<<"$steps" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
   # Mean over steps 5..19 (the first steps build GEMM algorithms and attention plans).
-  speed=$(grep '^step ' "$log" | awk -F'|' 'NR > 5 { split($5, a, " "); split($6, b, " "); ms += a[1]; tok += b[1]; n++ }
-    END { if (n) printf "%.1f ms/step, %.0f tok/s", ms / n, tok / n }')
+  speed=$(awk -F'|' 'NR > 5 { split($5, a, " "); split($6, b, " "); ms += a[1]; tok += b[1]; n++ }
+    END { if (n) printf "%.1f ms/step, %.0f tok/s", ms / n, tok / n }' <<<"$steps")
   if [ "$rc" -eq 0 ] && [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then
-    row PASS "train d12, 20 steps (B=16 T=1024)" "loss $first -> $last, $speed"
+    row PASS "$name" "loss $first -> $last, $speed"
+  elif [ "$rc" -ne 0 ]; then
+    row FAIL "$name" "$(status_text "$rc" "$log"), loss ${first:-?} -> ${last:-?}"
   else
-    row FAIL "train d12, 20 steps (B=16 T=1024)" "exit $rc, loss ${first:-?} -> ${last:-?} (want a drop > 1.0): $(tail -n 1 "$log")"
+    row FAIL "$name" "loss ${first:-?} -> ${last:-?} (want a drop > 1.0), $speed"
   fi
 fi
 
@@ -131,16 +184,19 @@ sanitizer=$(command -v compute-sanitizer || true)
 for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
   [ -z "$sanitizer" ] && [ -x "$c" ] && sanitizer=$c
 done
-for p in bf16 fp32; do
+for p in fp32 bf16; do
   name="memcheck test_gpt2cu $p (L1 C64)"
   if [ -z "$sanitizer" ]; then row SKIP "$name" "compute-sanitizer not found"; continue; fi
   log="$logs/memcheck-$p.log"
-  "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_gpt2cu-$p" --config L1H2C64T32 --B 2 --T 16 --quick \
-    >"$log" 2>&1
+  vars=()
+  [ "$p" = bf16 ] && vars=("${attention_env[@]}")
+  limited 120 "$log" env "${vars[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_gpt2cu-$p" \
+    --config L1H2C64T32 --B 2 --T 16 --quick
   rc=$?
   errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
   if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
-  else row FAIL "$name" "exit $rc, ${errors:-see $log}"; fi
+  elif grep -q 'Device not supported' "$log"; then row SKIP "$name" "compute-sanitizer does not support this device here"
+  else row FAIL "$name" "${errors:+$errors, }$(status_text "$rc" "$log")"; fi
 done
 
 # ---- 6. multi-rank: NCCL with one rank, ZeRO-1 on 2 ranks sharing the GPU through MPI ----
@@ -157,34 +213,40 @@ if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
   row FAIL "multi-rank (NCCL 1 rank, MPI 2 ranks)" "data/corpus missing: run \`make data\` and carry data/corpus"
 else
   small=(-i "data/corpus/corpus_train_*.bin" -e L2H4C256T64 -b 4 -t 64 -d 1024 -x 6 -l 1e-3 -v 0 -s 0 -sh 0 -z 1)
-  "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_plain" >"$logs/rank1_plain.log" 2>&1
+  name="NCCL communicator, 1 rank, -z 1"
+  limited 60 "$logs/rank1_plain.log" "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_plain"
   rc_plain=$?
-  LLMC_COMMUNICATOR=nccl "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_nccl" >"$logs/rank1_nccl.log" 2>&1
+  limited 60 "$logs/rank1_nccl.log" env LLMC_COMMUNICATOR=nccl "$bin/train_gpt2cu-fp32" "${small[@]}" \
+    -o "$logs/rank1_nccl"
   rc=$?
-  if [ "$rc_plain" -ne 0 ] || [ "$rc" -ne 0 ]; then
-    row FAIL "NCCL communicator, 1 rank, -z 1" "exit $rc_plain/$rc: $(tail -n 1 "$logs/rank1_nccl.log")"
+  if [ "$rc_plain" -ne 0 ]; then
+    row FAIL "$name" "plain run: $(status_text "$rc_plain" "$logs/rank1_plain.log")"
+  elif [ "$rc" -ne 0 ]; then
+    row FAIL "$name" "$(status_text "$rc" "$logs/rank1_nccl.log")"
   elif ! grep -q "over NCCL" "$logs/rank1_nccl.log"; then
-    row FAIL "NCCL communicator, 1 rank, -z 1" "the run did not use NCCL (see rank1_nccl.log)"
+    row FAIL "$name" "the run did not use NCCL (see rank1_nccl.log)"
   elif cmp -s "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"; then
-    row PASS "NCCL communicator, 1 rank, -z 1" "main.log identical to the run without collectives"
+    row PASS "$name" "main.log identical to the run without collectives"
   else
-    row FAIL "NCCL communicator, 1 rank, -z 1" "main.log differs from the plain run (max rel $(max_rel_diff \
+    row FAIL "$name" "main.log differs from the plain run (max rel $(max_rel_diff \
       "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"))"
   fi
   name="ZeRO-1, 2 ranks on 1 GPU (MPI)"
   if ! command -v mpirun >/dev/null 2>&1; then
     row SKIP "$name" "mpirun not installed on this machine (OpenMPI's mpirun is needed to start 2 ranks)"
+  elif [ "$rc_plain" -ne 0 ]; then
+    row FAIL "$name" "no single-rank run to compare with (rank1_plain.log)"
   else
-    timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/train_gpt2cu-fp32" "${small[@]}" \
-      -o "$logs/rank2_mpi" >"$logs/rank2_mpi.log" 2>&1
+    limited 120 "$logs/rank2_mpi.log" mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/train_gpt2cu-fp32" \
+      "${small[@]}" -o "$logs/rank2_mpi"
     rc=$?
     if [ "$rc" -ne 0 ]; then
-      row FAIL "$name" "exit $rc: $(grep -m 1 'error' "$logs/rank2_mpi.log" || tail -n 1 "$logs/rank2_mpi.log")"
+      row FAIL "$name" "$(status_text "$rc" "$logs/rank2_mpi.log")"
     elif ! grep -q "2 ranks over MPI" "$logs/rank2_mpi.log"; then
       row FAIL "$name" "the 2 ranks did not use the MPI path (see rank2_mpi.log)"
     else
       diff=$(max_rel_diff "$logs/rank2_mpi/main.log" "$logs/rank1_plain/main.log")
-      if awk -v d="$diff" 'BEGIN { exit !(d + 0 <= 1e-5) }' && [ "$diff" != "events differ" ]; then
+      if [ "$diff" != "events differ" ] && awk -v d="$diff" 'BEGIN { exit !(d + 0 <= 1e-5) }'; then
         row PASS "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
       else
         row FAIL "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
@@ -194,7 +256,13 @@ else
 fi
 
 echo
-echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); logs: $logs)"
+echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); ${SECONDS}s; logs: $logs)"
 printf '%s\n' "${rows[@]}" | tee "$logs/summary.txt"
-echo "test-gpu: $(( ${#rows[@]} - failed )) of ${#rows[@]} checks passed or skipped, $failed failed"
+echo "test-gpu: $((${#rows[@]} - failed)) of ${#rows[@]} checks passed or skipped, $failed failed"
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/test-gpu-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
+  for f in summary.txt test_gpt2cu-fp32.log test_gpt2cu-bf16.log dev_cuda_check.log train_d12.log; do
+    [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"
+  done
+fi
 [ "$failed" -eq 0 ]

@@ -1,7 +1,7 @@
 // Causal self-attention, forward and backward: the plain fallback (llmc/attention.cuh, permutes +
 // cuBLAS + softmax kernels, in floatX) and cuDNN's fused flash attention (llmc/cudnn_attention.h,
-// bf16), each checked against the CPU layer (llmc/cpu_attention.h) at B=4, T=1024, NH=12, HS=64
-// and timed there and at B=8.
+// bf16), each checked against the CPU layer (llmc/cpu_attention.h) at B=4, T=1024, NH=12, HS=64 and
+// at B=2, T=100, NH=3, HS=32, and timed at B=8, T=1024, NH=12, HS=64.
 //
 // FLOPs: the forward's two T x T products (Q K^T, att V) and the backward's four (dV, d(att),
 // dQ, dK), each 2*B*NH*T*T*HS, counted at half for the causal mask. cuDNN's backward also
@@ -28,7 +28,9 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
-constexpr int kT = 1024, kNH = 12, kHS = 64, kC = kNH * kHS;
+struct Shape {
+  int B, T, NH, HS;
+};
 constexpr double kFallbackTol = std::is_same<floatX, float>::value ? 1e-4 : 2e-2;
 constexpr double kCudnnTol = 2e-2;
 
@@ -38,9 +40,10 @@ struct Reference {
 
 // CPU forward and backward; the log-sum-exp of each score row (what cuDNN's stats hold) follows
 // from the diagonal probability: att[t][t] = exp(s_tt - lse), s_tt = q_t . k_t / sqrt(HS).
-Reference make_reference(int B, uint64_t seed, bool round_bf16) {
+Reference make_reference(const Shape& s, uint64_t seed, bool round_bf16) {
+  const int B = s.B, T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
   Reference r;
-  const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC;
+  const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C;
   r.qkv = bench::random_vector(n_qkv, seed + 1);
   r.dout = bench::random_vector(n_out, seed + 2);
   if (round_bf16) {
@@ -48,26 +51,30 @@ Reference make_reference(int B, uint64_t seed, bool round_bf16) {
     r.dout = bench::round_through<bf16>(r.dout);
   }
   r.out.resize(n_out);
-  r.att.resize(size_t(B) * kNH * kT * kT);
-  llmc::attention_forward(r.out.data(), r.att.data(), r.qkv.data(), B, kT, kC, kNH);
+  r.att.resize(size_t(B) * NH * T * T);
+  llmc::attention_forward(r.out.data(), r.att.data(), r.qkv.data(), B, T, C, NH);
   r.dqkv.resize(n_qkv);
-  llmc::attention_backward(r.dqkv.data(), r.dout.data(), r.qkv.data(), r.att.data(), B, kT, kC, kNH);
-  r.lse.resize(size_t(B) * kNH * kT);
-  const double scale = 1.0 / std::sqrt(double(kHS));
+  llmc::attention_backward(r.dqkv.data(), r.dout.data(), r.qkv.data(), r.att.data(), B, T, C, NH);
+  r.lse.resize(size_t(B) * NH * T);
+  const double scale = 1.0 / std::sqrt(double(HS));
   for (int b = 0; b < B; ++b)
-    for (int h = 0; h < kNH; ++h)
-      for (int t = 0; t < kT; ++t) {
-        const float* q = &r.qkv[(size_t(b) * kT + t) * 3 * kC + h * kHS];
-        const float* k = q + kC;
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* q = &r.qkv[(size_t(b) * T + t) * 3 * C + h * HS];
+        const float* k = q + C;
         double dot = 0.0;
-        for (int i = 0; i < kHS; ++i) dot += double(q[i]) * k[i];
-        const size_t row = (size_t(b) * kNH + h) * kT + t;
-        r.lse[row] = float(dot * scale - std::log(double(r.att[row * kT + t])));
+        for (int i = 0; i < HS; ++i) dot += double(q[i]) * k[i];
+        const size_t row = (size_t(b) * NH + h) * T + t;
+        r.lse[row] = float(dot * scale - std::log(double(r.att[row * T + t])));
       }
   return r;
 }
 
-double causal_flops(int B, int products) { return products * 2.0 * B * kNH * double(kT) * kT * kHS * 0.5; }
+double causal_flops(const Shape& s, int products) {
+  return products * 2.0 * s.B * s.NH * double(s.T) * s.T * s.HS * 0.5;
+}
+
+std::string label(const Shape& s) { return fmt::format(" B={} T={} NH={} HS={}", s.B, s.T, s.NH, s.HS); }
 
 template <class T>
 T* device_alloc(size_t n) {
@@ -82,9 +89,10 @@ struct Runner {
   void ok(bool pass) { all_ok = all_ok && pass; }
 
   // The fallback at batch B: checks when `ref` is given, times unless --check.
-  void fallback(llmc::BlasContext& ctx, int B, const Reference* ref, const std::vector<float>& qkv_host,
+  void fallback(llmc::BlasContext& ctx, const Shape& s, const Reference* ref, const std::vector<float>& qkv_host,
                 const std::vector<float>& dout_host) {
-    const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC, n_att = size_t(B) * kNH * kT * kT;
+    const int B = s.B, T = s.T, NH = s.NH, C = s.NH * s.HS;
+    const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C, n_att = size_t(B) * NH * T * T;
     floatX* qkv = bench::to_device<floatX>(qkv_host);
     floatX* dout = bench::to_device<floatX>(dout_host);
     floatX* out = device_alloc<floatX>(n_out);
@@ -93,9 +101,9 @@ struct Runner {
     floatX* heads = device_alloc<floatX>(7 * n_out + n_att);
     const llmc::AttentionBuffers buf{heads,         heads + n_out,     heads + 2 * n_out, heads + 3 * n_out,
                                      heads + 4 * n_out, heads + 5 * n_out, heads + 6 * n_out, heads + 7 * n_out};
-    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, kT, kC, kNH, 0); };
-    auto bwd = [&] { llmc::attention_backward(ctx, dqkv, dout, qkv, att, buf, B, kT, kC, kNH, 0); };
-    const std::string sfx = fmt::format(" B={}", B);
+    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, T, C, NH, 0); };
+    auto bwd = [&] { llmc::attention_backward(ctx, dqkv, dout, qkv, att, buf, B, T, C, NH, 0); };
+    const std::string sfx = label(s);
     const double e = sizeof(floatX);
     if (bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd")) {
       bench::poison(out, n_out * sizeof(floatX));
@@ -107,7 +115,7 @@ struct Runner {
       }
       if (!args.check_only && bench::selected(args, "fallback_fwd"))
         bench::report("fallback_fwd" + sfx, bench::time_ms(fwd, 3, 20), e * (n_qkv + n_out + n_att),
-                      causal_flops(B, 2));
+                      causal_flops(s, 2));
     }
     if (bench::selected(args, "fallback_bwd")) {
       bench::poison(dqkv, n_qkv * sizeof(floatX));
@@ -115,17 +123,18 @@ struct Runner {
       if (ref) ok(bench::check("fallback_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kFallbackTol));
       if (!args.check_only)
         bench::report("fallback_bwd" + sfx, bench::time_ms(bwd, 3, 20), e * (2 * n_qkv + n_out + n_att),
-                      causal_flops(B, 4));
+                      causal_flops(s, 4));
     }
     for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)att, (void*)dqkv, (void*)heads}) cudaFree(p);
   }
 
-  void cudnn(llmc::CudnnAttention& attn, int B, const Reference* ref, const std::vector<float>& qkv_host,
+  void cudnn(llmc::CudnnAttention& attn, const Shape& s, const Reference* ref, const std::vector<float>& qkv_host,
              const std::vector<float>& dout_host) {
-    const size_t n_qkv = size_t(B) * kT * 3 * kC, n_out = size_t(B) * kT * kC, n_rows = size_t(B) * kNH * kT;
-    const std::string sfx = fmt::format(" B={}", B);
-    const size_t ws_bytes = std::max(attn.forward_workspace_bytes(B, kT, kNH, kHS, true),
-                                     attn.backward_workspace_bytes(B, kT, kNH, kHS));
+    const int B = s.B, T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
+    const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C, n_rows = size_t(B) * NH * T;
+    const std::string sfx = label(s);
+    const size_t ws_bytes = std::max(attn.forward_workspace_bytes(B, T, NH, HS, true),
+                                     attn.backward_workspace_bytes(B, T, NH, HS));
     fmt::print("cudnn workspace B={}: {:.1f} MiB\n", B, ws_bytes / 1048576.0);
     bf16* qkv = bench::to_device<bf16>(qkv_host);
     bf16* dout = bench::to_device<bf16>(dout_host);
@@ -133,8 +142,8 @@ struct Runner {
     bf16* dqkv = device_alloc<bf16>(n_qkv);
     float* stats = device_alloc<float>(n_rows);
     char* ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
-    auto fwd = [&] { attn.forward(out, stats, qkv, B, kT, kNH, kHS, true, ws, ws_bytes, 0); };
-    auto bwd = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, kT, kNH, kHS, ws, ws_bytes, 0); };
+    auto fwd = [&] { attn.forward(out, stats, qkv, B, T, NH, HS, true, ws, ws_bytes, 0); };
+    auto bwd = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, T, NH, HS, ws, ws_bytes, 0); };
     if (bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd")) {
       bench::poison(out, n_out * sizeof(bf16));
       bench::poison(stats, n_rows * sizeof(float));
@@ -144,7 +153,7 @@ struct Runner {
         ok(bench::check("cudnn_fwd stats (log-sum-exp)" + sfx, bench::from_device(stats, n_rows), ref->lse, kCudnnTol));
       }
       if (!args.check_only && bench::selected(args, "cudnn_fwd"))
-        bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(B, 2));
+        bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(s, 2));
     }
     if (bench::selected(args, "cudnn_bwd")) {
       bench::poison(dqkv, n_qkv * sizeof(bf16));
@@ -152,7 +161,7 @@ struct Runner {
       if (ref) ok(bench::check("cudnn_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kCudnnTol));
       if (!args.check_only)
         bench::report("cudnn_bwd" + sfx, bench::time_ms(bwd), 2.0 * (2 * n_qkv + 2 * n_out) + 4.0 * n_rows,
-                      causal_flops(B, 4));
+                      causal_flops(s, 4));
     }
     for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats, (void*)ws}) cudaFree(p);
   }
@@ -168,38 +177,41 @@ bool run(const bench::Args& args) {
   llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
   llmc::CudnnAttention attn;
 
-  // Checked at B=4 with inputs the GPU can represent exactly: floatX for the fallback, bf16 for
-  // cuDNN (the same values in the default BF16 build).
-  constexpr int kCheckB = 4;
-  const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
-  fmt::print("computing CPU reference at B={} T={} NH={} HS={}...\n", kCheckB, kT, kNH, kHS);
-  const Reference ref_bf16 = make_reference(kCheckB, 77, true);
-  if (want_fallback) {
-    if (fallback_is_bf16) {
-      runner.fallback(ctx, kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
-    } else {
-      const Reference ref_fp32 = make_reference(kCheckB, 77, false);
-      runner.fallback(ctx, kCheckB, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
-    }
-  }
   // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
   // remaining versions still run.
-  auto run_cudnn = [&](int B, const Reference* ref, const std::vector<float>& qkv, const std::vector<float>& dout) {
+  auto run_cudnn = [&](const Shape& s, const Reference* ref, const std::vector<float>& qkv,
+                       const std::vector<float>& dout) {
     try {
-      runner.cudnn(attn, B, ref, qkv, dout);
+      runner.cudnn(attn, s, ref, qkv, dout);
     } catch (const std::runtime_error& e) {
-      fmt::print("FAIL  cudnn B={}  {}\n", B, e.what());
+      fmt::print("FAIL  cudnn{}  {}\n", label(s), e.what());
       runner.ok(false);
     }
   };
-  if (want_cudnn) run_cudnn(kCheckB, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+  // Checked with inputs the GPU can represent exactly: floatX for the fallback, bf16 for cuDNN (the
+  // same values in the default BF16 build). GPT-2's heads at B=4, then a small model's: 3 heads of
+  // 32, T not a multiple of the softmax's 32 lanes.
+  const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
+  for (const Shape& s : {Shape{4, 1024, 12, 64}, Shape{2, 100, 3, 32}}) {
+    fmt::print("computing CPU reference at{}...\n", label(s));
+    const Reference ref_bf16 = make_reference(s, 77, true);
+    if (want_fallback) {
+      if (fallback_is_bf16) {
+        runner.fallback(ctx, s, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+      } else {
+        const Reference ref_fp32 = make_reference(s, 77, false);
+        runner.fallback(ctx, s, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
+      }
+    }
+    if (want_cudnn) run_cudnn(s, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+  }
 
   if (!args.check_only) {
-    constexpr int kTimeB = 8;
-    const std::vector<float> qkv = bench::random_vector(size_t(kTimeB) * kT * 3 * kC, 91);
-    const std::vector<float> dout = bench::random_vector(size_t(kTimeB) * kT * kC, 92);
-    if (want_fallback) runner.fallback(ctx, kTimeB, nullptr, qkv, dout);
-    if (want_cudnn) run_cudnn(kTimeB, nullptr, qkv, dout);
+    const Shape s{8, 1024, 12, 64};
+    const std::vector<float> qkv = bench::random_vector(size_t(s.B) * s.T * 3 * s.NH * s.HS, 91);
+    const std::vector<float> dout = bench::random_vector(size_t(s.B) * s.T * s.NH * s.HS, 92);
+    if (want_fallback) runner.fallback(ctx, s, nullptr, qkv, dout);
+    if (want_cudnn) run_cudnn(s, nullptr, qkv, dout);
   }
   CUDA_CHECK(cudaFree(blas_ws));
   fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");

@@ -11,7 +11,9 @@ using llmc::floatX;
 
 namespace {
 
-constexpr int B = 8, T = 1024, N = B * T, V = 50257, Vp = 50304;
+struct Shape {
+  int N, V, Vp;
+};
 constexpr float kLossScale = 0.5f;  // as with two accumulation micro-steps
 
 __global__ void classifier_naive(floatX* logits, float* losses, const int* targets, int V_, int Vp_, float dloss) {
@@ -33,7 +35,9 @@ __global__ void classifier_naive(floatX* logits, float* losses, const int* targe
   }
 }
 
-void launch(const std::string& v, floatX* logits, float* losses, const int* targets, bool write_dlogits) {
+void launch(const std::string& v, const Shape& s, floatX* logits, float* losses, const int* targets,
+            bool write_dlogits) {
+  const int N = s.N, V = s.V, Vp = s.Vp;
   const float dloss = kLossScale / N;
   if (v == "v1") {
     classifier_naive<<<N, 256>>>(logits, losses, targets, V, Vp, dloss);
@@ -43,7 +47,10 @@ void launch(const std::string& v, floatX* logits, float* losses, const int* targ
   }
 }
 
-bool run(const bench::Args& args) {
+// Checks (and, when `timed`, times) every selected version at shape s.
+bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
+  const int N = s.N, V = s.V, Vp = s.Vp;
+  const std::string tag = timed ? "classifier " : fmt::format("classifier N={} V={} Vp={} ", N, V, Vp);
   bool ok = true;
   const size_t NV = static_cast<size_t>(N) * Vp;
   const auto logits = bench::round_through<floatX>(bench::random_vector(NV, 31, -4.0f, 4.0f));
@@ -64,31 +71,39 @@ bool run(const bench::Args& args) {
     if (!bench::selected(args, v)) continue;
     reset_logits();
     bench::poison(d_losses, N * sizeof(float));
-    launch(v, d_logits, d_losses, d_targets, true);
-    ok &= bench::check("classifier " + v + " losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
-    ok &= bench::check("classifier " + v + " dlogits", bench::from_device(d_logits, NV), dlogits_ref, 1e-2);
+    launch(v, s, d_logits, d_losses, d_targets, true);
+    ok &= bench::check(tag + v + " losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
+    ok &= bench::check(tag + v + " dlogits", bench::from_device(d_logits, NV), dlogits_ref, 1e-2);
   }
   if (bench::selected(args, "v2")) {
     reset_logits();
     bench::poison(d_losses, N * sizeof(float));
-    launch("v2", d_logits, d_losses, d_targets, false);
-    ok &= bench::check("classifier v2 forward-only losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
-    ok &= bench::check("classifier v2 forward-only logits untouched", bench::from_device(d_logits, NV), logits, 1e-12);
+    launch("v2", s, d_logits, d_losses, d_targets, false);
+    ok &= bench::check(tag + "v2 forward-only losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
+    ok &= bench::check(tag + "v2 forward-only logits untouched", bench::from_device(d_logits, NV), logits, 1e-12);
   }
 
-  if (!args.check_only && ok) {
+  if (timed && !args.check_only && ok) {
     // Fewest bytes: logits read once and written once, targets read, losses written. After the
     // first launch the buffer holds dlogits (tiny but nonzero), which costs the same to process.
     const double bytes = 2.0 * NV * sizeof(floatX) + N * (sizeof(int) + sizeof(float));
     for (const std::string v : {"v1", "v2"}) {
       if (!bench::selected(args, v)) continue;
       reset_logits();
-      bench::report("classifier " + v, bench::time_ms([&] { launch(v, d_logits, d_losses, d_targets, true); }), bytes,
+      bench::report(tag + v, bench::time_ms([&] { launch(v, s, d_logits, d_losses, d_targets, true); }), bytes,
                     0);
     }
   }
 
   bench::free_device({d_logits, d_targets, d_losses});
+  return ok;
+}
+
+bool run(const bench::Args& args) {
+  bool ok = run_shape(args, {8 * 1024, 50257, 50304}, true);
+  // A 16-byte vector that is part real, part padding, then whole vectors of padding; fewer
+  // vectors than threads, so most threads hold an empty max/sum.
+  ok &= run_shape(args, {100, 1003, 1024}, false);
   return ok;
 }
 

@@ -14,7 +14,9 @@ using llmc::floatX;
 
 namespace {
 
-constexpr int B = 8, T = 1024, C = 768, V = 50257, Vp = 50304;
+struct Shape {
+  int B, T, C, V, Vp;
+};
 
 __global__ void encoder_forward_naive(floatX* out, const int* tokens, const floatX* wte, const floatX* wpe, int BT,
                                       int T_, int C_) {
@@ -46,7 +48,9 @@ __global__ void encoder_backward_wpe_naive(floatX* dwpe, const floatX* dout, int
   dwpe[i] = floatX(float(dwpe[i]) + acc);
 }
 
-void forward(const std::string& version, floatX* out, const int* tokens, const floatX* wte, const floatX* wpe) {
+void forward(const std::string& version, const Shape& s, floatX* out, const int* tokens, const floatX* wte,
+             const floatX* wpe) {
+  const int B = s.B, T = s.T, C = s.C;
   if (version == "fwd1") {
     encoder_forward_naive<<<llmc::ceil_div(static_cast<long long>(B) * T * C, 256), 256>>>(out, tokens, wte, wpe,
                                                                                             B * T, T, C);
@@ -56,8 +60,9 @@ void forward(const std::string& version, floatX* out, const int* tokens, const f
   }
 }
 
-void backward(const std::string& version, floatX* dwte, floatX* dwpe, const floatX* dout, const int* buckets,
-              int num_buckets, unsigned seed) {
+void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* dwpe, const floatX* dout,
+              const int* buckets, int num_buckets, unsigned seed) {
+  const int B = s.B, T = s.T, C = s.C;
   if (version == "bwd1") {
     encoder_backward_wte_naive<<<llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256>>>(
         dwte, dout, buckets, num_buckets, C);
@@ -69,7 +74,10 @@ void backward(const std::string& version, floatX* dwte, floatX* dwpe, const floa
   }
 }
 
-bool run(const bench::Args& args) {
+// Checks (and, when `timed`, times) every selected version at shape s.
+bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
+  const int B = s.B, T = s.T, C = s.C, V = s.V, Vp = s.Vp;
+  const std::string tag = timed ? "encoder " : fmt::format("encoder B={} T={} C={} V={} ", B, T, C, V);
   bool ok = true;
   const size_t BTC = static_cast<size_t>(B) * T * C;
 
@@ -111,23 +119,23 @@ bool run(const bench::Args& args) {
   for (const std::string v : {"fwd1", "fwd2"}) {
     if (!bench::selected(args, v)) continue;
     bench::poison(d_out, BTC * sizeof(floatX));
-    forward(v, d_out, d_tokens, d_wte, d_wpe);
-    ok &= bench::check("encoder " + v + " out", bench::from_device(d_out, BTC), out_ref, 1e-2);
+    forward(v, s, d_out, d_tokens, d_wte, d_wpe);
+    ok &= bench::check(tag + v + " out", bench::from_device(d_out, BTC), out_ref, 1e-2);
   }
   for (const std::string v : {"bwd1", "bwd2"}) {
     if (!bench::selected(args, v)) continue;
     reset_grads();
-    backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
     const auto dwte_got = bench::from_device(d_dwte, dwte0.size());
     const auto dwpe_got = bench::from_device(d_dwpe, dwpe0.size());
-    ok &= bench::check("encoder " + v + " dwte", dwte_got, dwte_ref, 1e-2);
-    ok &= bench::check("encoder " + v + " dwpe", dwpe_got, dwpe_ref, 1e-2);
+    ok &= bench::check(tag + v + " dwte", dwte_got, dwte_ref, 1e-2);
+    ok &= bench::check(tag + v + " dwpe", dwpe_got, dwpe_ref, 1e-2);
     reset_grads();
-    backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
-    ok &= bench::check_identical("encoder " + v + " dwte", bench::from_device(d_dwte, dwte0.size()), dwte_got);
+    backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    ok &= bench::check_identical(tag + v + " dwte", bench::from_device(d_dwte, dwte0.size()), dwte_got);
   }
 
-  if (!args.check_only && ok) {
+  if (timed && !args.check_only && ok) {
     fmt::print("B={} T={} C={}: {} distinct tokens; host bucket build {:.3f} ms (not in the timings)\n", B, T, C,
                buckets.num_buckets, bucket_ms);
     // Bytes: every output row written once; per position one wte row read, wpe read once.
@@ -137,16 +145,26 @@ bool run(const bench::Args& args) {
                              buckets.packed.size() * sizeof(int);
     for (const std::string v : {"fwd1", "fwd2"})
       if (bench::selected(args, v))
-        bench::report("encoder " + v, bench::time_ms([&] { forward(v, d_out, d_tokens, d_wte, d_wpe); }), fwd_bytes,
+        bench::report(tag + v, bench::time_ms([&] { forward(v, s, d_out, d_tokens, d_wte, d_wpe); }), fwd_bytes,
                       0);
     for (const std::string v : {"bwd1", "bwd2"})
       if (bench::selected(args, v))
-        bench::report("encoder " + v,
-                      bench::time_ms([&] { backward(v, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77); }),
+        bench::report(tag + v,
+                      bench::time_ms(
+                          [&] { backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77); }),
                       bwd_bytes, 0);
   }
 
   bench::free_device({d_tokens, d_buckets, d_wte, d_wpe, d_dout, d_out, d_dwte, d_dwpe});
+  return ok;
+}
+
+bool run(const bench::Args& args) {
+  bool ok = run_shape(args, {8, 1024, 768, 50257, 50304}, true);
+  // A small vocabulary repeats tokens, so buckets hold many positions: with C=96 (12 vectors) the
+  // block splits them over 21 groups; C=1600 (200 vectors) is GPT-2 1.5B's width.
+  ok &= run_shape(args, {3, 50, 96, 500, 504}, false);
+  ok &= run_shape(args, {2, 64, 1600, 300, 304}, false);
   return ok;
 }
 

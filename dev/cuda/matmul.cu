@@ -1,5 +1,6 @@
-// Fully connected layer through cuBLASLt (llmc/matmul.cuh) at GPT-2 124M shapes, each version
-// checked against the CPU layer (llmc/cpu_matmul.h, llmc/cpu_gelu.h) and timed.
+// Fully connected layer through cuBLASLt (llmc/matmul.cuh) at GPT-2 124M shapes and one small shape
+// with tails and misaligned matrices, each version checked against the CPU layer
+// (llmc/cpu_matmul.h, llmc/cpu_gelu.h) and timed.
 //
 // Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU, pre-activation as aux),
 // bwd_dinp, bwd_dinp_dgelu (DGELU epilogue), bwd_dweight (accumulating), dbias_kernel (the
@@ -30,6 +31,9 @@ constexpr double kTol = std::is_same<floatX, float>::value ? 1e-4 : 1e-2;
 struct Shape {
   const char* name;
   int BT, C, OC;
+  // Elements between each device buffer's 256-byte-aligned allocation and the matrix: 8 puts the
+  // matrices 16 (bf16) bytes past the boundary, as the per-layer tensors of a small model may be.
+  int offset = 0;
 };
 
 // CPU results for one shape, computed once and shared by every version.
@@ -71,24 +75,34 @@ Reference make_reference(const Shape& s, uint64_t seed) {
 struct DeviceBuffers {
   floatX *inp, *weight, *bias, *dout, *pre_gelu_in, *out, *aux, *dinp, *dweight, *dbias;
   float* bias_scratch;
+  std::vector<void*> allocations;
+
   explicit DeviceBuffers(const Shape& s, const Reference& r) {
     const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC;
-    inp = bench::to_device<floatX>(r.inp);
-    weight = bench::to_device<floatX>(r.weight);
-    bias = bench::to_device<floatX>(r.bias);
-    dout = bench::to_device<floatX>(r.dout);
-    pre_gelu_in = bench::to_device<floatX>(r.pre_gelu_in);
-    dweight = bench::to_device<floatX>(r.dweight0);
-    dbias = bench::to_device<floatX>(r.dbias0);
-    CUDA_CHECK(cudaMalloc(&out, n_out * sizeof(floatX)));
-    CUDA_CHECK(cudaMalloc(&aux, n_out * sizeof(floatX)));
-    CUDA_CHECK(cudaMalloc(&dinp, n_in * sizeof(floatX)));
+    inp = place(r.inp, s.offset);
+    weight = place(r.weight, s.offset);
+    bias = place(r.bias, s.offset);
+    dout = place(r.dout, s.offset);
+    pre_gelu_in = place(r.pre_gelu_in, s.offset);
+    dweight = place(r.dweight0, s.offset);
+    dbias = place(r.dbias0, s.offset);
+    out = place(std::vector<float>(n_out, 1.0f), s.offset);
+    aux = place(std::vector<float>(n_out, 1.0f), s.offset);
+    dinp = place(std::vector<float>(n_in, 1.0f), s.offset);
     CUDA_CHECK(cudaMalloc(&bias_scratch, llmc::matmul_bias_grad_scratch_floats(s.BT, s.OC) * sizeof(float)));
+    allocations.push_back(bias_scratch);
   }
   ~DeviceBuffers() {
-    for (void* p : {(void*)inp, (void*)weight, (void*)bias, (void*)dout, (void*)pre_gelu_in, (void*)out, (void*)aux,
-                    (void*)dinp, (void*)dweight, (void*)dbias, (void*)bias_scratch})
-      cudaFree(p);
+    for (void* p : allocations) cudaFree(p);
+  }
+
+  // `host` in floatX, `offset` elements into a fresh allocation.
+  floatX* place(const std::vector<float>& host, int offset) {
+    std::vector<float> padded(size_t(offset), 1.0f);
+    padded.insert(padded.end(), host.begin(), host.end());
+    floatX* base = bench::to_device<floatX>(padded);
+    allocations.push_back(base);
+    return base + offset;
   }
 };
 
@@ -212,7 +226,10 @@ bool run(const bench::Args& args) {
   const Shape shapes[] = {{"qkv", 8192, 768, 2304},
                           {"attproj", 8192, 768, 768},
                           {"fc", 8192, 768, 3072},
-                          {"fcproj", 8192, 3072, 768}};
+                          {"fcproj", 8192, 3072, 768},
+                          // Tails everywhere: BT not a multiple of the bias kernel's 64-row slices,
+                          // OC not a multiple of its 256 columns, matrices not 256-byte aligned.
+                          {"odd", 200, 96, 264, 8}};
   uint64_t seed = 1000;
   for (const Shape& s : shapes) runner.run_shape(s, seed += 100);
   fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
