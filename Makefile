@@ -154,6 +154,8 @@ gpu-dist:
 	  | awk '/libfmt|libgomp|libmpi|libopen-rte|libopen-pal|libhwloc|libevent/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
 	@cp -r $$(dirname $$(echo '#include <fmt/format.h>' | $(CXX) -M -x c++ - | tr ' ' '\n' | grep '/fmt/format.h$$')) \
 	  $(GPU_DIST)/include/
+	@mkdir -p $(GPU_DIST)/include/mpi && cp $$(mpicc --showme:incdirs | cut -d' ' -f1)/*.h $(GPU_DIST)/include/mpi/
+	@ln -sf libmpi.so.40 $(GPU_DIST)/bin/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@echo "gpu-dist: $(GPU_DIST) ($$(du -sh $(GPU_DIST) | cut -f1)); on the GPU: bash scripts/test_gpu.sh"
 
@@ -167,8 +169,15 @@ gpu-dist:
 # make mpi-tests: the MPI test programs (tests/mpi/*.cpp -> build/mpi_tests/*), run by
 # tests/check_mpi.sh and tests/check_streaming.sh; make nccl-communicator: compiles (only) the
 # NCCL communicator with nvcc.
+# MPI_INCLUDE=DIR MPI_LIBDIR=DIR: a machine without OpenMPI's compiler wrappers (the GPU machine)
+# builds against the headers and libmpi that `make gpu-dist` bundles.
+ifneq ($(MPI_INCLUDE),)
+MPI_CFLAGS := -I$(MPI_INCLUDE) -DOMPI_SKIP_MPICXX
+MPI_LDLIBS := -L$(MPI_LIBDIR) -lmpi
+else
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null) -DOMPI_SKIP_MPICXX
 MPI_LDLIBS := $(shell mpicc --showme:link 2>/dev/null)
+endif
 # The same for nvcc's link line: -Wl,... and -pthread in the forms nvcc passes on.
 comma := ,
 MPI_NVCC_LDLIBS := $(patsubst -Wl$(comma)%,-Xlinker %,$(patsubst -pthread,-Xcompiler -pthread,$(MPI_LDLIBS)))

@@ -79,6 +79,8 @@ else
     [ -d "$dist/include/fmt" ] || row FAIL "binaries" "no libfmt here and no $dist/include to build with"
     fmt_args=(FMT_INCLUDE="$root/$dist/include")
   fi
+  # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
+  command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/bin")
   # Only this GPU's architecture, to keep the build short.
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
   arch="-gencode arch=compute_${cc}a,code=sm_${cc}a"
