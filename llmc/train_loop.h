@@ -1,15 +1,17 @@
 // The one training loop both trainers run (DESIGN.md §3): data, LR schedule, gradient
 // accumulation, clipping, validation, sampling, checkpoints, resume and logs. A backend
 // (llmc/backend.h) supplies the kernels; train_gpt2.cpp passes the CPU backend, train_gpt2.cu the
-// CUDA one. Training semantics and file formats: docs/training.md.
+// CUDA one. Training semantics and file formats: docs/training.md. Implemented by train_main.cpp
+// (start-up, mains), train_loop.cpp (the loop and the step), train_checkpointing.cpp and
+// train_eval.cpp.
 #pragma once
 #include <functional>
 #include <memory>
 
 #include "llmc/backend.h"
 #include "llmc/gpt2.h"
-#include "llmc/hellaswag.h"
 #include "llmc/process_group.h"
+#include "llmc/train_eval.h"  // evaluate_multiple_choice (-h)
 #include "llmc/train_options.h"
 #include "llmc/zero_sharding.h"
 
@@ -29,16 +31,6 @@ void check_options_for_model(const TrainOptions& options, const GPT2Config& conf
 // the run stops it after the current step with a checkpoint (when -o is set) and a normal
 // return; a second one exits the process at once with status 128 + signal.
 void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend);
-
-struct EvalAccuracy {
-  int64_t correct = 0, total = 0;
-  double accuracy() const;  // correct / total, 0 for no examples
-};
-// HellaSwag-style multiple choice (-h): every completion of every example is a row of T positions
-// (llmc/hellaswag.h), rows are packed B per batch through backend.forward_losses, and an example
-// counts as correct when predict_completion picks its label. Throws if an example needs more
-// than T positions.
-EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalExample>& examples, int B, int T);
 
 // Where a rank's backend runs and what it holds: the factory builds the backend for this.
 struct BackendPlacement {
