@@ -15,6 +15,7 @@
 
 #include "llmc/cublaslt_handle.cuh"
 #include "llmc/cuda_common.cuh"
+#include "llmc/cuda_reduce.cuh"
 
 namespace llmc {
 
@@ -34,33 +35,38 @@ struct AttentionBuffers {
 
 // ---- permutes between the token-major and the head-major layouts (16-byte vectors) ----
 
+// Where element qkv_index of the token-major (B, T, 3C) buffer lives in the head-major layout:
+// which of q/k/v (0, 1, 2) and the offset into that (B, NH, T, HS) tensor.
+struct HeadMajorPosition {
+  int which;
+  size_t offset;
+};
+__device__ inline HeadMajorPosition head_major_position(size_t qkv_index, int T, int NH, int HS) {
+  const int C = NH * HS;
+  const int c3 = int(qkv_index % (3 * C));
+  const size_t bt = qkv_index / (3 * C);
+  const int t = int(bt % T), b = int(bt / T);
+  const int h = (c3 % C) / HS, d = c3 % HS;
+  return {c3 / C, ((size_t(b) * NH + h) * T + t) * HS + d};
+}
+
 // q/k/v[b][h][t][:] = qkv[b][t][which*C + h*HS + :].
 __global__ void permute_qkv_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
-  using x128 = Packed128<floatX>;
-  const int C = NH * HS;
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * x128::size;
-  if (idx >= size_t(B) * T * 3 * C) return;
-  const int c3 = int(idx % (3 * C));
-  const size_t bt = idx / (3 * C);
-  const int t = int(bt % T), b = int(bt / T);
-  const int which = c3 / C, h = (c3 % C) / HS, d = c3 % HS;
-  floatX* dst = which == 0 ? q : (which == 1 ? k : v);
-  store128(dst + ((size_t(b) * NH + h) * T + t) * HS + d, load128cs(qkv + idx));
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+  if (idx >= size_t(B) * T * 3 * NH * HS) return;
+  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
+  floatX* dst = p.which == 0 ? q : (p.which == 1 ? k : v);
+  store128(dst + p.offset, load128cs(qkv + idx));
 }
 
 // dqkv[b][t][which*C + h*HS + :] = dq/dk/dv[b][h][t][:] (the inverse of permute_qkv).
 __global__ void unpermute_dqkv_kernel(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T,
                                       int NH, int HS) {
-  using x128 = Packed128<floatX>;
-  const int C = NH * HS;
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * x128::size;
-  if (idx >= size_t(B) * T * 3 * C) return;
-  const int c3 = int(idx % (3 * C));
-  const size_t bt = idx / (3 * C);
-  const int t = int(bt % T), b = int(bt / T);
-  const int which = c3 / C, h = (c3 % C) / HS, d = c3 % HS;
-  const floatX* src = which == 0 ? dq : (which == 1 ? dk : dv);
-  store128(dqkv + idx, load128cs(src + ((size_t(b) * NH + h) * T + t) * HS + d));
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+  if (idx >= size_t(B) * T * 3 * NH * HS) return;
+  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
+  const floatX* src = p.which == 0 ? dq : (p.which == 1 ? dk : dv);
+  store128(dqkv + idx, load128cs(src + p.offset));
 }
 
 // to_heads = true: heads[b][h][t][:] = tokens[b][t][h*HS + :]; false: the reverse.
@@ -81,17 +87,6 @@ __global__ void permute_heads_kernel(floatX* heads, floatX* tokens, int B, int T
 
 // ---- causal softmax, one warp per score row, fp32 math ----
 
-__device__ inline float warp_sum(float x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
-__device__ inline float warp_max(float x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
 // att[row][j] = softmax_j(scale * preatt[row][j]) over j <= t (t = row % T), 0 for j > t.
 __global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt, int rows, int T, float scale) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -102,10 +97,10 @@ __global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt,
   floatX* out = att + size_t(row) * T;
   float m = -INFINITY;
   for (int j = lane; j <= t; j += 32) m = fmaxf(m, scale * static_cast<float>(in[j]));
-  m = warp_max(m);
+  m = warp_reduce_max(m);
   float s = 0.0f;
   for (int j = lane; j <= t; j += 32) s += expf(scale * static_cast<float>(in[j]) - m);
-  const float inv = 1.0f / warp_sum(s);
+  const float inv = 1.0f / warp_reduce_sum(s);
   for (int j = lane; j < T; j += 32)
     out[j] = floatX(j <= t ? expf(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
 }
@@ -121,7 +116,7 @@ __global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* da
   const size_t base = size_t(row) * T;
   float dot = 0.0f;
   for (int j = lane; j <= t; j += 32) dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
-  dot = warp_sum(dot);
+  dot = warp_reduce_sum(dot);
   for (int j = lane; j < T; j += 32) {
     const float p = static_cast<float>(att[base + j]), g = static_cast<float>(datt[base + j]);
     dpreatt[base + j] = floatX(j <= t ? scale * p * (g - dot) : 0.0f);

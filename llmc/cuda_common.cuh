@@ -62,6 +62,14 @@ __device__ inline void store128cs(T* p, Packed128<T> v) {
   __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<int4*>(&v));
 }
 
+// Kernels that move 16-byte vectors need counts that split into whole vectors; `what` names the
+// count in the error (e.g. "channels").
+inline void require_whole_vectors(const char* who, const char* what, size_t count) {
+  if (count % Packed128<floatX>::size != 0)
+    throw std::invalid_argument(std::string(who) + ": " + what + " " + std::to_string(count) +
+                                " is not a multiple of " + std::to_string(Packed128<floatX>::size));
+}
+
 inline int ceil_div(long long a, long long b) { return int((a + b - 1) / b); }
 
 }  // namespace llmc

@@ -34,16 +34,9 @@ __global__ void encoder_forward_kernel(Real* out, const int* tokens, const Real*
   store128cs(out + i, o);
 }
 
-// C must be a multiple of 8 (every GPT-2 width is), so rows split into whole 16-byte vectors.
-inline void encoder_require_vectors(const char* who, int C) {
-  if (C % Packed128<floatX>::size != 0)
-    throw std::invalid_argument(std::string(who) + ": channels " + std::to_string(C) + " is not a multiple of " +
-                                std::to_string(Packed128<floatX>::size));
-}
-
 inline void encoder_forward(floatX* out, const int* tokens, const floatX* wte, const floatX* wpe, int B, int T,
                             int C, cudaStream_t stream) {
-  encoder_require_vectors("encoder_forward", C);
+  require_whole_vectors("encoder_forward", "channels", C);
   constexpr int block = 256;
   const long long vectors = static_cast<long long>(B) * T * C / Packed128<floatX>::size;
   encoder_forward_kernel<<<ceil_div(vectors, block), block, 0, stream>>>(out, tokens, wte, wpe, B * T, T, C);
@@ -165,7 +158,7 @@ __global__ void encoder_backward_wpe_kernel(Real* dwpe, const Real* dout, int B,
 // build_encoder_buckets(tokens).packed. bf16 results are stochastically rounded from (seed, index).
 inline void encoder_backward(floatX* dwte, floatX* dwpe, const floatX* dout, const int* buckets, int num_buckets,
                              int B, int T, int C, unsigned seed, cudaStream_t stream) {
-  encoder_require_vectors("encoder_backward", C);
+  require_whole_vectors("encoder_backward", "channels", C);
   constexpr int S = Packed128<floatX>::size;
   const int vectors = C / S;
   const int threads_x = std::min(vectors, 256);

@@ -49,15 +49,8 @@ __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* do
   store128(dinp + i, g);
 }
 
-// n must be a multiple of 8 (it is B*T*4C here).
-inline void gelu_require_vectors(const char* who, size_t n) {
-  if (n % Packed128<floatX>::size != 0)
-    throw std::invalid_argument(std::string(who) + ": size " + std::to_string(n) + " is not a multiple of " +
-                                std::to_string(Packed128<floatX>::size));
-}
-
 inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t stream) {
-  gelu_require_vectors("gelu_forward", n);
+  require_whole_vectors("gelu_forward", "size", n);
   constexpr int block = 256;
   gelu_forward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
       out, inp, n);
@@ -65,7 +58,7 @@ inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t 
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, cudaStream_t stream) {
-  gelu_require_vectors("gelu_backward", n);
+  require_whole_vectors("gelu_backward", "size", n);
   constexpr int block = 256;
   gelu_backward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
       dinp, inp, dout, n);

@@ -77,15 +77,9 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   }
 }
 
-inline void layernorm_require_vectors(const char* who, int C) {
-  if (C % Packed128<floatX>::size != 0)
-    throw std::invalid_argument(std::string(who) + ": channels " + std::to_string(C) + " is not a multiple of " +
-                                std::to_string(Packed128<floatX>::size));
-}
-
 // Warps per block such that each warp's staged row fits the shared-memory budget.
 inline int layernorm_forward_warps(int C) {
-  layernorm_require_vectors("layernorm", C);
+  require_whole_vectors("layernorm", "channels", C);
   const int per_warp = C * static_cast<int>(sizeof(floatX));
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
@@ -115,7 +109,7 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
 constexpr int kLayerNormBackwardMaxBlocks = 512;
 
 inline int layernorm_backward_warps(int C) {
-  layernorm_require_vectors("layernorm_backward", C);
+  require_whole_vectors("layernorm_backward", "channels", C);
   return std::clamp(kLayerNormSharedBudget / (2 * C * static_cast<int>(sizeof(float))), 1, 8);
 }
 
