@@ -189,6 +189,7 @@ struct CudaBackend::Impl {
   size_t num_params = 0;
   size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
   ElementRange owned;      // m, v and master cover these elements
+  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
   size_t max_bt = 0;  // max_batch * max_seq_len
   cudaStream_t stream = nullptr;
   std::vector<void*> allocations;
@@ -349,6 +350,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                                          partition.num_elements(), num_params));
   buffer_size = partition.buffer_size();
   owned = partition.owned();
+  owned_slices = tensor_slices(layout, owned);
   max_bt = size_t(opt.max_batch) * opt.max_seq_len;
   const size_t BT = max_bt, Cs = size_t(C), Vp = size_t(cfg.padded_vocab_size);
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -799,7 +801,7 @@ void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float g
   Impl& d = *impl_;
   // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
   // are indexed from the owned range's start.
-  for (const TensorSlice& s : tensor_slices(d.layout, d.owned)) {
+  for (const TensorSlice& s : d.owned_slices) {
     const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
     const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
     // A different rounding stream per step and per tensor.
