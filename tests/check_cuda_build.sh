@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU, for sm_80 and sm_90a, and fails on any warning:
 # train_gpt2cu and test_gpt2cu in BF16 and FP32, and the dev/cuda kernel benchmarks.
-# Skips (exit 0, "SKIP: nvcc not found") only when there is no nvcc.
+# Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
+# no nvcc.
 #
 # The trainer is built in its own dir, build/cuda-check, with CUDA_WERROR=1: every object there
 # was compiled with warnings as errors, so an incremental run that compiles nothing still proves
@@ -17,7 +18,7 @@ if [ -z "$nvcc" ]; then
 fi
 if [ -z "$nvcc" ]; then
   echo "SKIP: nvcc not found (no CUDA toolkit: the CUDA targets were not compiled)"
-  exit 0
+  exit 77
 fi
 
 log=build/test-logs/cuda_build_output.log

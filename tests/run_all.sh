@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # `make test`: runs the doctest unit tests and every tests/check_*.sh, one line per check, and ends
-# with "N passed, N failed". Each check's full output goes to build/test-logs/<check>.log; a
-# failing check's tail is printed so CI logs show why.
+# with "N passed, N failed, N skipped". A check that exits 77 could not run here (e.g. no CUDA
+# toolkit) and says why on its last line; it counts as skipped, never as passed. Each check's full
+# output goes to build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
 set -u
 cd "$(dirname "$0")/.."
 logs=build/test-logs
 mkdir -p "$logs"
-passed=0; failed=0
+passed=0; failed=0; skipped=0
 
 run_check() {
   local name=$1; shift
   local log="$logs/$name.log"
   local start=$SECONDS
-  if "$@" >"$log" 2>&1; then
+  "$@" >"$log" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     printf 'PASS  %-34s %4ss  %s\n' "$name" $((SECONDS - start)) "$(tail -n 1 "$log" | cut -c1-100)"
+  elif [ "$rc" -eq 77 ]; then
+    skipped=$((skipped + 1))
+    printf 'SKIP  %-34s %4ss  %s\n' "$name" $((SECONDS - start)) "$(tail -n 1 "$log" | cut -c1-100)"
   else
     failed=$((failed + 1))
     printf 'FAIL  %-34s %4ss  (log: %s)\n' "$name" $((SECONDS - start)) "$log"
@@ -29,5 +35,5 @@ for check in tests/check_*.sh; do
   run_check "${name#check_}" bash "$check"
 done
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
