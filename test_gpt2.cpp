@@ -40,27 +40,23 @@ struct Args {
     return it->second;
   }
   int get_int(const std::string& key) const {
-    const std::string s = get(key);
-    size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != s.size() || s.empty()) throw std::runtime_error(fmt::format("--{} wants an integer, got '{}'", key, s));
-    return v;
+    return get_number<int>(key, [](const std::string& s, size_t* used) { return std::stoi(s, used); }, "an integer");
   }
   float get_float(const std::string& key) const {
+    return get_number<float>(key, [](const std::string& s, size_t* used) { return std::stof(s, used); }, "a number");
+  }
+  // The whole value parsed by parse (std::stoi, std::stof); trailing text is an error too.
+  template <class Number, class Parse>
+  Number get_number(const std::string& key, Parse parse, const char* what) const {
     const std::string s = get(key);
     size_t used = 0;
-    float v = 0;
+    Number v = 0;
     try {
-      v = std::stof(s, &used);
+      v = parse(s, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != s.size() || s.empty()) throw std::runtime_error(fmt::format("--{} wants a number, got '{}'", key, s));
+    if (used != s.size() || s.empty()) throw std::runtime_error(fmt::format("--{} wants {}, got '{}'", key, what, s));
     return v;
   }
 };

@@ -94,16 +94,19 @@ uint64_t checksum_of(const void* data, size_t bytes) {
   return c.digest();
 }
 
-uint64_t file_checksum(const std::string& path) {
+FileHandle open_for_reading(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  return FileHandle(f, &std::fclose);
+}
+
+uint64_t file_checksum(const std::string& path) {
+  const FileHandle f = open_for_reading(path);
   Checksum64 c;
   std::vector<char> buffer(1 << 20);
   size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), f)) > 0) c.update(buffer.data(), got);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw std::runtime_error(fmt::format("{}: read error", path));
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), f.get())) > 0) c.update(buffer.data(), got);
+  if (std::ferror(f.get()) != 0) throw std::runtime_error(fmt::format("{}: read error", path));
   return c.digest();
 }
 
@@ -169,9 +172,8 @@ std::vector<int> retire_checkpoints(const std::string& dir, int keep_last, int m
     if (major_every > 0 && step % major_every == 0) continue;
     remove_durably(checkpoint_done_path(dir, step));
     remove_durably(checkpoint_model_path(dir, step));
-    for (int rank = 0; rank < world_size; ++rank) remove_durably(checkpoint_state_path(dir, step, rank));
     // A checkpoint a run with more ranks wrote before this run resumed it (re-sharded) has more.
-    for (int rank = world_size; fs::exists(checkpoint_state_path(dir, step, rank)); ++rank)
+    for (int rank = 0; rank < world_size || fs::exists(checkpoint_state_path(dir, step, rank)); ++rank)
       remove_durably(checkpoint_state_path(dir, step, rank));
     retired.push_back(step);
   }

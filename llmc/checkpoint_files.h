@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class Checksum64 {
   uint8_t pending_[8] = {};
   size_t pending_bytes_ = 0;
 };
+
+// A stdio file that closes itself.
+using FileHandle = std::unique_ptr<FILE, int (*)(FILE*)>;
+// Opens path for binary reading; throws std::runtime_error "<path>: cannot open: <reason>".
+FileHandle open_for_reading(const std::string& path);
 
 uint64_t checksum_of(const void* data, size_t bytes);
 // The checksum of a whole file's bytes; throws std::runtime_error naming the file.

@@ -24,6 +24,7 @@ CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& parti
   if (partition.num_elements() != num_parameters(config))
     throw std::invalid_argument(fmt::format("CPU backend: optimizer partition of {} elements for a model of {}",
                                             partition.num_elements(), num_parameters(config)));
+  owned_slices_ = tensor_slices(layout_, partition.owned());
   params_.assign(partition.buffer_size(), 0.0f);
   grads_.assign(partition.buffer_size(), 0.0f);
   m_.assign(partition.owned().size(), 0.0f);
@@ -172,10 +173,14 @@ void CpuBackend::forward_backward(const int* inputs, const int* targets, int B, 
   // d(loss_scale * mean_n loss_n) / d loss_n = loss_scale / N.
   classifier_forward_backward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
                               config_.padded_vocab_size, loss_scale / float(N));
+  loss_accumulator_ += loss_scale * mean_loss(N);
+  backward(inputs, B, T);
+}
+
+double CpuBackend::mean_loss(int N) const {
   double sum = 0.0;
   for (int n = 0; n < N; ++n) sum += acts_.losses[n];
-  loss_accumulator_ += loss_scale * (sum / N);
-  backward(inputs, B, T);
+  return sum / N;
 }
 
 float CpuBackend::accumulated_loss() { return float(loss_accumulator_); }
@@ -186,9 +191,7 @@ float CpuBackend::forward_loss(const int* inputs, const int* targets, int B, int
   const int N = B * T;
   classifier_forward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
                      config_.padded_vocab_size);
-  double sum = 0.0;
-  for (int n = 0; n < N; ++n) sum += acts_.losses[n];
-  return float(sum / N);
+  return float(mean_loss(N));
 }
 
 void CpuBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
@@ -217,7 +220,8 @@ float CpuBackend::grad_sum_of_squares(ElementRange range) {
   constexpr size_t kChunk = 1 << 16;
   const float* g = grads_.data() + range.begin;
   const size_t n = range.size(), chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> partial(chunks);
+  partial_sums_.resize(chunks);
+  double* partial = partial_sums_.data();
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < chunks; ++c) {
     double s = 0.0;
@@ -225,7 +229,7 @@ float CpuBackend::grad_sum_of_squares(ElementRange range) {
     partial[c] = s;
   }
   double total = 0.0;
-  for (double s : partial) total += s;
+  for (double s : partial_sums_) total += s;
   return float(total);
 }
 
@@ -233,8 +237,7 @@ void CpuBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float gr
   if (t < 1) throw std::invalid_argument(fmt::format("AdamW step count must be >= 1, got {}", t));
   // Element-wise, so updating the owned part of a tensor gives exactly what updating the whole
   // tensor gives there; only weight decay differs between tensors.
-  const ElementRange owned = partition_.owned();
-  for (const TensorSlice& s : tensor_slices(layout_, owned)) {
+  for (const TensorSlice& s : owned_slices_) {
     const size_t at = layout_[s.tensor].offset + s.tensor_offset;
     llmc::adamw_update(params_.data() + at, grads_.data() + at, m_.data() + s.range_offset, v_.data() + s.range_offset,
                        s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, s.weight_decay ? hyper.weight_decay : 0.0f, t,
@@ -242,26 +245,17 @@ void CpuBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float gr
   }
 }
 
-void CpuBackend::check_sharded(const Communicator& host, const char* what) const {
-  if (!partition_.sharded || partition_.layout.world_size != host.world_size())
-    throw std::logic_error(fmt::format("{}: the backend's partition is {} over {} rank(s), the communicator has {}",
-                                       what, partition_.sharded ? "ZeRO-1" : "unsharded", partition_.layout.world_size,
-                                       host.world_size()));
-}
-
 void CpuBackend::all_reduce_gradients(Communicator& host) { host.all_reduce_sum(grads_.data(), partition_.num_elements()); }
 
 void CpuBackend::reduce_scatter_gradients(Communicator& host) {
-  check_sharded(host, "reduce_scatter_gradients");
-  const ElementRange chunk = partition_.layout.chunk(partition_.rank);
+  const ElementRange chunk = partition_.collective_chunk(host.world_size(), "reduce_scatter_gradients");
   shard_.resize(chunk.size());
   host.reduce_scatter_sum(grads_.data(), shard_.data(), chunk.size());
   std::copy(shard_.begin(), shard_.end(), grads_.begin() + chunk.begin);
 }
 
 void CpuBackend::all_gather_parameters(Communicator& host) {
-  check_sharded(host, "all_gather_parameters");
-  const ElementRange chunk = partition_.layout.chunk(partition_.rank);
+  const ElementRange chunk = partition_.collective_chunk(host.world_size(), "all_gather_parameters");
   shard_.assign(params_.begin() + chunk.begin, params_.begin() + chunk.end);
   host.all_gather(shard_.data(), params_.data(), chunk.size());
 }

@@ -52,6 +52,8 @@ class CpuBackend : public Backend {
   };
 
   void check_batch(const int* inputs, const int* targets, int B, int T) const;
+  // The mean of acts_.losses over the first N positions, summed in position order.
+  double mean_loss(int N) const;
   void ensure_activations(int B, int T);
   void forward(const int* inputs, int B, int T);
   void backward(const int* inputs, int B, int T);
@@ -59,14 +61,14 @@ class CpuBackend : public Backend {
   float* grad(int index, int layer = 0) { return tensor(grads_, index, layer); }
   float* tensor(std::vector<float>& buffer, int index, int layer);
 
-  void check_sharded(const Communicator& host, const char* what) const;
-
   GPT2Config config_;
   OptimizerPartition partition_;
   std::array<ParamTensor, kNumParamTensors> layout_;
+  std::vector<TensorSlice> owned_slices_;  // the tensors' parts in partition_.owned(), for AdamW
   std::vector<float> params_, grads_;  // partition_.buffer_size() floats
   std::vector<float> m_, v_;           // partition_.owned()
   std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
+  std::vector<double> partial_sums_;   // grad_sum_of_squares's per-chunk sums
   double loss_accumulator_ = 0.0;
   Activations acts_;
   size_t capacity_bt_ = 0, capacity_att_ = 0;

@@ -195,16 +195,6 @@ struct CudaBackend::Impl {
   std::vector<void*> allocations;
   size_t allocated_bytes = 0;
 
-  // This rank's chunk of the padded gradient/parameter buffers, for the ZeRO-1 collectives; the
-  // partition must be a ZeRO-1 one over exactly the communicator's ranks.
-  ElementRange own_chunk(const Communicator& host, const char* what) const {
-    if (!partition.sharded || partition.layout.world_size != host.world_size())
-      throw std::logic_error(fmt::format("{}: the backend's partition is {} over {} rank(s), the communicator has {}",
-                                         what, partition.sharded ? "ZeRO-1" : "unsharded",
-                                         partition.layout.world_size, host.world_size()));
-    return partition.layout.chunk(partition.rank);
-  }
-
   // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
   // hold only the owned range (element owned.begin is their element 0).
   floatX* params = nullptr;
@@ -828,7 +818,7 @@ void CudaBackend::all_reduce_gradients(Communicator& host) {
 void CudaBackend::reduce_scatter_gradients(Communicator& host) {
   Impl& d = *impl_;
   const ZeroLayout& layout = d.partition.layout;
-  const ElementRange chunk = d.own_chunk(host, "reduce_scatter_gradients");
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "reduce_scatter_gradients");
   if (d.nccl) {
     // In place: NCCL leaves this rank's summed chunk at its own position.
     d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
@@ -844,7 +834,7 @@ void CudaBackend::reduce_scatter_gradients(Communicator& host) {
 void CudaBackend::all_gather_parameters(Communicator& host) {
   Impl& d = *impl_;
   const ZeroLayout& layout = d.partition.layout;
-  const ElementRange chunk = d.own_chunk(host, "all_gather_parameters");
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
   if (d.nccl) {
     d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
     return;

@@ -5,8 +5,8 @@
 
 namespace llmc::json {
 
-JsonError::JsonError(size_t offset_, const std::string& what)
-    : std::runtime_error(fmt::format("JSON error at byte {}: {}", offset_, what)), offset(offset_) {}
+JsonError::JsonError(size_t offset_, const std::string& reason_)
+    : std::runtime_error(fmt::format("JSON error at byte {}: {}", offset_, reason_)), offset(offset_), reason(reason_) {}
 
 const Value* Value::find(const std::string& key) const {
   if (kind != Kind::Object) return nullptr;

@@ -12,8 +12,11 @@
 namespace llmc::json {
 
 struct JsonError : std::runtime_error {
-  JsonError(size_t offset, const std::string& what);
+  JsonError(size_t offset, const std::string& reason);
   size_t offset;
+  // what() without the "JSON error at byte N: " prefix, for callers that report a position of
+  // their own (the offset is relative to whatever view was parsed, not to a file).
+  std::string reason;
 };
 
 struct Value {

@@ -23,7 +23,6 @@ class RunLog {
   void train(int step, float loss, float lr, float norm, bool skipped = false);
   void val(int step, float loss);       // s:%d tel:%.6f
   void eval(int step, float accuracy);  // s:%d eval:%.6f (HellaSwag)
-  const std::string& path() const { return path_; }
 
  private:
   void line(const std::string& text);

@@ -1,6 +1,7 @@
 #include "llmc/safetensors.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,13 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // Integers in the header arrive as JSON doubles, exact up to 2^53.
 constexpr double kMaxExactInteger = 9007199254740992.0;
+
+// Product of the dimensions (1 for a scalar).
+size_t numel_of(const std::vector<size_t>& shape) {
+  size_t n = 1;
+  for (size_t d : shape) n *= d;
+  return n;
+}
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw std::runtime_error(fmt::format("{}: {}", path, what));
@@ -201,13 +209,9 @@ std::string build_header(const std::vector<TensorToWrite>& tensors, const std::m
       fail(path, fmt::format("cannot write a tensor named '{}'", t.name));
     if (!names.insert(t.name).second) fail(path, fmt::format("tensor name '{}' given twice", t.name));
     if (t.data == nullptr) fail(path, fmt::format("tensor '{}' has no data", t.name));
-    size_t numel = 1;
     std::string shape;
-    for (size_t d : t.shape) {
-      numel *= d;
-      shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    }
-    const size_t bytes = numel * dtype_size(t.dtype);
+    for (size_t d : t.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    const size_t bytes = numel_of(t.shape) * dtype_size(t.dtype);
     if (h.size() > 1) h += ',';
     append_json_string(h, t.name);
     h += fmt::format(":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", dtype_name(t.dtype), shape,
@@ -232,11 +236,7 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
-size_t SafeTensor::numel() const {
-  size_t n = 1;
-  for (size_t d : shape) n *= d;
-  return n;
-}
+size_t SafeTensor::numel() const { return numel_of(shape); }
 
 const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
   for (const SafeTensor& t : tensors)
@@ -300,11 +300,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     const uint64_t n = header.size();
     out.write(reinterpret_cast<const char*>(&n), 8);
     out.write(header.data(), std::streamsize(header.size()));
-    for (const TensorToWrite& t : tensors) {
-      size_t numel = 1;
-      for (size_t d : t.shape) numel *= d;
-      out.write(static_cast<const char*>(t.data), std::streamsize(numel * dtype_size(t.dtype)));
-    }
+    for (const TensorToWrite& t : tensors)
+      out.write(static_cast<const char*>(t.data), std::streamsize(numel_of(t.shape) * dtype_size(t.dtype)));
     out.close();
     if (!out) {
       std::remove(tmp.c_str());

@@ -55,14 +55,6 @@ class InputFile {
   int fd_ = -1;
 };
 
-// The bare description of a JSON error, without json.h's "JSON error at byte N: " prefix (its
-// offset is relative to whatever view was parsed; callers report a file position instead).
-std::string json_reason(const json::JsonError& e) {
-  const std::string prefix = fmt::format("JSON error at byte {}: ", e.offset);
-  std::string what = e.what();
-  return what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
-}
-
 // A sliding window over a file: bytes before pos_ are consumed and dropped at the next refill, so
 // memory stays at about one chunk plus the longest item being parsed.
 class Window {
@@ -124,7 +116,7 @@ class Window {
           try {
             return json::parse_string(buf_, pos_);
           } catch (const json::JsonError& e) {
-            fail_at(e.offset, json_reason(e));
+            fail_at(e.offset, e.reason);
           }
         }
         off += c == '\\' ? 2 : 1;
@@ -205,29 +197,29 @@ class JsonLinesSource : public DocumentSource {
   JsonLinesSource(const std::string& path, size_t chunk) : window_(path, chunk) {}
 
   bool next(std::string& text) override {
-    std::string line;
-    while (window_.read_line(line)) {
+    while (window_.read_line(line_)) {
       ++line_no_;
-      if (json::skip_whitespace(line, 0) == line.size()) continue;
+      if (json::skip_whitespace(line_, 0) == line_.size()) continue;
       json::Value record;
       try {
-        record = json::parse(line);
+        record = json::parse(line_);
       } catch (const json::JsonError& e) {
         throw std::runtime_error(fmt::format("{}: line {}: malformed JSON at column {}: {}", window_.path(), line_no_,
-                                             e.offset + 1, json_reason(e)));
+                                             e.offset + 1, e.reason));
       }
       if (record.kind != json::Value::Kind::Object)
         throw std::runtime_error(fmt::format("{}: line {}: expected a JSON object with a \"text\" field", window_.path(), line_no_));
-      const json::Value* field = record.find("text");
-      if (field == nullptr)
+      const auto entry = record.object.find("text");
+      if (entry == record.object.end())
         throw std::runtime_error(fmt::format("{}: line {}: the object has no \"text\" field", window_.path(), line_no_));
-      if (field->kind != json::Value::Kind::String)
+      json::Value& field = entry->second;
+      if (field.kind != json::Value::Kind::String)
         throw std::runtime_error(fmt::format("{}: line {}: the \"text\" field is not a string", window_.path(), line_no_));
-      const size_t bad = find_invalid_utf8(field->string);
+      const size_t bad = find_invalid_utf8(field.string);
       if (bad != std::string_view::npos)
         throw std::runtime_error(fmt::format("{}: line {}: invalid UTF-8 at byte {} of the \"text\" string (after JSON unescaping)",
                                              window_.path(), line_no_, bad));
-      text = std::move(record.object["text"].string);
+      text = std::move(field.string);
       return true;
     }
     return false;
@@ -236,6 +228,7 @@ class JsonLinesSource : public DocumentSource {
 
  private:
   Window window_;
+  std::string line_;  // reused from line to line, so reading a record allocates no line buffer
   int64_t line_no_ = 0;
 };
 

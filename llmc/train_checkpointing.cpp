@@ -35,9 +35,11 @@ TrainState Trainer::load_checkpoint(int step) {
   m_.assign(owned.size(), 0.0f);
   v_.assign(owned.size(), 0.0f);
   size_t covered = 0;
+  TrainState other;  // rank r > 0's file; rank 0's is head, read once
   for (int r = 0; r < head.world_size && covered < owned.size(); ++r) {
     const std::string file = checkpoint_state_path(dir, step, r);
-    const TrainState state = r == 0 ? head : read_train_state(file);
+    if (r > 0) other = read_train_state(file);
+    const TrainState& state = r == 0 ? head : other;
     if (state.step != step || state.world_size != head.world_size || state.rank != r)
       throw std::runtime_error(fmt::format("{}: holds step {} of rank {} of {}, not step {} of rank {} of {}", file,
                                            state.step, state.rank, state.world_size, step, r, head.world_size));

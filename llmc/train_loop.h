@@ -25,13 +25,6 @@ ModelFile resolve_model(const TrainOptions& options);
 // -o); throws FlagError naming the flag.
 void check_options_for_model(const TrainOptions& options, const GPT2Config& config);
 
-// Runs the whole training as the only rank, with a backend built for model.config and the
-// unsharded partition (CpuBackend(config)); throws std::runtime_error (or a
-// FlagError) with a message naming the flag or file on bad input. A first SIGINT/SIGTERM during
-// the run stops it after the current step with a checkpoint (when -o is set) and a normal
-// return; a second one exits the process at once with status 128 + signal.
-void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend);
-
 // Where a rank's backend runs and what it holds: the factory builds the backend for this.
 struct BackendPlacement {
   ProcessLayout process;          // rank, world size, local rank (the GPU), launcher
@@ -47,7 +40,9 @@ using BackendFactory =
 // Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as
 // "error: ..." to stderr (prefixed with the rank when there are several); with several ranks the
 // failing rank then ends the whole job (ProcessGroup::abort) so that no rank waits forever in a
-// collective. Returns the exit code.
+// collective. A first SIGINT/SIGTERM during the run stops it after the current step with a
+// checkpoint (when -o is set) and exit code 0; a second one exits the process at once with status
+// 128 + signal. Returns the exit code.
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
 
 }  // namespace llmc

@@ -31,11 +31,6 @@ void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
   if (o.resume && o.output_dir.empty()) throw FlagError("-y: resuming needs the output dir (-o) of the checkpoints");
 }
 
-void run_training(const TrainOptions& options, const ModelFile& model, Backend& backend) {
-  SingleProcessCommunicator single;
-  Trainer(options, model, single).run(backend);
-}
-
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
   // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
   // default SIGXFSZ killing the process mid-checkpoint with a core dump.

@@ -1,6 +1,7 @@
 #include "llmc/train_options.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -28,10 +29,27 @@ double parse_real(const std::string& flag, const std::string& text) {
   return v;
 }
 
-int int_in(const std::string& flag, const std::string& text, int64_t lo, int64_t hi, const char* what) {
+// The one shape of every out-of-range message: "<flag>: <value> is out of range: <what>".
+template <class Value>
+FlagError out_of_range(const std::string& flag, const Value& value, const char* what) {
+  return FlagError(fmt::format("{}: {} is out of range: {}", flag, value, what));
+}
+
+int64_t integer_in(const std::string& flag, const std::string& text, int64_t lo, int64_t hi, const char* what) {
   const int64_t v = parse_integer(flag, text);
-  if (v < lo || v > hi) throw FlagError(fmt::format("{}: {} is out of range: {}", flag, v, what));
-  return int(v);
+  if (v < lo || v > hi) throw out_of_range(flag, v, what);
+  return v;
+}
+
+int int_in(const std::string& flag, const std::string& text, int64_t lo, int64_t hi, const char* what) {
+  return int(integer_in(flag, text, lo, hi, what));
+}
+
+// A count that is either >= 1 or -1 (meaning "all of it").
+int64_t positive_or_minus_one(const std::string& flag, const std::string& text, int64_t hi, const char* what) {
+  const int64_t v = integer_in(flag, text, -1, hi, what);
+  if (v == 0) throw out_of_range(flag, v, what);
+  return v;
 }
 
 bool boolean(const std::string& flag, const std::string& text) {
@@ -40,8 +58,13 @@ bool boolean(const std::string& flag, const std::string& text) {
 
 float real_at_least(const std::string& flag, const std::string& text, double lo, const char* what) {
   const double v = parse_real(flag, text);
-  if (v < lo) throw FlagError(fmt::format("{}: {} is out of range: {}", flag, text, what));
+  if (v < lo) throw out_of_range(flag, text, what);
   return float(v);
+}
+
+std::string non_empty(const std::string& flag, const std::string& text, const char* what) {
+  if (text.empty()) throw FlagError(fmt::format("{}: empty {}", flag, what));
+  return text;
 }
 
 constexpr int64_t kIntMax = 2147483647;
@@ -56,16 +79,13 @@ struct Flag {
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> table = {
       {"-i", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         if (v.empty()) throw FlagError(fmt::format("{}: empty train shard pattern", f));
-         o.train_glob = v;
+         o.train_glob = non_empty(f, v, "train shard pattern");
        }},
       {"-j", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         if (v.empty()) throw FlagError(fmt::format("{}: empty val shard pattern", f));
-         o.val_glob = v;
+         o.val_glob = non_empty(f, v, "val shard pattern");
        }},
       {"-e", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         if (v.empty()) throw FlagError(fmt::format("{}: empty model file or descriptor", f));
-         o.model = v;
+         o.model = non_empty(f, v, "model file or descriptor");
        }},
       {"-o", [](TrainOptions& o, const std::string&, const std::string& v) { o.output_dir = v; }},
       {"-b", [](TrainOptions& o, const std::string& f, const std::string& v) {
@@ -75,15 +95,11 @@ const std::vector<Flag>& flags() {
          o.seq_len = int_in(f, v, 1, kIntMax, "the sequence length must be >= 1");
        }},
       {"-d", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         const int64_t d = parse_integer(f, v);
-         if (d != -1 && d < 1)
-           throw FlagError(fmt::format("{}: {} is out of range: total batch tokens must be >= 1, or -1 for B*T*ranks", f, d));
-         o.total_batch_tokens = d;
+         o.total_batch_tokens =
+             positive_or_minus_one(f, v, INT64_MAX, "total batch tokens must be >= 1, or -1 for B*T*ranks");
        }},
       {"-x", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         const int x = int_in(f, v, -1, kIntMax, "max steps must be >= 1, or -1 for one epoch");
-         if (x == 0) throw FlagError(fmt::format("{}: 0 is out of range: max steps must be >= 1, or -1 for one epoch", f));
-         o.max_steps = x;
+         o.max_steps = int(positive_or_minus_one(f, v, kIntMax, "max steps must be >= 1, or -1 for one epoch"));
        }},
       {"-l", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.learning_rate = real_at_least(f, v, 0.0, "the learning rate must be >= 0");
@@ -93,8 +109,7 @@ const std::vector<Flag>& flags() {
        }},
       {"-q", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.final_lr_frac = real_at_least(f, v, 0.0, "the final LR fraction must be in [0, 1]");
-         if (o.final_lr_frac > 1.0f)
-           throw FlagError(fmt::format("{}: {} is out of range: the final LR fraction must be in [0, 1]", f, v));
+         if (o.final_lr_frac > 1.0f) throw out_of_range(f, v, "the final LR fraction must be in [0, 1]");
        }},
       {"-k", [](TrainOptions& o, const std::string& f, const std::string& v) {
          if (v != "cosine" && v != "linear" && v != "constant" && v != "wsd")
@@ -108,9 +123,7 @@ const std::vector<Flag>& flags() {
          o.val_every = int_in(f, v, 0, kIntMax, "val every must be >= 0 (0 = never)");
        }},
       {"-m", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         const int m = int_in(f, v, -1, kIntMax, "val max steps must be >= 1, or -1 for all");
-         if (m == 0) throw FlagError(fmt::format("{}: 0 is out of range: val max steps must be >= 1, or -1 for all", f));
-         o.val_max_steps = m;
+         o.val_max_steps = int(positive_or_minus_one(f, v, kIntMax, "val max steps must be >= 1, or -1 for all"));
        }},
       {"-s", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.sample_every = int_in(f, v, 0, kIntMax, "sample every must be >= 0 (0 = never)");
@@ -139,8 +152,7 @@ const std::vector<Flag>& flags() {
          o.hellaswag = boolean(f, v);
        }},
       {"--hellaswag-file", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         if (v.empty()) throw FlagError(fmt::format("{}: empty path", f));
-         o.hellaswag_file = v;
+         o.hellaswag_file = non_empty(f, v, "path");
        }},
       {"-sl", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.skip_loss_z = real_at_least(f, v, 0.0, "the loss z-score threshold must be >= 0 (0 = off)");
@@ -150,9 +162,7 @@ const std::vector<Flag>& flags() {
        }},
       {"-sh", [](TrainOptions& o, const std::string& f, const std::string& v) { o.shuffle = boolean(f, v); }},
       {"--seed", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         const int64_t s = parse_integer(f, v);
-         if (s < 0) throw FlagError(fmt::format("{}: {} is out of range: the seed must be >= 0", f, s));
-         o.seed = uint64_t(s);
+         o.seed = uint64_t(integer_in(f, v, 0, INT64_MAX, "the seed must be >= 0"));
        }},
       {"--temperature", [](TrainOptions& o, const std::string& f, const std::string& v) {
          o.temperature = real_at_least(f, v, 0.0, "the temperature must be >= 0 (0 = greedy)");

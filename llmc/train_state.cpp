@@ -2,26 +2,34 @@
 
 #include "llmc/checkpoint_files.h"
 
-#include <cerrno>
+#include <algorithm>
+#include <array>
 #include <cstdio>
-#include <cstring>
 #include <fmt/format.h>
-#include <memory>
+#include <iterator>
 #include <stdexcept>
 
 namespace llmc {
 
 namespace {
 
-using File = std::unique_ptr<FILE, int (*)(FILE*)>;
+constexpr int kChecksumWord = 20;
 
-File open_file(const std::string& path, const char* mode) {
-  FILE* f = std::fopen(path.c_str(), mode);
-  if (f == nullptr) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  return File(f, &std::fclose);
+// The arrays after the header, in file order.
+std::array<const std::vector<float>*, 4> payload_of(const TrainState& s) {
+  return {&s.m, &s.v, &s.loss_window, &s.norm_window};
 }
 
-constexpr int kChecksumWord = 20;
+// The checksum of the header (word kChecksumWord read as 0) and the payload.
+uint64_t state_checksum(const uint64_t (&header)[kStateHeaderWords], const TrainState& s) {
+  uint64_t h[kStateHeaderWords];
+  std::copy(std::begin(header), std::end(header), h);
+  h[kChecksumWord] = 0;
+  Checksum64 checksum;
+  checksum.update(h, sizeof h);
+  for (const auto* p : payload_of(s)) checksum.update(p->data(), p->size() * sizeof(float));
+  return checksum.digest();
+}
 
 void read_bytes(FILE* f, void* data, size_t bytes, const std::string& path) {
   if (bytes > 0 && std::fread(data, 1, bytes, f) != bytes)
@@ -54,21 +62,17 @@ void write_train_state(const std::string& path, const TrainState& s) {
   h[17] = s.model_checksum;
   h[18] = s.loss_window.size();
   h[19] = s.norm_window.size();
-  const std::vector<const std::vector<float>*> payload = {&s.m, &s.v, &s.loss_window, &s.norm_window};
-  Checksum64 checksum;
-  checksum.update(h, sizeof h);
-  for (const auto* p : payload) checksum.update(p->data(), p->size() * sizeof(float));
-  h[kChecksumWord] = checksum.digest();
+  h[kChecksumWord] = state_checksum(h, s);
   write_file_atomically(path, [&](FILE* f) {
     bool ok = std::fwrite(h, 1, sizeof h, f) == sizeof h;
-    for (const auto* p : payload)
+    for (const auto* p : payload_of(s))
       ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
     return ok;
   });
 }
 
 TrainState read_train_state(const std::string& path) {
-  File f = open_file(path, "rb");
+  const FileHandle f = open_for_reading(path);
   uint64_t h[kStateHeaderWords];
   if (std::fread(h, 1, sizeof h, f.get()) != sizeof h)
     throw std::runtime_error(fmt::format("{}: shorter than the {}-byte train state header", path, sizeof h));
@@ -110,17 +114,13 @@ TrainState read_train_state(const std::string& path) {
   s.model_checksum = h[17];
   s.loss_window.resize(h[18]);
   s.norm_window.resize(h[19]);
-  const std::vector<std::vector<float>*> payload = {&s.m, &s.v, &s.loss_window, &s.norm_window};
-  for (auto* p : payload) read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
+  for (std::vector<float>* p : {&s.m, &s.v, &s.loss_window, &s.norm_window})
+    read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
   if (h[1] >= 2) {
-    const uint64_t stored = h[kChecksumWord];
-    h[kChecksumWord] = 0;
-    Checksum64 checksum;
-    checksum.update(h, sizeof h);
-    for (const auto* p : payload) checksum.update(p->data(), p->size() * sizeof(float));
-    if (checksum.digest() != stored)
+    const uint64_t stored = h[kChecksumWord], computed = state_checksum(h, s);
+    if (computed != stored)
       throw std::runtime_error(fmt::format("{}: checksum mismatch (stored {:016x}, computed {:016x}): the file is corrupt",
-                                           path, stored, checksum.digest()));
+                                           path, stored, computed));
   }
   return s;
 }

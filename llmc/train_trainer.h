@@ -1,4 +1,4 @@
-// The Trainer behind trainer_main and run_training (llmc/train_loop.h), shared by the files that
+// The Trainer behind trainer_main (llmc/train_loop.h), shared by the files that
 // implement it: train_loop.cpp (set-up, the loop and the step), train_checkpointing.cpp (save and
 // resume) and train_main.cpp (the mains). Not for use outside these files.
 #pragma once

@@ -27,6 +27,13 @@ ZeroLayout make_zero_layout(size_t num_elements, int world_size, size_t alignmen
   return layout;
 }
 
+ElementRange OptimizerPartition::collective_chunk(int world_size, const char* what) const {
+  if (!sharded || layout.world_size != world_size)
+    throw std::logic_error(fmt::format("{}: the backend's partition is {} over {} rank(s), the communicator has {}",
+                                       what, sharded ? "ZeRO-1" : "unsharded", layout.world_size, world_size));
+  return layout.chunk(rank);
+}
+
 OptimizerPartition unsharded_partition(size_t num_elements) {
   OptimizerPartition p;
   p.layout = make_zero_layout(num_elements, 1);

@@ -54,6 +54,9 @@ struct OptimizerPartition {
   ElementRange owned() const { return sharded ? layout.owned(rank) : ElementRange{0, layout.num_elements}; }
   // Length of the gradient and parameter buffers: the real buffer, or the padded chunks.
   size_t buffer_size() const { return sharded ? layout.padded_size() : layout.num_elements; }
+  // This rank's chunk of the padded buffers, for the ZeRO-1 collectives; throws std::logic_error
+  // naming `what` unless this is a ZeRO-1 partition over exactly world_size ranks.
+  ElementRange collective_chunk(int world_size, const char* what) const;
 };
 
 // Stage 0: all of n elements, whatever the number of ranks.

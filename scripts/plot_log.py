@@ -43,6 +43,17 @@ def parse_log(path):
     return series
 
 
+def finish_panel(ax, ylabel, title, ref, ref_label):
+    """The optional dashed reference line, axis labels, title, grid and legend of one panel."""
+    if ref is not None:
+        ax.axhline(ref, color="red", linestyle="--", label=ref_label or f"reference {ref:g}")
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+
+
 def plot(logs, labels, output, ref_loss=None, ref_loss_label=None, ref_eval=None, ref_eval_label=None,
          title=None):
     import matplotlib
@@ -61,13 +72,7 @@ def plot(logs, labels, output, ref_loss=None, ref_loss_label=None, ref_eval=None
         if series["tel"]:
             steps, values = zip(*series["tel"])
             loss_ax.plot(steps, values, color=color, marker="o", markersize=3, label=f"{label} val")
-    if ref_loss is not None:
-        loss_ax.axhline(ref_loss, color="red", linestyle="--", label=ref_loss_label or f"reference {ref_loss:g}")
-    loss_ax.set_xlabel("step")
-    loss_ax.set_ylabel("loss")
-    loss_ax.set_title("loss")
-    loss_ax.grid(alpha=0.3)
-    loss_ax.legend()
+    finish_panel(loss_ax, "loss", "loss", ref_loss, ref_loss_label)
 
     if has_eval:
         eval_ax = axes[0][1]
@@ -75,13 +80,7 @@ def plot(logs, labels, output, ref_loss=None, ref_loss_label=None, ref_eval=None
             if series["eval"]:
                 steps, values = zip(*series["eval"])
                 eval_ax.plot(steps, values, color=colors[i % len(colors)], marker="o", markersize=3, label=label)
-        if ref_eval is not None:
-            eval_ax.axhline(ref_eval, color="red", linestyle="--", label=ref_eval_label or f"reference {ref_eval:g}")
-        eval_ax.set_xlabel("step")
-        eval_ax.set_ylabel("accuracy")
-        eval_ax.set_title("HellaSwag accuracy")
-        eval_ax.grid(alpha=0.3)
-        eval_ax.legend()
+        finish_panel(eval_ax, "accuracy", "HellaSwag accuracy", ref_eval, ref_eval_label)
 
     if title:
         fig.suptitle(title)

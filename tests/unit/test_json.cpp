@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "llmc/json.h"
 
 using namespace llmc::json;
@@ -36,5 +38,7 @@ TEST_CASE("json: malformed input names the offset") {
     FAIL("expected an error");
   } catch (const JsonError& e) {
     CHECK(e.offset == 4);
+    CHECK(e.reason == "unexpected character '?'");
+    CHECK(std::string(e.what()) == "JSON error at byte 4: unexpected character '?'");
   }
 }
