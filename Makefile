@@ -1,4 +1,4 @@
-# gpt2 trainer: see README.md. Host code (llmc/*.cpp) is built once into build/libllmc.a and
+# gpt2 trainer: see README.md. Host code (llmc/**/*.cpp) is built once into build/libllmc.a and
 # shared by the tools, both trainers and the unit tests.
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
@@ -6,7 +6,12 @@ CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -MMD -MP
 LDLIBS   += -lfmt -lpthread
 
 BUILD     := build
-LLMC_SRCS := $(wildcard llmc/*.cpp)
+LLMC_SRCS := $(wildcard llmc/*.cpp llmc/*/*.cpp)
+# `ar` keeps one member per file name: two llmc/ sources with the same name would silently drop one.
+LLMC_SAME_NAMES := $(shell printf '%s\n' $(notdir $(LLMC_SRCS)) | sort | uniq -d)
+ifneq ($(LLMC_SAME_NAMES),)
+$(error llmc/ has several sources named $(LLMC_SAME_NAMES): give each a distinct file name)
+endif
 LLMC_OBJS := $(LLMC_SRCS:%.cpp=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.cpp)
 UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
@@ -91,7 +96,7 @@ CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)
 CUDA_HOST      := $(BUILD)/cuda-host
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
-CUDA_LIB_OBJS  := $(CUDA_DIR)/llmc/cuda_backend.o $(CUDA_DIR)/llmc/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,$(CUDA_DIR)/llmc/cudnn_attention.o)
+CUDA_LIB_OBJS  := $(CUDA_DIR)/llmc/cuda/cuda_backend.o $(CUDA_DIR)/llmc/dist/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,$(CUDA_DIR)/llmc/cuda/cudnn_attention.o)
 CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_PREC_FLAGS) -Xcompiler -Wall,-Wextra,-fopenmp
 # CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
@@ -159,11 +164,11 @@ gpu-dist:
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@echo "gpu-dist: $(GPU_DIST) ($$(du -sh $(GPU_DIST) | cut -f1)); on the GPU: bash scripts/test_gpu.sh"
 
--include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*.d)
+-include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*/*.d)
 # ==== end of the CUDA trainer section ==========================================================
 
 # ==== MPI (docs/multi-gpu.md) ==================================================================
-# Every binary links libmpi: llmc/process_group.cpp initialises MPI only under a launcher (mpirun,
+# Every binary links libmpi: llmc/dist/process_group.cpp initialises MPI only under a launcher (mpirun,
 # srun), so the same binary also runs as a single process. The CUDA host library needs mpi.h too.
 # OMPI_SKIP_MPICXX: only MPI's C API (the deprecated C++ bindings would need libmpi_cxx).
 # make mpi-tests: the MPI test programs (tests/mpi/*.cpp -> build/mpi_tests/*), run by
@@ -196,7 +201,7 @@ $(BUILD)/mpi_tests/%: $(BUILD)/tests/mpi/%.o $(LIBLLMC)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MPI_TEST_LDFLAGS)
 
-nccl-communicator: $(CUDA_DIR)/llmc/nccl_communicator.o
+nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
 
 -include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/mpi/%.d)
 # ==== end of the MPI section ===================================================================

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "llmc/cpu_backend.h"
+#include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
-#include "llmc/hf_gpt2.h"
+#include "llmc/io/hf_gpt2.h"
 
 namespace {
 

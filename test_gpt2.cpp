@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "llmc/cpu_backend.h"
+#include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 

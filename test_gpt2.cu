@@ -1,4 +1,4 @@
-// CUDA parity test: runs the CUDA backend and the CPU oracle (llmc/cpu_backend.h) on the same
+// CUDA parity test: runs the CUDA backend and the CPU oracle (llmc/cpu/cpu_backend.h) on the same
 // model and batches and holds the CUDA one to the bars of DESIGN.md §4:
 //   FP32 build: logits and every gradient tensor rel. L2 < 1e-4 (losses rel. < 1e-4);
 //   BF16 build: loss abs. err < 2e-2, every gradient tensor rel. L2 < 5e-2, 10 AdamW steps'
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cpu_backend.h"
-#include "llmc/cuda_backend.h"
+#include "llmc/cpu/cpu_backend.h"
+#include "llmc/cuda/cuda_backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 

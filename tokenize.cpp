@@ -1,7 +1,7 @@
 // `./tokenize`: GPT-2 tokenizer and data preparation tool.
 //   encode [FILE]   prints the token ids of the whole input (one document) on one line
 //   decode [FILE]   turns whitespace-separated token ids back into the exact bytes
-//   shard ...       writes token shards (llmc/sharder.h)
+//   shard ...       writes token shards (llmc/text/sharder.h)
 //   bench ...       measures encoding throughput (docs/tokenizer.md)
 #include <fmt/format.h>
 
@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/json.h"
-#include "llmc/sharder.h"
-#include "llmc/tokenizer.h"
+#include "llmc/io/json.h"
+#include "llmc/text/sharder.h"
+#include "llmc/text/tokenizer.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// The CPU trainer: the shared training loop (llmc/train_loop.h) driving the fp32 OpenMP backend,
+// The CPU trainer: the shared training loop (llmc/train/trainer_main.h) driving the fp32 OpenMP backend,
 // as one process or as one of several ranks under mpirun/srun (MPI between the ranks, ZeRO -z 0/1).
 // Flags: ./train_gpt2 --help; semantics: docs/training.md; ranks: docs/multi-gpu.md.
 #include <memory>
 
-#include "llmc/cpu_backend.h"
-#include "llmc/train_loop.h"
+#include "llmc/cpu/cpu_backend.h"
+#include "llmc/train/trainer_main.h"
 
 int main(int argc, char** argv) {
   return llmc::trainer_main(argc, argv,

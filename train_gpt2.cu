@@ -1,4 +1,4 @@
-// The CUDA trainer: the shared training loop (llmc/train_loop.h) driving the GPU backend, one GPU
+// The CUDA trainer: the shared training loop (llmc/train/trainer_main.h) driving the GPU backend, one GPU
 // per rank under mpirun/srun (or one process). Flags: ./train_gpt2cu --help; semantics:
 // docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build).
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda_backend.h"
-#include "llmc/train_loop.h"
+#include "llmc/cuda/cuda_backend.h"
+#include "llmc/train/trainer_main.h"
 
 namespace {
 

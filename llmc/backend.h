@@ -1,9 +1,9 @@
-// The interface between the shared training loop (llmc/train_loop.h) and a compute backend: the
-// CPU oracle (llmc/cpu_backend.h) or the CUDA trainer. Everything that is not a kernel lives in
+// The interface between the shared training loop (llmc/train/trainer_main.h) and a compute backend: the
+// CPU oracle (llmc/cpu/cpu_backend.h) or the CUDA trainer. Everything that is not a kernel lives in
 // the loop; a backend owns parameters, gradients, AdamW moments and activations.
 //
 // Several ranks (docs/multi-gpu.md): each rank has its own backend, built for an
-// OptimizerPartition (llmc/zero_sharding.h). The loop writes ZeRO stages 0 and 1 once against the
+// OptimizerPartition (llmc/dist/zero_sharding.h). The loop writes ZeRO stages 0 and 1 once against the
 // collective operations below:
 //   stage 0: all_reduce_gradients, grad_sum_of_squares(whole buffer), adamw_update (everything)
 //   stage 1: reduce_scatter_gradients, grad_sum_of_squares(owned) summed over the ranks,
@@ -13,9 +13,9 @@
 #pragma once
 #include <cstddef>
 
-#include "llmc/communicator.h"
+#include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
-#include "llmc/zero_sharding.h"
+#include "llmc/dist/zero_sharding.h"
 
 namespace llmc {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "llmc/checkpoint_files.h"
+#include "llmc/io/checkpoint_files.h"
 #include "llmc/rng.h"
 
 namespace llmc {

@@ -58,7 +58,7 @@ struct ModelFile {
 // bad magic/version/shape or a size that does not match the header.
 ModelFile load_model(const std::string& path);
 // Writes crash-safely (path + ".tmp", fsync, rename, fsync of the directory: see
-// llmc/checkpoint_files.h); version 5 rounds to bf16 to nearest even. Returns the Checksum64 of
+// llmc/io/checkpoint_files.h); version 5 rounds to bf16 to nearest even. Returns the Checksum64 of
 // the file's bytes (checkpoints store it in their state file; the model file format has no room
 // reserved for it and stays byte-identical to llm.c's). Throws std::runtime_error naming the file.
 uint64_t save_model(const std::string& path, const GPT2Config& config, const float* params, int version);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds llm.c's HellaSwag eval file (read by llmc/hellaswag.h) from HellaSwag's JSONL.
+"""Builds llm.c's HellaSwag eval file (read by llmc/data/hellaswag.h) from HellaSwag's JSONL.
 
 Each JSONL line has "ctx" (the context), "endings" (4 strings) and "label" (index of the right
 ending). The context is tokenized as it is and every ending with a space in front (" " + ending),

@@ -55,7 +55,7 @@ for precision in BF16 FP32; do
     cuda-binaries
 done
 # dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
-# the CPU references and llmc/*.cu archives, then each benchmark compiled and linked there too
+# the CPU references and llmc/cuda/*.cu archives, then each benchmark compiled and linked there too
 # (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
 dev=build/cuda-check/dev_cuda
 mkdir -p "$dev/bin"

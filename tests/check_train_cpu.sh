@@ -22,7 +22,7 @@ random.seed(1)
 for i in range(3):
     write_shard(f'{d}/train_{i}.bin', learnable_stream(700, 7, 3, 0.9))
 write_shard(f'{d}/val_0.bin', learnable_stream(400, 7, 3, 0.9))
-# HellaSwag eval file (llm.c's layout, llmc/hellaswag.h): 8 examples of 4 identical completions,
+# HellaSwag eval file (llm.c's layout, llmc/data/hellaswag.h): 8 examples of 4 identical completions,
 # labels 0 for examples 0, 3 and 5, others 1..3: accuracy 3/8 = 0.375.
 records = []
 labels = [0, 1, 2, 0, 3, 0, 1, 2]

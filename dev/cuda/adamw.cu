@@ -1,10 +1,10 @@
 // AdamW with fp32 master weights and stochastic rounding to floatX: versions checked against
-// llmc/cpu_adamw.h over a GPT-2 124M-sized parameter buffer, then timed.
-//   v1  llmc/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
-//   v2  llmc/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
+// llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed.
+//   v1  llmc/cuda/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
+//   v2  llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
 #include "dev/cuda/common.cuh"
-#include "llmc/adamw.cuh"
-#include "llmc/cpu_adamw.h"
+#include "llmc/cuda/adamw.cuh"
+#include "llmc/cpu/adamw.h"
 
 using llmc::floatX;
 

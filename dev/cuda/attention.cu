@@ -1,6 +1,6 @@
-// Causal self-attention, forward and backward: the plain fallback (llmc/attention.cuh, permutes +
-// cuBLAS + softmax kernels, in floatX) and cuDNN's fused flash attention (llmc/cudnn_attention.h,
-// bf16), each checked against the CPU layer (llmc/cpu_attention.h) at B=4, T=1024, NH=12, HS=64 and
+// Causal self-attention, forward and backward: the plain fallback (llmc/cuda/attention.cuh, permutes +
+// cuBLAS + softmax kernels, in floatX) and cuDNN's fused flash attention (llmc/cuda/cudnn_attention.h,
+// bf16), each checked against the CPU layer (llmc/cpu/attention.h) at B=4, T=1024, NH=12, HS=64 and
 // at B=2, T=100, NH=3, HS=32, and timed at B=8, T=1024, NH=12, HS=64.
 //
 // FLOPs: the forward's two T x T products (Q K^T, att V) and the backward's four (dV, d(att),
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "dev/cuda/common.cuh"
-#include "llmc/attention.cuh"
-#include "llmc/cpu_attention.h"
-#include "llmc/cudnn_attention.h"
+#include "llmc/cuda/attention.cuh"
+#include "llmc/cpu/attention.h"
+#include "llmc/cuda/cudnn_attention.h"
 
 using llmc::floatX;
 using bf16 = __nv_bfloat16;

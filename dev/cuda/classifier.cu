@@ -1,11 +1,11 @@
-// Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu_classifier.h, then timed.
+// Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then timed.
 //   v1  one block per row, scalar loads, three passes (max, sum, write) with two block reductions
-//   v2  llmc/classifier.cuh: one block per row, 16-byte vectors, online max/sum in one pass
+//   v2  llmc/cuda/classifier.cuh: one block per row, 16-byte vectors, online max/sum in one pass
 // Also checked: v2 with write_dlogits off (validation) gives the same losses and leaves logits alone.
 #include "dev/cuda/common.cuh"
-#include "llmc/classifier.cuh"
-#include "llmc/cpu_classifier.h"
-#include "llmc/cuda_reduce.cuh"
+#include "llmc/cuda/classifier.cuh"
+#include "llmc/cpu/classifier.h"
+#include "llmc/cuda/reduce.cuh"
 
 using llmc::floatX;
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda_common.cuh"
+#include "llmc/cuda/common.cuh"
 
 namespace bench {
 

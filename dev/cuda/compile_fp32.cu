@@ -4,12 +4,12 @@
 #define ENABLE_FP32
 #include <fmt/format.h>
 
-#include "llmc/adamw.cuh"
-#include "llmc/classifier.cuh"
-#include "llmc/encoder.cuh"
-#include "llmc/gelu.cuh"
-#include "llmc/global_norm.cuh"
-#include "llmc/layernorm.cuh"
+#include "llmc/cuda/adamw.cuh"
+#include "llmc/cuda/classifier.cuh"
+#include "llmc/cuda/encoder.cuh"
+#include "llmc/cuda/gelu.cuh"
+#include "llmc/cuda/global_norm.cuh"
+#include "llmc/cuda/layernorm.cuh"
 
 static_assert(sizeof(llmc::floatX) == sizeof(float), "ENABLE_FP32 must select fp32 activations");
 

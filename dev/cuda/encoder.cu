@@ -1,14 +1,14 @@
 // Encoder (token + position embedding) forward and backward: versions checked against
-// llmc/cpu_encoder.h, then timed.
+// llmc/cpu/encoder.h, then timed.
 //   fwd1  one thread per element, scalar loads
-//   fwd2  llmc/encoder.cuh: one thread per 16-byte vector
+//   fwd2  llmc/cuda/encoder.cuh: one thread per 16-byte vector
 //   bwd1  host buckets; one thread per (token, channel), scalar, positions summed serially
-//   bwd2  llmc/encoder.cuh: one block per token, 16-byte vectors, positions split over groups
+//   bwd2  llmc/cuda/encoder.cuh: one block per token, 16-byte vectors, positions split over groups
 #include <chrono>
 
 #include "dev/cuda/common.cuh"
-#include "llmc/cpu_encoder.h"
-#include "llmc/encoder.cuh"
+#include "llmc/cpu/encoder.h"
+#include "llmc/cuda/encoder.cuh"
 
 using llmc::floatX;
 

@@ -1,11 +1,11 @@
-// GELU (tanh approximation) forward and backward: versions checked against llmc/cpu_gelu.h, then timed.
+// GELU (tanh approximation) forward and backward: versions checked against llmc/cpu/gelu.h, then timed.
 //   fwd1  one thread per element, scalar loads
-//   fwd2  llmc/gelu.cuh: one thread per 16-byte vector
+//   fwd2  llmc/cuda/gelu.cuh: one thread per 16-byte vector
 //   bwd1  one thread per element, scalar, out of place
-//   bwd2  llmc/gelu.cuh: 16-byte vectors, in place (dinp aliases dout, as the trainer uses it)
+//   bwd2  llmc/cuda/gelu.cuh: 16-byte vectors, in place (dinp aliases dout, as the trainer uses it)
 #include "dev/cuda/common.cuh"
-#include "llmc/cpu_gelu.h"
-#include "llmc/gelu.cuh"
+#include "llmc/cpu/gelu.h"
+#include "llmc/cuda/gelu.cuh"
 
 using llmc::floatX;
 

@@ -1,10 +1,10 @@
 // Sum of squares of a gradient buffer (global norm before clipping): versions checked against a
 // double-precision host sum, for floatX and fp32 gradients, then timed.
 //   v1  fixed grid, grid-stride scalar loads, block partials, fixed-order finish
-//   v2  llmc/global_norm.cuh: same, with 16-byte vector loads
+//   v2  llmc/cuda/global_norm.cuh: same, with 16-byte vector loads
 // Also checked: bitwise determinism, and two buffers accumulated into the same partials.
 #include "dev/cuda/common.cuh"
-#include "llmc/global_norm.cuh"
+#include "llmc/cuda/global_norm.cuh"
 
 using llmc::floatX;
 

@@ -1,15 +1,15 @@
 // LayerNorm forward, fused residual + LayerNorm forward, and backward: versions checked against
-// llmc/cpu_layernorm.h (and cpu_residual.h), then timed.
+// llmc/cpu/layernorm.h (and llmc/cpu/residual.h), then timed.
 //   fwd1    one thread per row, scalar loads
-//   fwd2    llmc/layernorm.cuh: one warp per row, row staged in shared memory, 16-byte vectors
+//   fwd2    llmc/cuda/layernorm.cuh: one warp per row, row staged in shared memory, 16-byte vectors
 //   fused1  a residual-add kernel, then fwd2 (two launches, the residual stream read back)
-//   fused2  llmc/layernorm.cuh: residual add fused into the warp-per-row forward
+//   fused2  llmc/cuda/layernorm.cuh: residual add fused into the warp-per-row forward
 //   bwd1    one thread per row for dinp; one thread per channel for dweight/dbias
-//   bwd2    llmc/layernorm.cuh: warp per row, per-warp shared sums, fixed-order block partials
+//   bwd2    llmc/cuda/layernorm.cuh: warp per row, per-warp shared sums, fixed-order block partials
 #include "dev/cuda/common.cuh"
-#include "llmc/cpu_layernorm.h"
-#include "llmc/cpu_residual.h"
-#include "llmc/layernorm.cuh"
+#include "llmc/cpu/layernorm.h"
+#include "llmc/cpu/residual.h"
+#include "llmc/cuda/layernorm.cuh"
 
 using llmc::floatX;
 

@@ -1,6 +1,6 @@
-// Fully connected layer through cuBLASLt (llmc/matmul.cuh) at GPT-2 124M shapes and one small shape
+// Fully connected layer through cuBLASLt (llmc/cuda/matmul.cuh) at GPT-2 124M shapes and one small shape
 // with tails and misaligned matrices, each version checked against the CPU layer
-// (llmc/cpu_matmul.h, llmc/cpu_gelu.h) and timed.
+// (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed.
 //
 // Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU, pre-activation as aux),
 // bwd_dinp, bwd_dinp_dgelu (DGELU epilogue), bwd_dweight (accumulating), dbias_kernel (the
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "dev/cuda/common.cuh"
-#include "llmc/cpu_gelu.h"
-#include "llmc/cpu_matmul.h"
-#include "llmc/matmul.cuh"
+#include "llmc/cpu/gelu.h"
+#include "llmc/cpu/matmul.h"
+#include "llmc/cuda/matmul.cuh"
 
 using llmc::floatX;
 

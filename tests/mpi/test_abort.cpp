@@ -3,7 +3,7 @@
 // hanging. Exits with status 3 from the failing rank; the check runs it under a timeout.
 #include <cstdio>
 
-#include "llmc/process_group.h"
+#include "llmc/dist/process_group.h"
 
 int main() {
   llmc::ProcessGroup group;

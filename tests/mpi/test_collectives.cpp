@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/mpi_communicator.h"
-#include "llmc/process_group.h"
+#include "llmc/dist/mpi_communicator.h"
+#include "llmc/dist/process_group.h"
 #include "llmc/rng.h"
-#include "llmc/zero_sharding.h"
+#include "llmc/dist/zero_sharding.h"
 
 using namespace llmc;
 

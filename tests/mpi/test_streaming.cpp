@@ -1,5 +1,5 @@
 // Per-rank streaming of the training data (tests/check_streaming.sh): every rank's DataLoader
-// (llmc/dataloader.h) reads only its own windows, and its memory does not grow with the dataset.
+// (llmc/data/dataloader.h) reads only its own windows, and its memory does not grow with the dataset.
 //
 //   test_streaming generate DIR FIRST_INDEX TOKENS...   writes DIR/stream_<index>.bin, one per count
 //   test_streaming read GLOB B T STEPS|epoch SHUFFLE     run under mpirun -np W, or alone
@@ -27,9 +27,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/dataloader.h"
-#include "llmc/process_group.h"
-#include "llmc/shard.h"
+#include "llmc/data/dataloader.h"
+#include "llmc/dist/process_group.h"
+#include "llmc/data/shard.h"
 
 using namespace llmc;
 

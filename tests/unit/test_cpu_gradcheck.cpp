@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cpu_backend.h"
+#include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 

@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "llmc/cpu_fast_exp.h"
-#include "llmc/cpu_gelu.h"
-#include "llmc/cpu_matmul.h"
+#include "llmc/cpu/fast_exp.h"
+#include "llmc/cpu/gelu.h"
+#include "llmc/cpu/matmul.h"
 #include "llmc/rng.h"
 
 using namespace llmc;
@@ -30,7 +30,7 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 
 float at(MatrixView m, int r, int c) { return m.data[size_t(r) * m.row_stride + size_t(c) * m.col_stride]; }
 
-// The order cpu_matmul.h documents: per K block of kGemmKBlock, a chain of multiply-adds from 0 in k
+// The order llmc/cpu/matmul.h documents: per K block of kGemmKBlock, a chain of multiply-adds from 0 in k
 // order (fused where the target has FMA); block sums added to C in block order.
 std::vector<float> gemm_in_documented_order(const std::vector<float>& c0, MatrixView A, MatrixView B, int M, int N,
                                             int K, bool accumulate) {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "llmc/dataloader.h"
-#include "llmc/shard.h"
+#include "llmc/data/dataloader.h"
+#include "llmc/data/shard.h"
 
 using llmc::DataLoader;
 using llmc::DataLoaderConfig;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/hellaswag.h"
+#include "llmc/data/hellaswag.h"
 
 using namespace llmc;
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
-#include "llmc/hf_gpt2.h"
+#include "llmc/io/hf_gpt2.h"
 #include "llmc/rng.h"
-#include "llmc/safetensors.h"
+#include "llmc/io/safetensors.h"
 
 using namespace llmc;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "llmc/json.h"
+#include "llmc/io/json.h"
 
 using namespace llmc::json;
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "llmc/lr_schedule.h"
+#include "llmc/train/lr_schedule.h"
 
 using llmc::LrSchedule;
 using llmc::LrScheduleKind;

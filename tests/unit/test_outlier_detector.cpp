@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "llmc/outlier_detector.h"
+#include "llmc/train/outlier_detector.h"
 
 TEST_CASE("outlier detector: no judgement before 10 values or without spread") {
   llmc::OutlierDetector d;

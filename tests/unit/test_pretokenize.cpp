@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/pretokenize.h"
+#include "llmc/text/pretokenize.h"
 
 using llmc::CharClass;
 using Pieces = std::vector<std::string>;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/communicator.h"
-#include "llmc/process_group.h"
+#include "llmc/dist/communicator.h"
+#include "llmc/dist/process_group.h"
 
 using namespace llmc;
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/safetensors.h"
+#include "llmc/io/safetensors.h"
 
 using namespace llmc;
 

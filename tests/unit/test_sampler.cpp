@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "llmc/sampler.h"
+#include "llmc/train/sampler.h"
 
 using llmc::sample_token;
 

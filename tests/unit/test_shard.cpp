@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/shard.h"
+#include "llmc/data/shard.h"
 
 using namespace llmc;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/text_sources.h"
+#include "llmc/text/text_sources.h"
 
 using namespace llmc;
 namespace fs = std::filesystem;

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/tokenizer.h"
-#include "llmc/utf8.h"
+#include "llmc/text/tokenizer.h"
+#include "llmc/text/utf8.h"
 
 using llmc::Tokenizer;
 using Ids = std::vector<int>;

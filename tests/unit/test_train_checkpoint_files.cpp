@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/checkpoint_files.h"
+#include "llmc/io/checkpoint_files.h"
 
 namespace fs = std::filesystem;
 

@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "llmc/cpu_backend.h"
+#include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
-#include "llmc/hellaswag.h"
+#include "llmc/data/hellaswag.h"
 #include "llmc/rng.h"
-#include "llmc/train_loop.h"
+#include "llmc/train/trainer_main.h"
 
 namespace {
 

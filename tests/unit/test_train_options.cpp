@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
-#include "llmc/train_loop.h"
-#include "llmc/train_options.h"
+#include "llmc/train/trainer_main.h"
+#include "llmc/train/options.h"
 
 using llmc::parse_train_options;
 

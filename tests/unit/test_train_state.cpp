@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "llmc/train_state.h"
+#include "llmc/io/checkpoint_state.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "llmc/cpu_backend.h"
+#include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
-#include "llmc/resharding.h"
-#include "llmc/zero_sharding.h"
+#include "llmc/dist/resharding.h"
+#include "llmc/dist/zero_sharding.h"
 
 using namespace llmc;
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
-#include "llmc/zero_sharding.h"
+#include "llmc/dist/zero_sharding.h"
 
 using namespace llmc;
 

@@ -1,0 +1,263 @@
+#include "llmc/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "llmc/cpu/adamw.h"
+#include "llmc/cpu/attention.h"
+#include "llmc/cpu/classifier.h"
+#include "llmc/cpu/encoder.h"
+#include "llmc/cpu/gelu.h"
+#include "llmc/cpu/layernorm.h"
+#include "llmc/cpu/matmul.h"
+#include "llmc/cpu/residual.h"
+
+namespace llmc {
+
+CpuBackend::CpuBackend(const GPT2Config& config) : CpuBackend(config, unsharded_partition(num_parameters(config))) {}
+
+CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& partition)
+    : config_(config), partition_(partition), layout_(param_layout(config)) {
+  if (partition.num_elements() != num_parameters(config))
+    throw std::invalid_argument(fmt::format("CPU backend: optimizer partition of {} elements for a model of {}",
+                                            partition.num_elements(), num_parameters(config)));
+  owned_slices_ = tensor_slices(layout_, partition.owned());
+  params_.assign(partition.buffer_size(), 0.0f);
+  grads_.assign(partition.buffer_size(), 0.0f);
+  m_.assign(partition.owned().size(), 0.0f);
+  v_.assign(partition.owned().size(), 0.0f);
+}
+
+void CpuBackend::set_parameters(const float* params) { std::copy_n(params, partition_.num_elements(), params_.data()); }
+void CpuBackend::get_parameters(float* params) { std::copy_n(params_.data(), partition_.num_elements(), params); }
+
+void CpuBackend::set_optimizer_state(const float* m, const float* v) {
+  std::copy_n(m, m_.size(), m_.data());
+  std::copy_n(v, v_.size(), v_.data());
+}
+
+void CpuBackend::get_optimizer_state(float* m, float* v) {
+  std::copy(m_.begin(), m_.end(), m);
+  std::copy(v_.begin(), v_.end(), v);
+}
+
+void CpuBackend::zero_grad() {
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  loss_accumulator_ = 0.0;
+}
+
+float* CpuBackend::tensor(std::vector<float>& buffer, int index, int layer) {
+  // Per-layer tensors are L equal slices of their parameter tensor.
+  const ParamTensor& t = layout_[index];
+  const bool per_layer = index >= kLn1w && index <= kFcprojb;
+  const size_t slice = per_layer ? t.numel / config_.num_layers : 0;
+  return buffer.data() + t.offset + size_t(layer) * slice;
+}
+
+void CpuBackend::check_batch(const int* inputs, const int* targets, int B, int T) const {
+  if (B < 1 || T < 1 || T > config_.max_seq_len)
+    throw std::invalid_argument(fmt::format("batch B={} T={} is invalid for a model with max_seq_len {}", B,
+                                            T, config_.max_seq_len));
+  const int V = config_.vocab_size;
+  for (int i = 0; i < B * T; ++i) {
+    if (inputs[i] < 0 || inputs[i] >= V)
+      throw std::invalid_argument(fmt::format("input token {} at position {} is outside the vocabulary 0..{}",
+                                              inputs[i], i, V - 1));
+    if (targets && (targets[i] < 0 || targets[i] >= V))
+      throw std::invalid_argument(fmt::format("target token {} at position {} is outside the vocabulary 0..{}",
+                                              targets[i], i, V - 1));
+  }
+}
+
+void CpuBackend::ensure_activations(int B, int T) {
+  const size_t bt = size_t(B) * T, att = size_t(B) * config_.num_heads * T * T;
+  if (bt <= capacity_bt_ && att <= capacity_att_) return;
+  capacity_bt_ = std::max(capacity_bt_, bt);
+  capacity_att_ = std::max(capacity_att_, att);
+  const size_t L = config_.num_layers, C = config_.channels, N = capacity_bt_;
+  Activations& a = acts_;
+  a.residual.resize((L + 1) * N * C);
+  for (auto* v : {&a.ln1, &a.atty, &a.res2, &a.ln2}) v->resize(L * N * C);
+  for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->resize(L * N);
+  a.qkv.resize(L * N * 3 * C);
+  a.att.resize(L * capacity_att_);
+  a.fch.resize(L * N * 4 * C);
+  a.fch_gelu.resize(L * N * 4 * C);
+  a.lnf.resize(N * C);
+  a.lnf_mean.resize(N);
+  a.lnf_rstd.resize(N);
+  a.logits.resize(N * config_.padded_vocab_size);
+  a.losses.resize(N);
+  a.branch.resize(N * C);
+  a.dresidual.resize(N * C);
+  a.dbuf_a.resize(N * 4 * C);
+  a.dbuf_b.resize(N * 4 * C);
+}
+
+void CpuBackend::forward(const int* inputs, int B, int T) {
+  ensure_activations(B, T);
+  const int C = config_.channels, NH = config_.num_heads, Vp = config_.padded_vocab_size;
+  const size_t N = size_t(B) * T, NC = N * C;
+  Activations& a = acts_;
+  encoder_forward(a.residual.data(), inputs, param(kWte), param(kWpe), B, T, C);
+  for (int l = 0; l < config_.num_layers; ++l) {
+    const float* x = a.residual.data() + l * NC;
+    float* ln1 = a.ln1.data() + l * NC;
+    float* qkv = a.qkv.data() + l * N * 3 * C;
+    float* atty = a.atty.data() + l * NC;
+    float* res2 = a.res2.data() + l * NC;
+    float* ln2 = a.ln2.data() + l * NC;
+    float* fch = a.fch.data() + l * N * 4 * C;
+    float* fch_gelu = a.fch_gelu.data() + l * N * 4 * C;
+    layernorm_forward(ln1, a.ln1_mean.data() + l * N, a.ln1_rstd.data() + l * N, x, param(kLn1w, l),
+                      param(kLn1b, l), int(N), C);
+    matmul_forward(qkv, ln1, param(kQkvw, l), param(kQkvb, l), int(N), C, 3 * C);
+    attention_forward(atty, a.att.data() + l * size_t(B) * NH * T * T, qkv, B, T, C, NH);
+    matmul_forward(a.branch.data(), atty, param(kAttprojw, l), param(kAttprojb, l), int(N), C, C);
+    residual_forward(res2, x, a.branch.data(), NC);
+    layernorm_forward(ln2, a.ln2_mean.data() + l * N, a.ln2_rstd.data() + l * N, res2, param(kLn2w, l),
+                      param(kLn2b, l), int(N), C);
+    matmul_forward(fch, ln2, param(kFcw, l), param(kFcb, l), int(N), C, 4 * C);
+    gelu_forward(fch_gelu, fch, N * 4 * C);
+    matmul_forward(a.branch.data(), fch_gelu, param(kFcprojw, l), param(kFcprojb, l), int(N), 4 * C, C);
+    residual_forward(a.residual.data() + (l + 1) * NC, res2, a.branch.data(), NC);
+  }
+  layernorm_forward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(),
+                    a.residual.data() + config_.num_layers * NC, param(kLnfw), param(kLnfb), int(N), C);
+  matmul_forward(a.logits.data(), a.lnf.data(), param(kWte), nullptr, int(N), C, Vp);
+}
+
+// Expects acts_.logits to hold the gradient of the loss with respect to the logits.
+void CpuBackend::backward(const int* inputs, int B, int T) {
+  const int C = config_.channels, NH = config_.num_heads, L = config_.num_layers;
+  const size_t N = size_t(B) * T, NC = N * C;
+  Activations& a = acts_;
+  float* dres = a.dresidual.data();
+  float* da = a.dbuf_a.data();
+  float* db = a.dbuf_b.data();
+  matmul_backward(da, grad(kWte), nullptr, a.logits.data(), a.lnf.data(), param(kWte), int(N), C,
+                  config_.padded_vocab_size);
+  std::fill_n(dres, NC, 0.0f);
+  layernorm_backward(dres, grad(kLnfw), grad(kLnfb), da, a.residual.data() + L * NC, param(kLnfw),
+                     a.lnf_mean.data(), a.lnf_rstd.data(), int(N), C);
+  // dres is the gradient of the residual stream; each block's branches add theirs into it.
+  for (int l = L - 1; l >= 0; --l) {
+    const float* x = a.residual.data() + l * NC;
+    const float* fch = a.fch.data() + l * N * 4 * C;
+    matmul_backward(da, grad(kFcprojw, l), grad(kFcprojb, l), dres, a.fch_gelu.data() + l * N * 4 * C,
+                    param(kFcprojw, l), int(N), 4 * C, C);
+    gelu_backward(da, fch, da, N * 4 * C);
+    matmul_backward(db, grad(kFcw, l), grad(kFcb, l), da, a.ln2.data() + l * NC, param(kFcw, l), int(N), C,
+                    4 * C);
+    layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), db, a.res2.data() + l * NC, param(kLn2w, l),
+                       a.ln2_mean.data() + l * N, a.ln2_rstd.data() + l * N, int(N), C);
+    matmul_backward(da, grad(kAttprojw, l), grad(kAttprojb, l), dres, a.atty.data() + l * NC,
+                    param(kAttprojw, l), int(N), C, C);
+    attention_backward(db, da, a.qkv.data() + l * N * 3 * C, a.att.data() + l * size_t(B) * NH * T * T, B,
+                       T, C, NH);
+    matmul_backward(da, grad(kQkvw, l), grad(kQkvb, l), db, a.ln1.data() + l * NC, param(kQkvw, l), int(N),
+                    C, 3 * C);
+    layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), da, x, param(kLn1w, l),
+                       a.ln1_mean.data() + l * N, a.ln1_rstd.data() + l * N, int(N), C);
+  }
+  encoder_backward(grad(kWte), grad(kWpe), dres, inputs, B, T, C);
+}
+
+void CpuBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
+  check_batch(inputs, targets, B, T);
+  forward(inputs, B, T);
+  const int N = B * T;
+  // d(loss_scale * mean_n loss_n) / d loss_n = loss_scale / N.
+  classifier_forward_backward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
+                              config_.padded_vocab_size, loss_scale / float(N));
+  loss_accumulator_ += loss_scale * mean_loss(N);
+  backward(inputs, B, T);
+}
+
+double CpuBackend::mean_loss(int N) const {
+  double sum = 0.0;
+  for (int n = 0; n < N; ++n) sum += acts_.losses[n];
+  return sum / N;
+}
+
+float CpuBackend::accumulated_loss() { return float(loss_accumulator_); }
+
+float CpuBackend::forward_loss(const int* inputs, const int* targets, int B, int T) {
+  check_batch(inputs, targets, B, T);
+  forward(inputs, B, T);
+  const int N = B * T;
+  classifier_forward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
+                     config_.padded_vocab_size);
+  return float(mean_loss(N));
+}
+
+void CpuBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
+  check_batch(inputs, targets, B, T);
+  forward(inputs, B, T);
+  classifier_forward(losses, acts_.logits.data(), targets, B * T, config_.vocab_size, config_.padded_vocab_size);
+}
+
+const float* CpuBackend::forward_logits(const int* inputs, int B, int T) {
+  check_batch(inputs, nullptr, B, T);
+  forward(inputs, B, T);
+  return acts_.logits.data();
+}
+
+void CpuBackend::next_token_logits(const int* tokens, int T, float* logits) {
+  const float* all = forward_logits(tokens, 1, T);
+  std::copy_n(all + size_t(T - 1) * config_.padded_vocab_size, config_.vocab_size, logits);
+}
+
+float CpuBackend::grad_sum_of_squares(ElementRange range) {
+  if (range.end < range.begin || range.end > partition_.num_elements())
+    throw std::invalid_argument(fmt::format("grad_sum_of_squares: range [{}, {}) outside the {} gradients",
+                                            range.begin, range.end, partition_.num_elements()));
+  // Fixed-size chunks from the range's start summed in chunk order: the result does not depend on
+  // the thread count.
+  constexpr size_t kChunk = 1 << 16;
+  const float* g = grads_.data() + range.begin;
+  const size_t n = range.size(), chunks = (n + kChunk - 1) / kChunk;
+  partial_sums_.resize(chunks);
+  double* partial = partial_sums_.data();
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    for (size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) s += double(g[i]) * g[i];
+    partial[c] = s;
+  }
+  double total = 0.0;
+  for (double s : partial_sums_) total += s;
+  return float(total);
+}
+
+void CpuBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
+  if (t < 1) throw std::invalid_argument(fmt::format("AdamW step count must be >= 1, got {}", t));
+  // Element-wise, so updating the owned part of a tensor gives exactly what updating the whole
+  // tensor gives there; only weight decay differs between tensors.
+  for (const TensorSlice& s : owned_slices_) {
+    const size_t at = layout_[s.tensor].offset + s.tensor_offset;
+    llmc::adamw_update(params_.data() + at, grads_.data() + at, m_.data() + s.range_offset, v_.data() + s.range_offset,
+                       s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, s.weight_decay ? hyper.weight_decay : 0.0f, t,
+                       grad_scale);
+  }
+}
+
+void CpuBackend::all_reduce_gradients(Communicator& host) { host.all_reduce_sum(grads_.data(), partition_.num_elements()); }
+
+void CpuBackend::reduce_scatter_gradients(Communicator& host) {
+  const ElementRange chunk = partition_.collective_chunk(host.world_size(), "reduce_scatter_gradients");
+  shard_.resize(chunk.size());
+  host.reduce_scatter_sum(grads_.data(), shard_.data(), chunk.size());
+  std::copy(shard_.begin(), shard_.end(), grads_.begin() + chunk.begin);
+}
+
+void CpuBackend::all_gather_parameters(Communicator& host) {
+  const ElementRange chunk = partition_.collective_chunk(host.world_size(), "all_gather_parameters");
+  shard_.assign(params_.begin() + chunk.begin, params_.begin() + chunk.end);
+  host.all_gather(shard_.data(), params_.data(), chunk.size());
+}
+
+}  // namespace llmc

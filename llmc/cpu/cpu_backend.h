@@ -1,0 +1,77 @@
+// The CPU backend: fp32 parameters, gradients and AdamW moments, the layers of llmc/cpu/*.h, OpenMP.
+// It is the numerical oracle the CUDA kernels are checked against, so every reduction has an order
+// fixed by the code: results are identical run to run and for any number of threads.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "llmc/backend.h"
+
+namespace llmc {
+
+class CpuBackend : public Backend {
+ public:
+  // One rank, or stage 0: optimizer state for every parameter.
+  explicit CpuBackend(const GPT2Config& config);
+  // partition.num_elements() must be the model's parameter count: gradients and parameters are
+  // host buffers of partition.buffer_size() floats (the padding stays zero), m and v cover owned().
+  CpuBackend(const GPT2Config& config, const OptimizerPartition& partition);
+
+  using Backend::grad_sum_of_squares;
+  const GPT2Config& config() const override { return config_; }
+  const OptimizerPartition& partition() const override { return partition_; }
+  void set_parameters(const float* params) override;
+  void get_parameters(float* params) override;
+  void set_optimizer_state(const float* m, const float* v) override;
+  void get_optimizer_state(float* m, float* v) override;
+  size_t optimizer_state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
+  void zero_grad() override;
+  void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
+  float accumulated_loss() override;
+  float forward_loss(const int* inputs, const int* targets, int B, int T) override;
+  void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
+  void next_token_logits(const int* tokens, int T, float* logits) override;
+  float grad_sum_of_squares(ElementRange range) override;
+  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void all_reduce_gradients(Communicator& host) override;
+  void reduce_scatter_gradients(Communicator& host) override;
+  void all_gather_parameters(Communicator& host) override;
+
+  // For the parity tests: the B*T x padded_vocab_size logits of a forward pass (valid until the
+  // next call), and the gradient buffer in parameter layout.
+  const float* forward_logits(const int* inputs, int B, int T);
+  const float* gradients() const { return grads_.data(); }
+
+ private:
+  // Activations of the forward pass that the backward pass reads, per layer where needed.
+  struct Activations {
+    std::vector<float> residual;  // (L+1) x BT x C: the encoder output, then each layer's output
+    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, atty, att, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
+    std::vector<float> lnf, lnf_mean, lnf_rstd, logits, losses, branch;
+    std::vector<float> dresidual, dbuf_a, dbuf_b;  // gradients of the activations, reused per layer
+  };
+
+  void check_batch(const int* inputs, const int* targets, int B, int T) const;
+  // The mean of acts_.losses over the first N positions, summed in position order.
+  double mean_loss(int N) const;
+  void ensure_activations(int B, int T);
+  void forward(const int* inputs, int B, int T);
+  void backward(const int* inputs, int B, int T);
+  float* param(int index, int layer = 0) { return tensor(params_, index, layer); }
+  float* grad(int index, int layer = 0) { return tensor(grads_, index, layer); }
+  float* tensor(std::vector<float>& buffer, int index, int layer);
+
+  GPT2Config config_;
+  OptimizerPartition partition_;
+  std::array<ParamTensor, kNumParamTensors> layout_;
+  std::vector<TensorSlice> owned_slices_;  // the tensors' parts in partition_.owned(), for AdamW
+  std::vector<float> params_, grads_;  // partition_.buffer_size() floats
+  std::vector<float> m_, v_;           // partition_.owned()
+  std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
+  std::vector<double> partial_sums_;   // grad_sum_of_squares's per-chunk sums
+  double loss_accumulator_ = 0.0;
+  Activations acts_;
+  size_t capacity_bt_ = 0, capacity_att_ = 0;
+};
+
+}  // namespace llmc

@@ -1,0 +1,118 @@
+// AdamW on the GPU (DESIGN.md §2): with g = grad * grad_scale (gradient clipping fused in),
+//   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
+//   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
+// p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it
+// with stochastic rounding (bf16), so that updates far below bf16's resolution still move the
+// parameters in expectation. The random bits depend only on (seed, element index within the
+// tensor): a step is reproducible, and the same whether a tensor is updated whole or in slices (as
+// ZeRO-1 does when a rank's shard boundary cuts through it). Weight decay is per tensor: the caller
+// launches once per tensor (or contiguous run of tensors) with its decay.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/random.cuh"
+
+namespace llmc {
+
+struct AdamWArgs {
+  float lr, beta1, beta2, eps, weight_decay;
+  float correction1, correction2;  // 1 - beta^t
+  float grad_scale;
+  uint32_t seed;
+  uint64_t index_offset;  // index of element 0 of this launch within its tensor (rounding stream)
+};
+
+// Updates m, v and returns the new master value of one parameter.
+__device__ inline float adamw_step(float p, float grad, float& m, float& v, const AdamWArgs& a) {
+  const float g = grad * a.grad_scale;
+  m = a.beta1 * m + (1.0f - a.beta1) * g;
+  v = a.beta2 * v + (1.0f - a.beta2) * g * g;
+  const float m_hat = m / a.correction1;
+  const float v_hat = v / a.correction2;
+  return p - a.lr * (m_hat / (sqrtf(v_hat) + a.eps) + a.weight_decay * p);
+}
+
+// One element per thread: works for any n and alignment.
+template <class Real>
+__global__ void adamw_scalar_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
+                                    AdamWArgs a) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float mi = m[i], vi = v[i];
+  const float p = adamw_step(master ? master[i] : float(params[i]), float(grads[i]), mi, vi, a);
+  m[i] = mi;
+  v[i] = vi;
+  if (master) master[i] = p;
+  params[i] = stochastic_round<Real>(p, random_u32(a.seed, a.index_offset + i));
+}
+
+// One 16-byte vector of parameters/gradients per thread, with the fp32 state as 16-byte vectors too.
+template <class Real>
+__global__ void adamw_vector_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
+                                    AdamWArgs a) {
+  constexpr int S = Packed128<Real>::size;
+  constexpr int F = Packed128<float>::size;
+  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
+  if (i >= n) return;
+  const Packed128<Real> g = load128cs(grads + i);
+  // Without a master copy the parameters themselves are the values being updated.
+  const Packed128<Real> p_low = master ? Packed128<Real>::zeros() : load128(params + i);
+  Packed128<Real> p_out;
+#pragma unroll
+  for (int f = 0; f < S; f += F) {
+    Packed128<float> mv = load128cs(m + i + f);
+    Packed128<float> vv = load128cs(v + i + f);
+    Packed128<float> pm;
+    if (master) pm = load128cs(master + i + f);
+#pragma unroll
+    for (int k = 0; k < F; ++k) {
+      const float p_old = master ? pm[k] : float(p_low[f + k]);
+      pm[k] = adamw_step(p_old, float(g[f + k]), mv[k], vv[k], a);
+      p_out[f + k] = stochastic_round<Real>(pm[k], random_u32(a.seed, a.index_offset + i + f + k));
+    }
+    store128cs(m + i + f, mv);
+    store128cs(v + i + f, vv);
+    if (master) store128cs(master + i + f, pm);
+  }
+  store128(params + i, p_out);
+}
+
+inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float weight_decay, int t,
+                            float grad_scale, uint32_t seed, uint64_t index_offset) {
+  return {lr,
+          beta1,
+          beta2,
+          eps,
+          weight_decay,
+          static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)),
+          static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)),
+          grad_scale,
+          seed,
+          index_offset};
+}
+
+// One AdamW step (1-based t) over n parameters. master may be null, in which case params hold the
+// master values themselves (the FP32 build). seed should differ per step and per tensor;
+// index_offset is where params[0] sits in its tensor, so that slices draw the tensor's own bits.
+inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, float lr,
+                         float beta1, float beta2, float eps, float weight_decay, int t, float grad_scale,
+                         uint32_t seed, uint64_t index_offset, cudaStream_t stream) {
+  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale, seed, index_offset);
+  constexpr int block = 256;
+  constexpr int S = Packed128<floatX>::size;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(params) | reinterpret_cast<uintptr_t>(grads) |
+                         reinterpret_cast<uintptr_t>(master) | reinterpret_cast<uintptr_t>(m) |
+                         reinterpret_cast<uintptr_t>(v)) % 16) == 0;
+  if (aligned && n % S == 0) {
+    adamw_vector_kernel<<<ceil_div(static_cast<long long>(n / S), block), block, 0, stream>>>(params, master, grads,
+                                                                                               m, v, n, a);
+  } else {
+    adamw_scalar_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(params, master, grads, m, v,
+                                                                                          n, a);
+  }
+  CUDA_CHECK_LAST();
+}
+
+}  // namespace llmc

@@ -1,0 +1,202 @@
+// Causal multi-head self-attention, the plain (non-fused) way: permute qkv into per-head Q, K, V,
+// full T x T score GEMMs through cuBLAS, a causal softmax kernel in fp32, and the probabilities kept
+// for the backward pass. Memory-hungry (B*NH*T*T twice) but exact; the FP32 build and the tests use
+// it, the BF16 trainer uses cuDNN's flash attention (llmc/cuda/cudnn_attention.h).
+//
+// Layouts: qkv (B, T, 3C) with q, k, v side by side and head h owning channels [h*HS, (h+1)*HS) of
+// each; Q, K, V, vaccum (B, NH, T, HS); att, preatt (B, NH, T, T); out (B, T, C).
+#pragma once
+#include <cublas_v2.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/reduce.cuh"
+
+namespace llmc {
+
+// Scratch the fallback needs, all floatX, carved from one allocation by the caller. Only `att`
+// (an argument, not scratch) must live from a layer's forward to its backward: the backward
+// permutes qkv again, so one set of these buffers serves every layer.
+struct AttentionBuffers {
+  floatX* q;        // (B, NH, T, HS)
+  floatX* k;        // (B, NH, T, HS)
+  floatX* v;        // (B, NH, T, HS)
+  floatX* vaccum;   // (B, NH, T, HS): att V forward, d(vaccum) backward
+  floatX* dq;       // (B, NH, T, HS), backward only
+  floatX* dk;       // (B, NH, T, HS), backward only
+  floatX* dv;       // (B, NH, T, HS), backward only
+  floatX* scratch;  // (B, NH, T, T): pre-softmax scores forward, d(att) then d(preatt) backward
+};
+
+// ---- permutes between the token-major and the head-major layouts (16-byte vectors) ----
+
+// Where element qkv_index of the token-major (B, T, 3C) buffer lives in the head-major layout:
+// which of q/k/v (0, 1, 2) and the offset into that (B, NH, T, HS) tensor.
+struct HeadMajorPosition {
+  int which;
+  size_t offset;
+};
+__device__ inline HeadMajorPosition head_major_position(size_t qkv_index, int T, int NH, int HS) {
+  const int C = NH * HS;
+  const int c3 = int(qkv_index % (3 * C));
+  const size_t bt = qkv_index / (3 * C);
+  const int t = int(bt % T), b = int(bt / T);
+  const int h = (c3 % C) / HS, d = c3 % HS;
+  return {c3 / C, ((size_t(b) * NH + h) * T + t) * HS + d};
+}
+
+// q/k/v[b][h][t][:] = qkv[b][t][which*C + h*HS + :].
+__global__ void permute_qkv_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+  if (idx >= size_t(B) * T * 3 * NH * HS) return;
+  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
+  floatX* dst = p.which == 0 ? q : (p.which == 1 ? k : v);
+  store128(dst + p.offset, load128cs(qkv + idx));
+}
+
+// dqkv[b][t][which*C + h*HS + :] = dq/dk/dv[b][h][t][:] (the inverse of permute_qkv).
+__global__ void unpermute_dqkv_kernel(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T,
+                                      int NH, int HS) {
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+  if (idx >= size_t(B) * T * 3 * NH * HS) return;
+  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
+  const floatX* src = p.which == 0 ? dq : (p.which == 1 ? dk : dv);
+  store128(dqkv + idx, load128cs(src + p.offset));
+}
+
+// to_heads = true: heads[b][h][t][:] = tokens[b][t][h*HS + :]; false: the reverse.
+__global__ void permute_heads_kernel(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads) {
+  using x128 = Packed128<floatX>;
+  const int C = NH * HS;
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * x128::size;
+  if (idx >= size_t(B) * T * C) return;
+  const int c = int(idx % C);
+  const size_t bt = idx / C;
+  const int t = int(bt % T), b = int(bt / T);
+  const size_t head_idx = ((size_t(b) * NH + c / HS) * T + t) * HS + c % HS;
+  if (to_heads)
+    store128(heads + head_idx, load128cs(tokens + idx));
+  else
+    store128(tokens + idx, load128cs(heads + head_idx));
+}
+
+// ---- causal softmax, one warp per score row, fp32 math ----
+
+// att[row][j] = softmax_j(scale * preatt[row][j]) over j <= t (t = row % T), 0 for j > t.
+__global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt, int rows, int T, float scale) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  const floatX* in = preatt + size_t(row) * T;
+  floatX* out = att + size_t(row) * T;
+  float m = -INFINITY;
+  for (int j = lane; j <= t; j += 32) m = fmaxf(m, scale * static_cast<float>(in[j]));
+  m = warp_reduce_max(m);
+  float s = 0.0f;
+  for (int j = lane; j <= t; j += 32) s += expf(scale * static_cast<float>(in[j]) - m);
+  const float inv = 1.0f / warp_reduce_sum(s);
+  for (int j = lane; j < T; j += 32)
+    out[j] = floatX(j <= t ? expf(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
+}
+
+// With p = att row and g = d(att) row: d(preatt)[j] = scale * p[j] (g[j] - sum_i p[i] g[i]) for
+// j <= t, 0 above the diagonal. dpreatt may alias datt (each lane rereads only what it writes).
+__global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* datt, const floatX* att, int rows, int T,
+                                               float scale) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  const size_t base = size_t(row) * T;
+  float dot = 0.0f;
+  for (int j = lane; j <= t; j += 32) dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
+  dot = warp_reduce_sum(dot);
+  for (int j = lane; j < T; j += 32) {
+    const float p = static_cast<float>(att[base + j]), g = static_cast<float>(datt[base + j]);
+    dpreatt[base + j] = floatX(j <= t ? scale * p * (g - dot) : 0.0f);
+  }
+}
+
+// ---- batched GEMMs, one per (b, h), row-major views ----
+
+// Row-major C (M x N) = op(A) op(B) (+ C when accumulate) for `batch` matrices at fixed strides;
+// op(X) = X^T when trans_X (X then stored N x K or K x M). Issued as the column-major
+// C^T = op(B)^T op(A)^T, which swaps the operands and keeps each op flag.
+inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, const floatX* b, int M, int N, int K,
+                            bool trans_a, bool trans_b, long long stride_a, long long stride_b, long long stride_c,
+                            int batch, bool accumulate) {
+  const cudaDataType_t type = std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;
+  const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op_b, op_a, N, M, K, &alpha, b, type, ldb, stride_b, a, type, lda,
+                                          stride_a, &beta, c, type, N, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+}
+
+inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<floatX>::size, 256); }
+
+// The permutes move 16-byte vectors, which must not straddle two heads.
+inline void attention_require_shape(const char* who, int C, int NH) {
+  if (NH <= 0 || C % NH != 0 || (C / NH) % Packed128<floatX>::size != 0)
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(C) + " channels over " + std::to_string(NH) +
+                                " heads do not give a head size that is a multiple of " +
+                                std::to_string(Packed128<floatX>::size));
+}
+
+// out (B, T, C) and att (B, NH, T, T, kept for the backward) from qkv (B, T, 3C).
+inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const AttentionBuffers& buf,
+                              const floatX* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+  attention_require_shape("attention_forward", C, NH);
+  const int HS = C / NH;
+  const long long tt = (long long)T * T, th = (long long)T * HS;
+  cublasHandle_t h = ctx.blas(stream);
+  permute_qkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(buf.q, buf.k, buf.v, qkv, B, T, NH, HS);
+  CUDA_CHECK_LAST();
+  // preatt = Q K^T (unscaled; the softmax applies 1/sqrt(HS) in fp32).
+  gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false);
+  const int rows = B * NH * T;
+  causal_softmax_forward_kernel<<<ceil_div(rows, 8), 256, 0, stream>>>(att, buf.scratch, rows, T,
+                                                                       1.0f / sqrtf(float(HS)));
+  CUDA_CHECK_LAST();
+  gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false);
+  permute_heads_kernel<<<vec_blocks(size_t(B) * T * C), 256, 0, stream>>>(buf.vaccum, out, B, T, NH, HS, false);
+  CUDA_CHECK_LAST();
+}
+
+// dqkv (B, T, 3C), overwritten, from dout (B, T, C), the layer's qkv and the att its forward saved.
+inline void attention_backward(BlasContext& ctx, floatX* dqkv, const floatX* dout, const floatX* qkv,
+                               const floatX* att, const AttentionBuffers& buf, int B, int T, int C, int NH,
+                               cudaStream_t stream) {
+  attention_require_shape("attention_backward", C, NH);
+  const int HS = C / NH;
+  const long long tt = (long long)T * T, th = (long long)T * HS;
+  cublasHandle_t h = ctx.blas(stream);
+  floatX* dvaccum = buf.vaccum;
+  floatX *dq = buf.dq, *dk = buf.dk, *dv = buf.dv;
+  permute_qkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(buf.q, buf.k, buf.v, qkv, B, T, NH, HS);
+  CUDA_CHECK_LAST();
+  permute_heads_kernel<<<vec_blocks(size_t(B) * T * C), 256, 0, stream>>>(dvaccum, const_cast<floatX*>(dout), B, T,
+                                                                          NH, HS, true);
+  CUDA_CHECK_LAST();
+  // vaccum = att V:  d(att) = d(vaccum) V^T,  dV = att^T d(vaccum).
+  gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, false);
+  gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, false);
+  const int rows = B * NH * T;
+  causal_softmax_backward_kernel<<<ceil_div(rows, 8), 256, 0, stream>>>(buf.scratch, buf.scratch, att, rows, T,
+                                                                        1.0f / sqrtf(float(HS)));
+  CUDA_CHECK_LAST();
+  // preatt = Q K^T:  dQ = d(preatt) K,  dK = d(preatt)^T Q.
+  gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, false);
+  gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, false);
+  unpermute_dqkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(dqkv, dq, dk, dv, B, T, NH, HS);
+  CUDA_CHECK_LAST();
+}
+
+}  // namespace llmc

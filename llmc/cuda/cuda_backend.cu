@@ -1,0 +1,862 @@
+// CudaBackend: GPT-2 training on one GPU. The only translation unit of a trainer that includes the
+// kernel headers (llmc/cuda/attention.cuh defines non-template kernels, so it must be included once).
+//
+// Forward, per layer l (residual[l] is the stream entering the layer):
+//   ln1 = LN(residual[l])                 (layer 0: plain LN; later: fused with the residual add)
+//   qkv = ln1 Wqkv^T + b                  (cuBLASLt, bias epilogue)
+//   atty = causal attention(qkv)          (cuDNN flash attention in bf16, the fallback in fp32)
+//   res2 = residual[l] + atty Wproj^T + b, ln2 = LN(res2)        (one fused kernel)
+//   fch = ln2 Wfc^T + b, gelu = GELU(fch) (one GEMM: GELU_AUX_BIAS keeps fch as the aux output)
+//   residual[l+1] = res2 + gelu Wfcproj^T + b, next LN            (fused again; after the last
+//                                           layer the next LN is lnf)
+// then logits = lnf wte^T and the fused softmax/cross-entropy, which overwrites the logits with
+// their gradient. The backward pass mirrors this; the running gradient of the residual stream
+// (dres) collects each LayerNorm backward and flows through the residual adds unchanged.
+//
+// Gradients accumulate in floatX across micro-batches (every GEMM runs with beta = 1, the bias,
+// LayerNorm and encoder kernels add); zero_grad clears them. Nothing here waits for the GPU
+// except the calls whose value the loop needs on the host (accumulated_loss, grad_sum_of_squares,
+// forward_loss, next_token_logits, the get_* copies), and waits on a pinned staging buffer that
+// the GPU finished copying two micro-batches ago.
+#include "llmc/cuda/cuda_backend.h"
+
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "llmc/cuda/adamw.cuh"
+#include "llmc/cuda/attention.cuh"
+#include "llmc/cuda/classifier.cuh"
+#include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/random.cuh"
+#include "llmc/cuda/reduce.cuh"
+#include "llmc/cuda/encoder.cuh"
+#include "llmc/cuda/gelu.cuh"
+#include "llmc/cuda/global_norm.cuh"
+#include "llmc/cuda/layernorm.cuh"
+#include "llmc/cuda/matmul.cuh"
+#include "llmc/dist/nccl_communicator.h"
+#if !defined(ENABLE_FP32)
+#include "llmc/cuda/cudnn_attention.h"
+#endif
+
+namespace llmc {
+
+namespace {
+
+// 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes.
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+
+// Rounds to nearest (the stochastic rounding is for AdamW's small updates, not for loading).
+template <class Dst, class Src>
+__global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = Dst(float(in[i]));
+}
+
+template <class Dst, class Src>
+void convert(Dst* out, const Src* in, size_t n, cudaStream_t stream) {
+  constexpr int block = 256;
+  convert_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(out, in, n);
+  CUDA_CHECK_LAST();
+}
+
+// accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
+// the reported loss is reproducible and never needs the host.
+__global__ void accumulate_loss_kernel(float* accumulator, const float* losses, int n, float scale) {
+  __shared__ float scratch[32];
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) sum += losses[i];
+  sum = block_reduce_sum(sum, scratch);
+  if (threadIdx.x == 0) accumulator[0] += scale * sum;
+}
+
+void accumulate_loss(float* accumulator, const float* losses, int n, float scale, cudaStream_t stream) {
+  accumulate_loss_kernel<<<1, 1024, 0, stream>>>(accumulator, losses, n, scale);
+  CUDA_CHECK_LAST();
+}
+
+std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStream_t stream) {
+  std::vector<float> out(n);
+#if defined(ENABLE_FP32)
+  CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+#else
+  std::vector<uint16_t> bits(n);
+  CUDA_CHECK(cudaMemcpyAsync(bits.data(), device, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(bits[i]);
+#endif
+  return out;
+}
+
+// The NCCL element type of floatX (gradients and parameters).
+ncclDataType_t nccl_floatx() {
+#if defined(ENABLE_FP32)
+  return ncclFloat;
+#else
+  return ncclBfloat16;
+#endif
+}
+
+std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+const char* cuda_precision_name() {
+#if defined(ENABLE_FP32)
+  return "fp32";
+#else
+  return "bf16";
+#endif
+}
+
+const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKind::kCudnn ? "cudnn" : "fallback"; }
+
+AttentionKind default_attention_kind() {
+#if defined(ENABLE_FP32)
+  AttentionKind kind = AttentionKind::kFallback;
+#else
+  AttentionKind kind = AttentionKind::kCudnn;
+#endif
+  const char* env = std::getenv("LLMC_ATTENTION");
+  if (env == nullptr || *env == '\0') return kind;
+  const std::string value = env;
+  if (value == "fallback") return AttentionKind::kFallback;
+  if (value == "cudnn") return AttentionKind::kCudnn;
+  throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver/device" error for later calls
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_description() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                     double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string cuda_library_versions() {
+  // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
+  const auto dotted = [](long long v, long long major_unit, long long minor_unit) {
+    return fmt::format("{}.{}.{}", v / major_unit, v % major_unit / minor_unit, v % minor_unit);
+  };
+  int driver = 0, runtime = 0, nccl = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  ncclGetVersion(&nccl);
+  return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
+                     runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
+                     dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100), dotted(nccl, 10000, 100));
+}
+
+int cuda_device_for_local_rank(int local_rank) {
+  const int devices = cuda_device_count();
+  if (devices == 0) throw std::runtime_error("CUDA backend: no CUDA device");
+  return local_rank % devices;
+}
+
+std::string cuda_device_uuid(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string hex;
+  for (char byte : prop.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
+}
+
+struct CudaBackend::Impl {
+  GPT2Config cfg;
+  CudaBackendOptions opt;
+  OptimizerPartition partition;
+  std::array<ParamTensor, kNumParamTensors> layout;
+  size_t num_params = 0;
+  size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
+  ElementRange owned;      // m, v and master cover these elements
+  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
+  size_t max_bt = 0;  // max_batch * max_seq_len
+  cudaStream_t stream = nullptr;
+  std::vector<void*> allocations;
+  size_t allocated_bytes = 0;
+
+  // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
+  // hold only the owned range (element owned.begin is their element 0).
+  floatX* params = nullptr;
+  float* master = nullptr;  // fp32 master weights (bf16 build; in fp32 the parameters are the master)
+  floatX* grads = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  // Collectives: NCCL on the device buffers, or fp32 staging through the host (allocated on first use).
+  std::unique_ptr<NcclCommunicator> nccl;
+  float* staging_dev = nullptr;
+  std::vector<float> staging_host, staging_shard;
+
+  // Activations; per-layer tensors are L consecutive slots of max_bt rows.
+  floatX* residual = nullptr;  // (L+1) slots x C
+  floatX* ln1 = nullptr;       // L slots (1 with recompute 2) x C
+  floatX* ln2 = nullptr;       // likewise
+  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;  // L slots x 1
+  float *lnf_mean = nullptr, *lnf_rstd = nullptr;
+  floatX* qkv = nullptr;       // L slots x 3C
+  floatX* atty = nullptr;      // L slots x C
+  floatX* res2 = nullptr;      // L slots x C
+  floatX* fch = nullptr;       // L slots x 4C: the pre-GELU
+  floatX* fch_gelu = nullptr;  // L slots (1 with recompute >= 1) x 4C
+  floatX* branch = nullptr;    // max_bt x C: attproj and fcproj outputs, consumed at once
+  floatX* lnf = nullptr;       // max_bt x C
+  floatX* logits = nullptr;    // max_bt x Vp, then their gradient
+  float* losses = nullptr;     // max_bt
+  float* att_stats = nullptr;  // cuDNN: L slots x NH log-sum-exp rows
+  floatX* att = nullptr;       // fallback: L slots x NH x T probabilities
+  AttentionBuffers att_buffers{};
+  // Backward: dres is the gradient of the residual stream; d_ln and d_big are reused per layer.
+  floatX* dres = nullptr;   // max_bt x C
+  floatX* d_ln = nullptr;   // max_bt x C
+  floatX* d_big = nullptr;  // max_bt x 4C (the fc pre-activation gradient, then dqkv)
+  float* scratch = nullptr;  // fp32 partial sums of the LayerNorm and bias gradients (never both at once)
+
+  // fp32 scalars: the step's loss, a validation loss, the squared norm; then the norm's partials.
+  enum { kLossAccum, kEvalLoss, kNormSquared, kScalars = 4 };
+  float* scalars = nullptr;
+  float* host_scalar = nullptr;  // pinned
+
+  // Token staging: the host writes a pinned slot, one async copy moves it. Two slots alternate, and
+  // a slot is rewritten only after the event recorded behind its previous copy has fired.
+  int* tokens_dev = nullptr;   // inputs (max_bt) then targets (max_bt)
+  int* buckets_dev = nullptr;  // encoder backward buckets, up to 3 * max_bt + 1 ints
+  std::array<int*, 2> tokens_host{};
+  std::array<int*, 2> buckets_host{};
+  std::array<cudaEvent_t, 2> tokens_copied{};
+  std::array<cudaEvent_t, 2> buckets_copied{};
+  int slot = 0;
+  unsigned micro_steps = 0;
+
+  void* blas_workspace = nullptr;
+  std::unique_ptr<BlasContext> blas;
+#if !defined(ENABLE_FP32)
+  std::unique_ptr<CudnnAttention> cudnn;
+#endif
+  void* cudnn_workspace = nullptr;
+  size_t cudnn_workspace_bytes = 0;
+
+  Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
+  ~Impl();
+
+  template <class T>
+  T* alloc(size_t count, const char* what) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error(fmt::format(
+          "CUDA backend: cannot allocate {} for {} (L={} C={} B={} T={}; {} allocated so far): {}", mib(bytes), what,
+          cfg.num_layers, cfg.channels, opt.max_batch, opt.max_seq_len, mib(allocated_bytes),
+          cudaGetErrorString(err)));
+    }
+    allocations.push_back(p);
+    allocated_bytes += bytes;
+    return static_cast<T*>(p);
+  }
+
+  int L() const { return cfg.num_layers; }
+  int C() const { return cfg.channels; }
+  int NH() const { return cfg.num_heads; }
+  bool cudnn_attention() const { return opt.attention == AttentionKind::kCudnn; }
+
+  floatX* param(int index, int layer = 0) const { return tensor(params, index, layer); }
+  floatX* grad(int index, int layer = 0) const { return tensor(grads, index, layer); }
+  floatX* tensor(floatX* base, int index, int layer) const {
+    const ParamTensor& t = layout[index];
+    const bool per_layer = index != kWte && index != kWpe && index != kLnfw && index != kLnfb;
+    return base + t.offset + (per_layer ? size_t(layer) * (t.numel / size_t(cfg.num_layers)) : 0);
+  }
+  // Slot `l` of a per-layer activation of `width` values per row.
+  template <class T>
+  T* slot_of(T* base, int l, size_t width) const {
+    return base + size_t(l) * max_bt * width;
+  }
+  floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
+  floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
+  floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
+
+  void check_batch(const int* inputs, const int* targets, int B, int T) const;
+  void stage_tokens(const int* inputs, const int* targets, int B, int T);
+  int stage_buckets(const int* inputs, int BT);
+  void ensure_cudnn_workspace(size_t bytes);
+  void forward(int B, int T);
+  void attention_forward(int l, int B, int T);
+  void backward(int B, int T, int num_buckets);
+  void attention_backward(int l, int B, int T);
+  float read_scalar(int index);
+  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
+  void ensure_staging();
+  void download(std::vector<float>& host, const floatX* device, size_t n);
+  void upload(floatX* device, const float* host, size_t n);
+};
+
+CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
+                        const OptimizerPartition& partition_)
+    : cfg(config), opt(options), partition(partition_) {
+  const int C = cfg.channels, L = cfg.num_layers, NH = cfg.num_heads;
+  if (opt.max_batch <= 0 || opt.max_seq_len <= 0 || opt.max_seq_len > cfg.max_seq_len)
+    throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} is not within 1..{} tokens per row",
+                                         opt.max_batch, opt.max_seq_len, cfg.max_seq_len));
+  if (C % 8 != 0 || NH <= 0 || C % NH != 0 || (C / NH) % 8 != 0)
+    throw std::runtime_error(fmt::format(
+        "CUDA backend: channels {} and heads {} must give a multiple of 8 for both C and the head size", C, NH));
+  if (cfg.padded_vocab_size % 8 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: padded vocabulary {} is not a multiple of 8",
+                                         cfg.padded_vocab_size));
+  if (opt.recompute < 0 || opt.recompute > 2)
+    throw std::runtime_error(fmt::format("CUDA backend: recompute {} is not 0, 1 or 2", opt.recompute));
+#if defined(ENABLE_FP32)
+  if (cudnn_attention())
+    throw std::runtime_error("CUDA backend: cuDNN attention is bf16 only; the FP32 build uses the fallback");
+#endif
+  if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
+  if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
+
+  layout = param_layout(cfg);
+  num_params = num_parameters(cfg);
+  if (partition.num_elements() != num_params)
+    throw std::runtime_error(fmt::format("CUDA backend: optimizer partition of {} elements for a model of {}",
+                                         partition.num_elements(), num_params));
+  buffer_size = partition.buffer_size();
+  owned = partition.owned();
+  owned_slices = tensor_slices(layout, owned);
+  max_bt = size_t(opt.max_batch) * opt.max_seq_len;
+  const size_t BT = max_bt, Cs = size_t(C), Vp = size_t(cfg.padded_vocab_size);
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, opt.local_rank, stream);
+  params = alloc<floatX>(buffer_size, "parameters");
+#if !defined(ENABLE_FP32)
+  master = alloc<float>(owned.size(), "master weights");
+#endif
+  grads = alloc<floatX>(buffer_size, "gradients");
+  m = alloc<float>(owned.size(), "AdamW m");
+  v = alloc<float>(owned.size(), "AdamW v");
+
+  const size_t ln_slots = opt.recompute >= 2 ? 1 : size_t(L);
+  const size_t gelu_slots = opt.recompute >= 1 ? 1 : size_t(L);
+  residual = alloc<floatX>((L + 1) * BT * Cs, "residual stream");
+  ln1 = alloc<floatX>(ln_slots * BT * Cs, "ln1");
+  ln2 = alloc<floatX>(ln_slots * BT * Cs, "ln2");
+  ln1_mean = alloc<float>(L * BT, "ln1 mean");
+  ln1_rstd = alloc<float>(L * BT, "ln1 rstd");
+  ln2_mean = alloc<float>(L * BT, "ln2 mean");
+  ln2_rstd = alloc<float>(L * BT, "ln2 rstd");
+  lnf_mean = alloc<float>(BT, "lnf mean");
+  lnf_rstd = alloc<float>(BT, "lnf rstd");
+  qkv = alloc<floatX>(L * BT * 3 * Cs, "qkv");
+  atty = alloc<floatX>(L * BT * Cs, "attention output");
+  res2 = alloc<floatX>(L * BT * Cs, "residual after attention");
+  fch = alloc<floatX>(L * BT * 4 * Cs, "fc pre-GELU");
+  fch_gelu = alloc<floatX>(gelu_slots * BT * 4 * Cs, "fc GELU");
+  branch = alloc<floatX>(BT * Cs, "projection outputs");
+  lnf = alloc<floatX>(BT * Cs, "lnf");
+  logits = alloc<floatX>(BT * Vp, "logits");
+  losses = alloc<float>(BT, "losses");
+  if (cudnn_attention()) {
+    att_stats = alloc<float>(L * BT * NH, "attention statistics");
+  } else {
+    const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
+    att = alloc<floatX>(L * scores, "attention probabilities");
+    att_buffers.q = alloc<floatX>(BT * Cs, "attention q");
+    att_buffers.k = alloc<floatX>(BT * Cs, "attention k");
+    att_buffers.v = alloc<floatX>(BT * Cs, "attention v");
+    att_buffers.vaccum = alloc<floatX>(BT * Cs, "attention vaccum");
+    att_buffers.dq = alloc<floatX>(BT * Cs, "attention dq");
+    att_buffers.dk = alloc<floatX>(BT * Cs, "attention dk");
+    att_buffers.dv = alloc<floatX>(BT * Cs, "attention dv");
+    att_buffers.scratch = alloc<floatX>(scores, "attention scores");
+  }
+  dres = alloc<floatX>(BT * Cs, "residual gradient");
+  d_ln = alloc<floatX>(BT * Cs, "layer gradient");
+  d_big = alloc<floatX>(BT * 4 * Cs, "fc/qkv gradient");
+  scratch = alloc<float>(std::max(layernorm_backward_scratch_floats(C), matmul_bias_grad_scratch_floats(int(BT), 4 * C)),
+                         "gradient partial sums");
+  scalars = alloc<float>(kScalars + kGlobalNormBlocks, "scalars");
+  tokens_dev = alloc<int>(2 * BT, "tokens");
+  buckets_dev = alloc<int>(3 * BT + 1, "encoder buckets");
+  CUDA_CHECK(cudaMallocHost(&host_scalar, sizeof(float)));
+  for (int s = 0; s < 2; ++s) {
+    CUDA_CHECK(cudaMallocHost(&tokens_host[s], 2 * BT * sizeof(int)));
+    CUDA_CHECK(cudaMallocHost(&buckets_host[s], (3 * BT + 1) * sizeof(int)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&tokens_copied[s], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
+  }
+
+  blas_workspace = alloc<unsigned char>(kBlasWorkspaceBytes, "cuBLASLt workspace");
+  blas = std::make_unique<BlasContext>(blas_workspace, kBlasWorkspaceBytes);
+#if !defined(ENABLE_FP32)
+  if (cudnn_attention()) {
+    // Plans for the training shape and for sampling (B=1 at the longest T), built now so that
+    // their workspace is allocated once.
+    cudnn = std::make_unique<CudnnAttention>();
+    const int HS = C / NH;
+    size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
+    bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
+    bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS, true));
+    ensure_cudnn_workspace(bytes);
+  }
+#endif
+
+  CUDA_CHECK(cudaMemsetAsync(params, 0, buffer_size * sizeof(floatX), stream));
+  if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, owned.size() * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
+  CUDA_CHECK(cudaMemsetAsync(m, 0, owned.size() * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(v, 0, owned.size() * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(scalars, 0, (kScalars + kGlobalNormBlocks) * sizeof(float), stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+CudaBackend::Impl::~Impl() {
+  if (stream) cudaStreamSynchronize(stream);
+  nccl.reset();
+#if !defined(ENABLE_FP32)
+  cudnn.reset();
+#endif
+  blas.reset();
+  for (void* p : allocations) cudaFree(p);
+  if (cudnn_workspace) cudaFree(cudnn_workspace);
+  for (int s = 0; s < 2; ++s) {
+    if (tokens_host[s]) cudaFreeHost(tokens_host[s]);
+    if (buckets_host[s]) cudaFreeHost(buckets_host[s]);
+    if (tokens_copied[s]) cudaEventDestroy(tokens_copied[s]);
+    if (buckets_copied[s]) cudaEventDestroy(buckets_copied[s]);
+  }
+  if (host_scalar) cudaFreeHost(host_scalar);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+// cuDNN may want more workspace for a shape first seen after construction (a smaller batch
+// never does in practice); growing it frees the old buffer, which waits for the GPU once.
+void CudaBackend::Impl::ensure_cudnn_workspace(size_t bytes) {
+  if (bytes <= cudnn_workspace_bytes) return;
+  if (cudnn_workspace) {
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaFree(cudnn_workspace));
+    allocated_bytes -= cudnn_workspace_bytes;
+    cudnn_workspace = nullptr;
+    cudnn_workspace_bytes = 0;
+  }
+  const cudaError_t err = cudaMalloc(&cudnn_workspace, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error(fmt::format("CUDA backend: cannot allocate {} of cuDNN attention workspace: {}",
+                                         mib(bytes), cudaGetErrorString(err)));
+  }
+  cudnn_workspace_bytes = bytes;
+  allocated_bytes += bytes;
+}
+
+void CudaBackend::Impl::check_batch(const int* inputs, const int* targets, int B, int T) const {
+  if (B <= 0 || T <= 0 || B > opt.max_batch || T > opt.max_seq_len)
+    throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} exceeds the B={} T={} it was allocated for",
+                                         B, T, opt.max_batch, opt.max_seq_len));
+  const size_t BT = size_t(B) * T;
+  for (size_t i = 0; i < BT; ++i) {
+    if (inputs[i] < 0 || inputs[i] >= cfg.vocab_size)
+      throw std::runtime_error(fmt::format("CUDA backend: input token {} at position {} is outside [0, {})",
+                                           inputs[i], i, cfg.vocab_size));
+    if (targets && (targets[i] < 0 || targets[i] >= cfg.vocab_size))
+      throw std::runtime_error(fmt::format("CUDA backend: target token {} at position {} is outside [0, {})",
+                                           targets[i], i, cfg.vocab_size));
+  }
+}
+
+// tokens_dev = inputs then targets (targets may be null: sampling).
+void CudaBackend::Impl::stage_tokens(const int* inputs, const int* targets, int B, int T) {
+  check_batch(inputs, targets, B, T);
+  const size_t BT = size_t(B) * T;
+  slot ^= 1;
+  CUDA_CHECK(cudaEventSynchronize(tokens_copied[slot]));
+  int* host = tokens_host[slot];
+  std::memcpy(host, inputs, BT * sizeof(int));
+  if (targets) std::memcpy(host + BT, targets, BT * sizeof(int));
+  CUDA_CHECK(cudaMemcpyAsync(tokens_dev, host, (targets ? 2 : 1) * BT * sizeof(int), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaEventRecord(tokens_copied[slot], stream));
+}
+
+// Called once the forward pass is queued, so the host groups positions by token while the GPU
+// works; returns the number of buckets.
+int CudaBackend::Impl::stage_buckets(const int* inputs, int BT) {
+  const EncoderBuckets buckets = build_encoder_buckets(inputs, BT, cfg.vocab_size);
+  CUDA_CHECK(cudaEventSynchronize(buckets_copied[slot]));
+  std::memcpy(buckets_host[slot], buckets.packed.data(), buckets.packed.size() * sizeof(int));
+  CUDA_CHECK(cudaMemcpyAsync(buckets_dev, buckets_host[slot], buckets.packed.size() * sizeof(int),
+                             cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaEventRecord(buckets_copied[slot], stream));
+  return buckets.num_buckets;
+}
+
+void CudaBackend::Impl::attention_forward(int l, int B, int T) {
+  const int C = this->C(), NH = this->NH();
+  floatX* q = slot_of(qkv, l, 3 * size_t(C));
+  floatX* out = slot_of(atty, l, size_t(C));
+#if !defined(ENABLE_FP32)
+  if (cudnn_attention()) {
+    const int HS = C / NH;
+    ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
+    cudnn->forward(out, att_stats + size_t(l) * max_bt * NH, q, B, T, NH, HS, true, cudnn_workspace,
+                   cudnn_workspace_bytes, stream);
+    return;
+  }
+#endif
+  const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
+  llmc::attention_forward(*blas, out, att + size_t(l) * scores, att_buffers, q, B, T, C, NH, stream);
+}
+
+// dqkv (d_big) from d(atty) (d_ln).
+void CudaBackend::Impl::attention_backward(int l, int B, int T) {
+  const int C = this->C(), NH = this->NH();
+  const floatX* q = slot_of(qkv, l, 3 * size_t(C));
+#if !defined(ENABLE_FP32)
+  if (cudnn_attention()) {
+    const int HS = C / NH;
+    // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
+    ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
+    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats + size_t(l) * max_bt * NH, B, T, NH, HS,
+                    cudnn_workspace, cudnn_workspace_bytes, stream);
+    return;
+  }
+#endif
+  const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
+  llmc::attention_backward(*blas, d_big, d_ln, q, att + size_t(l) * scores, att_buffers, B, T, C, NH, stream);
+}
+
+// Encoder to logits, for the tokens staged in tokens_dev.
+void CudaBackend::Impl::forward(int B, int T) {
+  const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
+  const size_t Cs = size_t(C);
+  encoder_forward(residual, tokens_dev, param(kWte), param(kWpe), B, T, C, stream);
+  layernorm_forward(ln1_of(0), ln1_mean, ln1_rstd, residual, param(kLn1w, 0), param(kLn1b, 0), BT, C, stream);
+  for (int l = 0; l < L; ++l) {
+    floatX* res_in = slot_of(residual, l, Cs);
+    floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
+    floatX* layer_res2 = slot_of(res2, l, Cs);
+    matmul_forward(*blas, layer_qkv, ln1_of(l), param(kQkvw, l), param(kQkvb, l), BT, C, 3 * C, stream);
+    attention_forward(l, B, T);
+    matmul_forward(*blas, branch, slot_of(atty, l, Cs), param(kAttprojw, l), param(kAttprojb, l), BT, C, C, stream);
+    fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
+                                     branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
+    matmul_forward_gelu(*blas, gelu_of(l), slot_of(fch, l, 4 * Cs), ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C,
+                        4 * C, stream);
+    matmul_forward(*blas, branch, gelu_of(l), param(kFcprojw, l), param(kFcprojb, l), BT, 4 * C, C, stream);
+    floatX* res_out = slot_of(residual, l + 1, Cs);
+    if (l + 1 < L) {
+      fused_residual_layernorm_forward(res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
+                                       slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
+                                       param(kLn1b, l + 1), BT, C, stream);
+    } else {
+      fused_residual_layernorm_forward(res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
+                                       param(kLnfb), BT, C, stream);
+    }
+  }
+  // The output projection is the token embedding (tied): logits = lnf wte^T, no bias.
+  matmul_forward(*blas, logits, lnf, param(kWte), nullptr, BT, C, Vp, stream);
+}
+
+// Backward from the logits' gradient (left in `logits` by the fused classifier).
+void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
+  const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
+  const size_t Cs = size_t(C);
+  CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
+  matmul_backward(*blas, d_ln, grad(kWte), nullptr, nullptr, logits, lnf, param(kWte), nullptr, BT, C, Vp, stream);
+  layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
+                     lnf_rstd, BT, C, stream);
+  for (int l = L - 1; l >= 0; --l) {
+    floatX* res_in = slot_of(residual, l, Cs);
+    floatX* layer_res2 = slot_of(res2, l, Cs);
+    floatX* layer_fch = slot_of(fch, l, 4 * Cs);
+    if (opt.recompute >= 1) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream);
+    if (opt.recompute >= 2)
+      layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
+    // fcproj: its input gradient comes out already multiplied by gelu'(fch) (DGELU epilogue).
+    matmul_backward(*blas, d_big, grad(kFcprojw, l), grad(kFcprojb, l), scratch, dres, gelu_of(l),
+                    param(kFcprojw, l), layer_fch, BT, 4 * C, C, stream);
+    matmul_backward(*blas, d_ln, grad(kFcw, l), grad(kFcb, l), scratch, d_big, ln2_of(l), param(kFcw, l), nullptr, BT,
+                    C, 4 * C, stream);
+    layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
+                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream);
+    matmul_backward(*blas, d_ln, grad(kAttprojw, l), grad(kAttprojb, l), scratch, dres, slot_of(atty, l, Cs),
+                    param(kAttprojw, l), nullptr, BT, C, C, stream);
+    attention_backward(l, B, T);
+    if (opt.recompute >= 2)
+      layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
+    matmul_backward(*blas, d_ln, grad(kQkvw, l), grad(kQkvb, l), scratch, d_big, ln1_of(l), param(kQkvw, l), nullptr,
+                    BT, C, 3 * C, stream);
+    layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
+                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream);
+  }
+  encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C,
+                   mix32(opt.seed ^ mix32(micro_steps)), stream);
+}
+
+void CudaBackend::Impl::ensure_staging() {
+  if (staging_dev) return;
+  staging_dev = alloc<float>(buffer_size, "collective staging");
+  staging_host.resize(buffer_size);
+}
+
+void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
+  convert(staging_dev, device, n, stream);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), staging_dev, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// Rounds to nearest: sums of bf16 gradients and the owners' parameters are exact in fp32 or get
+// one rounding, as on the NCCL path.
+void CudaBackend::Impl::upload(floatX* device, const float* host, size_t n) {
+  CUDA_CHECK(cudaMemcpyAsync(staging_dev, host, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  convert(device, staging_dev, n, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+float CudaBackend::Impl::read_scalar(int index) {
+  CUDA_CHECK(cudaMemcpyAsync(host_scalar, scalars + index, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *host_scalar;
+}
+
+CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)
+    : CudaBackend(config, options, unsharded_partition(num_parameters(config))) {}
+
+CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options,
+                         const OptimizerPartition& partition)
+    : impl_(std::make_unique<Impl>(config, options, partition)) {}
+
+CudaBackend::~CudaBackend() = default;
+
+const GPT2Config& CudaBackend::config() const { return impl_->cfg; }
+
+const OptimizerPartition& CudaBackend::partition() const { return impl_->partition; }
+
+size_t CudaBackend::device_bytes() const { return impl_->allocated_bytes; }
+
+size_t CudaBackend::optimizer_state_bytes() const {
+  const Impl& d = *impl_;
+  return d.owned.size() * sizeof(float) * (d.master ? 3 : 2);
+}
+
+const char* CudaBackend::collectives_name() const { return impl_->nccl ? "nccl" : "host staging"; }
+
+void CudaBackend::set_parameters(const float* params) {
+  Impl& d = *impl_;
+#if defined(ENABLE_FP32)
+  CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+#else
+  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
+  // of the whole model when the master holds only a shard).
+  const bool whole = d.owned.size() == d.num_params;
+  float* full = d.master;
+  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
+  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  convert(d.params, full, d.num_params, d.stream);
+  if (!whole) {
+    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
+                               d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    CUDA_CHECK(cudaFree(full));
+  }
+#endif
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::get_parameters(float* params) {
+  Impl& d = *impl_;
+  if (!d.master) {
+    CUDA_CHECK(cudaMemcpyAsync(params, d.params, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    return;
+  }
+  // Outside the owned range only the bf16 working copy exists here.
+  if (d.owned.size() != d.num_params) {
+    const std::vector<float> working = floatx_to_host(d.params, d.num_params, d.stream);
+    std::copy(working.begin(), working.end(), params);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(params + d.owned.begin, d.master, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                             d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+  Impl& d = *impl_;
+  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::get_optimizer_state(float* m, float* v) {
+  Impl& d = *impl_;
+  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::zero_grad() {
+  Impl& d = *impl_;
+  CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.buffer_size * sizeof(floatX), d.stream));
+  CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kLossAccum, 0, sizeof(float), d.stream));
+}
+
+void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
+  Impl& d = *impl_;
+  const int BT = B * T;
+  d.stage_tokens(inputs, targets, B, T);
+  d.forward(B, T);
+  // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
+  const float dloss = loss_scale / float(BT);
+  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, dloss, true,
+                   d.stream);
+  accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
+  // The host sorts the tokens into buckets while the GPU runs the forward pass.
+  const int num_buckets = d.stage_buckets(inputs, BT);
+  ++d.micro_steps;
+  d.backward(B, T, num_buckets);
+}
+
+float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }
+
+float CudaBackend::forward_loss(const int* inputs, const int* targets, int B, int T) {
+  Impl& d = *impl_;
+  const int BT = B * T;
+  d.stage_tokens(inputs, targets, B, T);
+  d.forward(B, T);
+  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
+                   d.stream);
+  CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kEvalLoss, 0, sizeof(float), d.stream));
+  accumulate_loss(d.scalars + Impl::kEvalLoss, d.losses, BT, 1.0f / float(BT), d.stream);
+  return d.read_scalar(Impl::kEvalLoss);
+}
+
+void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
+  Impl& d = *impl_;
+  const int BT = B * T;
+  d.stage_tokens(inputs, targets, B, T);
+  d.forward(B, T);
+  // The classifier writes each position's cross-entropy (fp32) without touching the logits.
+  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
+                   d.stream);
+  CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
+  Impl& d = *impl_;
+  if (T <= 0 || T > d.opt.max_seq_len)
+    throw std::runtime_error(fmt::format("CUDA backend: sampling context of {} tokens is not within 1..{}", T,
+                                         d.opt.max_seq_len));
+  // Always the longest T, padded after the context: attention is causal, so position T-1 does not
+  // see the padding, and one fixed shape means one set of GEMM algorithms and attention plans.
+  const int Tp = d.opt.max_seq_len;
+  std::vector<int> padded(size_t(Tp), 0);
+  std::copy(tokens, tokens + T, padded.begin());
+  d.stage_tokens(padded.data(), nullptr, 1, Tp);
+  d.forward(1, Tp);
+  const std::vector<float> row =
+      floatx_to_host(d.logits + size_t(T - 1) * d.cfg.padded_vocab_size, size_t(d.cfg.vocab_size), d.stream);
+  std::copy(row.begin(), row.end(), logits);
+}
+
+float CudaBackend::grad_sum_of_squares(ElementRange range) {
+  Impl& d = *impl_;
+  if (range.end < range.begin || range.end > d.num_params || range.begin % 8 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: gradient range [{}, {}) is not an 8-aligned part of the {} "
+                                         "gradients", range.begin, range.end, d.num_params));
+  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads + range.begin, range.size(),
+                      d.stream);
+  return d.read_scalar(Impl::kNormSquared);
+}
+
+void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
+  Impl& d = *impl_;
+  // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
+  // are indexed from the owned range's start.
+  for (const TensorSlice& s : d.owned_slices) {
+    const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
+    const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
+    // A different rounding stream per step and per tensor.
+    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(s.tensor)));
+    llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
+                       d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
+                       seed, s.tensor_offset, d.stream);
+  }
+}
+
+void CudaBackend::all_reduce_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  if (d.nccl) {
+    d.nccl->all_reduce_sum(d.grads, d.num_params, nccl_floatx());
+    return;
+  }
+  if (host.world_size() == 1) return;
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.num_params);
+  host.all_reduce_sum(d.staging_host.data(), d.num_params);
+  d.upload(d.grads, d.staging_host.data(), d.num_params);
+}
+
+void CudaBackend::reduce_scatter_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "reduce_scatter_gradients");
+  if (d.nccl) {
+    // In place: NCCL leaves this rank's summed chunk at its own position.
+    d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.buffer_size);
+  d.staging_shard.resize(layout.shard_size);
+  host.reduce_scatter_sum(d.staging_host.data(), d.staging_shard.data(), layout.shard_size);
+  d.upload(d.grads + chunk.begin, d.staging_shard.data(), layout.shard_size);
+}
+
+void CudaBackend::all_gather_parameters(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
+  if (d.nccl) {
+    d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.staging_shard.resize(layout.shard_size);
+  d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
+  host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
+  d.upload(d.params, d.staging_host.data(), d.buffer_size);
+}
+
+std::vector<float> CudaBackend::forward_logits(const int* inputs, int B, int T) {
+  Impl& d = *impl_;
+  d.stage_tokens(inputs, nullptr, B, T);
+  d.forward(B, T);
+  return floatx_to_host(d.logits, size_t(B) * T * d.cfg.padded_vocab_size, d.stream);
+}
+
+void CudaBackend::get_gradients(float* grads) {
+  Impl& d = *impl_;
+  const std::vector<float> g = floatx_to_host(d.grads, d.num_params, d.stream);
+  std::copy(g.begin(), g.end(), grads);
+}
+
+}  // namespace llmc

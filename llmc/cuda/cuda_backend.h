@@ -1,0 +1,110 @@
+// The CUDA backend: GPT-2 forward and backward on one GPU with the kernels of llmc/cuda/*.cuh, driven by
+// the shared training loop (llmc/train/trainer_main.h) through the Backend interface.
+//
+// Precision (fixed at compile time, see llmc/cuda/common.cuh): the default build keeps parameters,
+// gradients and activations in bf16, with fp32 master weights, AdamW moments, losses and norms,
+// and writes the bf16 parameters from the master copy with stochastic rounding; PRECISION=FP32
+// (-DENABLE_FP32) keeps everything in fp32. Design and memory layout: docs/cuda-trainer.md.
+//
+// This header is plain C++ (no CUDA types), so host-only translation units can include it; the
+// kernels stay in llmc/cuda/cuda_backend.cu, the only file that includes the kernel headers.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmc/backend.h"
+
+namespace llmc {
+
+enum class AttentionKind {
+  kCudnn,     // cuDNN flash attention (bf16 builds only)
+  kFallback,  // llmc/cuda/attention.cuh: explicit T x T scores, exact; the only kind in the FP32 build
+};
+
+struct CudaBackendOptions {
+  int max_batch = 4;     // the largest B of any call (activations are allocated once for it)
+  int max_seq_len = 64;  // the largest T of any call, at most the model's max_seq_len
+  // 0: keep every activation; 1: keep only the pre-GELU of each layer's fc and recompute the GELU
+  // in the backward pass; 2: also recompute the two LayerNorm outputs of each layer.
+  int recompute = 1;
+  AttentionKind attention = AttentionKind::kCudnn;
+  unsigned seed = 1337;  // stochastic rounding streams
+  int device = -1;       // the GPU to select before allocating anything; -1 = the current one
+  // Several ranks, one GPU each: with nccl_host set, the gradient and parameter collectives run
+  // over NCCL on the device buffers (NcclCommunicator, GPU local_rank, its unique id sent over
+  // nccl_host, which must outlive the backend). Without it they stage through host fp32 buffers
+  // and the communicator the loop passes (MPI), which also works for ranks sharing one GPU.
+  Communicator* nccl_host = nullptr;
+  int local_rank = 0;
+};
+
+// "fp32" or "bf16": the precision this binary was built with.
+const char* cuda_precision_name();
+// The attention a build uses by default: cuDNN in bf16, the fallback in fp32. The environment
+// variable LLMC_ATTENTION=fallback|cudnn overrides it (cudnn is refused in the FP32 build).
+AttentionKind default_attention_kind();
+const char* attention_kind_name(AttentionKind kind);
+// Number of CUDA devices, 0 when there is none or no working driver (never throws).
+int cuda_device_count();
+// One line naming the current device, its compute capability and memory.
+std::string cuda_device_description();
+// The versions of the CUDA driver and runtime, cuBLASLt, cuDNN and NCCL this process loaded, e.g.
+// "driver 13.0, runtime 13.0, cuBLASLt 13.1.0, cuDNN 9.19.0, NCCL 2.28.7" (never throws).
+std::string cuda_library_versions();
+// The GPU a rank drives: its local rank modulo the visible devices (one visible device: that one,
+// e.g. when the launcher pins each rank to its GPU). Throws std::runtime_error without a device.
+int cuda_device_for_local_rank(int local_rank);
+// The device's UUID as 32 hex digits: ranks that print the same UUID share one GPU.
+std::string cuda_device_uuid(int device);
+
+class CudaBackend : public Backend {
+ public:
+  // Allocates everything on the current device; throws std::runtime_error (naming the shape and
+  // the bytes asked for) when the model or batch does not fit or the shape is unsupported.
+  CudaBackend(const GPT2Config& config, const CudaBackendOptions& options);
+  // For one rank of several: gradients and parameters padded to partition.buffer_size(), AdamW m,
+  // v and (bf16) the fp32 master weights only for partition.owned().
+  CudaBackend(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  using Backend::grad_sum_of_squares;
+  const GPT2Config& config() const override;
+  const OptimizerPartition& partition() const override;
+  void set_parameters(const float* params) override;
+  void get_parameters(float* params) override;
+  void set_optimizer_state(const float* m, const float* v) override;
+  void get_optimizer_state(float* m, float* v) override;
+  size_t optimizer_state_bytes() const override;
+  void zero_grad() override;
+  void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
+  float accumulated_loss() override;
+  float forward_loss(const int* inputs, const int* targets, int B, int T) override;
+  void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
+  void next_token_logits(const int* tokens, int T, float* logits) override;
+  // range.begin must be a multiple of 8 (the norm kernel reads 16-byte vectors); the loop's ranges
+  // (0, or a ZeRO chunk start) are.
+  float grad_sum_of_squares(ElementRange range) override;
+  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void all_reduce_gradients(Communicator& host) override;
+  void reduce_scatter_gradients(Communicator& host) override;
+  void all_gather_parameters(Communicator& host) override;
+  // "nccl", "host staging" (through the loop's communicator) or, with one rank, "none".
+  const char* collectives_name() const;
+
+  // For the parity tests: the B*T x padded_vocab_size logits of a forward pass, and the current
+  // gradients in parameter layout, both converted to fp32.
+  std::vector<float> forward_logits(const int* inputs, int B, int T);
+  void get_gradients(float* grads);
+  // Device bytes this backend allocated itself (parameters, state, activations, workspaces).
+  size_t device_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmc

@@ -1,0 +1,70 @@
+// Sum of squares of a gradient buffer (the global norm before clipping is its square root),
+// deterministic: a fixed grid of blocks accumulates grid-stride slices into per-block fp32 partials,
+// then one block adds the partials in a fixed order. Nothing here synchronises with the host; the
+// caller reads the value when it needs it.
+#pragma once
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/reduce.cuh"
+
+namespace llmc {
+
+// The grid never depends on the device, so the result is the same on any GPU for the same input.
+constexpr int kGlobalNormBlocks = 1024;
+constexpr int kGlobalNormThreads = 512;
+
+// partials[blockIdx] (+)= this block's sum of squares over its grid-stride 16-byte vectors. With
+// accumulate, several buffers (e.g. tensors in separate allocations) add into the same partials.
+// values must be 16-byte aligned when n >= 16 / sizeof(T); the n % (16 / sizeof(T)) trailing
+// elements are summed by block 0.
+template <class T>
+__global__ void global_norm_partial_kernel(float* partials, const T* values, size_t n, bool accumulate) {
+  constexpr int S = Packed128<T>::size;
+  __shared__ float scratch[32];
+  const size_t vectors = n / S;
+  float sum = 0.0f;
+  for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
+       v += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const Packed128<T> x = load128cs(values + v * S);
+#pragma unroll
+    for (int k = 0; k < S; ++k) {
+      const float f = float(x[k]);
+      sum += f * f;
+    }
+  }
+  const size_t tail = vectors * S + static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (blockIdx.x == 0 && tail < n) {
+    const float f = float(values[tail]);
+    sum += f * f;
+  }
+  sum = block_reduce_sum(sum, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = accumulate ? partials[blockIdx.x] + sum : sum;
+}
+
+// out[0] = sum of the kCount partials; launched with one block of kCount threads.
+template <int kCount>
+__global__ void global_norm_finish_kernel(float* out, const float* partials) {
+  __shared__ float scratch[32];
+  const float total = block_reduce_sum(partials[threadIdx.x], scratch);
+  if (threadIdx.x == 0) out[0] = total;
+}
+
+template <class T>
+inline void global_norm_squared_partial(float* partials, const T* values, size_t n, bool accumulate,
+                                        cudaStream_t stream) {
+  global_norm_partial_kernel<<<kGlobalNormBlocks, kGlobalNormThreads, 0, stream>>>(partials, values, n, accumulate);
+  CUDA_CHECK_LAST();
+}
+
+inline void global_norm_squared_finish(float* out, const float* partials, cudaStream_t stream) {
+  global_norm_finish_kernel<kGlobalNormBlocks><<<1, kGlobalNormBlocks, 0, stream>>>(out, partials);
+  CUDA_CHECK_LAST();
+}
+
+// out[0] = sum of values[i]^2 (fp32 on the device). partials: kGlobalNormBlocks floats of scratch.
+template <class T>
+inline void global_norm_squared(float* out, float* partials, const T* values, size_t n, cudaStream_t stream) {
+  global_norm_squared_partial(partials, values, n, false, stream);
+  global_norm_squared_finish(out, partials, stream);
+}
+
+}  // namespace llmc

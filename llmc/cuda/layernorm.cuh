@@ -1,0 +1,217 @@
+// LayerNorm on the GPU (eps 1e-5, biased variance), forward with saved fp32 mean/rstd, a forward
+// fused with the residual add that precedes every LayerNorm after the first, and the backward pass.
+//
+// Forward: one warp per row; the row is staged once in shared memory so global memory is read
+// once, then mean, variance (two-pass, from the staged copy) and the output follow.
+// Backward: one warp per row for dinp; dweight/dbias are summed per warp in shared memory (each
+// lane owns fixed channels, so no atomics), then per block in warp order into fp32 partials, then
+// over blocks in block order by a second tiny kernel: bit-reproducible for a given (N, C).
+#pragma once
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/reduce.cuh"
+
+namespace llmc {
+
+constexpr float kLayerNormEpsF = 1e-5f;
+constexpr int kLayerNormSharedBudget = 48 * 1024;  // the default per-block limit, no opt-in needed
+
+// With kResidual, x = a + b (rounded to Real, the stored residual stream) is also written to
+// residual_out; otherwise x = a. mean/rstd may be null (inference).
+template <class Real, bool kResidual>
+__global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* mean, float* rstd, const Real* a,
+                                         const Real* b, const Real* weight, const Real* bias, int N, int C) {
+  constexpr int S = Packed128<Real>::size;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  const int warps = blockDim.x / 32;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * warps + warp;
+  if (row >= N) return;
+  Real* x = reinterpret_cast<Real*>(shared_raw) + static_cast<size_t>(warp) * C;
+  const long long base = static_cast<long long>(row) * C;
+  const int vectors = C / S;
+
+  float sum = 0.0f;
+  for (int v = lane; v < vectors; v += 32) {
+    Packed128<Real> xv = load128cs(a + base + v * S);
+    if constexpr (kResidual) {
+      const Packed128<Real> bv = load128cs(b + base + v * S);
+#pragma unroll
+      for (int k = 0; k < S; ++k) xv[k] = Real(float(xv[k]) + float(bv[k]));
+      store128(residual_out + base + v * S, xv);
+    }
+    store128(x + v * S, xv);
+#pragma unroll
+    for (int k = 0; k < S; ++k) sum += float(xv[k]);
+  }
+  const float m = warp_reduce_sum(sum) / C;
+
+  // Each lane re-reads only the vectors it staged itself, so no barrier is needed.
+  float sq = 0.0f;
+  for (int v = lane; v < vectors; v += 32) {
+    const Packed128<Real> xv = load128(x + v * S);
+#pragma unroll
+    for (int k = 0; k < S; ++k) {
+      const float d = float(xv[k]) - m;
+      sq += d * d;
+    }
+  }
+  const float s = rsqrtf(warp_reduce_sum(sq) / C + kLayerNormEpsF);
+
+  for (int v = lane; v < vectors; v += 32) {
+    const Packed128<Real> xv = load128(x + v * S);
+    const Packed128<Real> w = load128(weight + v * S);
+    const Packed128<Real> bb = load128(bias + v * S);
+    Packed128<Real> o;
+#pragma unroll
+    for (int k = 0; k < S; ++k) o[k] = Real((float(xv[k]) - m) * s * float(w[k]) + float(bb[k]));
+    store128(out + base + v * S, o);
+  }
+  if (lane == 0) {
+    if (mean) mean[row] = m;
+    if (rstd) rstd[row] = s;
+  }
+}
+
+// Warps per block such that each warp's staged row fits the shared-memory budget.
+inline int layernorm_forward_warps(int C) {
+  require_whole_vectors("layernorm", "channels", C);
+  const int per_warp = C * static_cast<int>(sizeof(floatX));
+  return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
+}
+
+// out, inp: N x C with C a multiple of 8; mean, rstd: N floats or null.
+inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                              const floatX* bias, int N, int C, cudaStream_t stream) {
+  const int warps = layernorm_forward_warps(C);
+  const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
+  layernorm_forward_kernel<floatX, false><<<ceil_div(N, warps), warps * 32, shared, stream>>>(
+      out, nullptr, mean, rstd, inp, nullptr, weight, bias, N, C);
+  CUDA_CHECK_LAST();
+}
+
+// residual_out = a + b; out = LayerNorm(residual_out). residual_out may alias a or b.
+inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, float* mean, float* rstd,
+                                             const floatX* a, const floatX* b, const floatX* weight,
+                                             const floatX* bias, int N, int C, cudaStream_t stream) {
+  const int warps = layernorm_forward_warps(C);
+  const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
+  layernorm_forward_kernel<floatX, true><<<ceil_div(N, warps), warps * 32, shared, stream>>>(
+      out, residual_out, mean, rstd, a, b, weight, bias, N, C);
+  CUDA_CHECK_LAST();
+}
+
+// The backward grid is fixed by (N, C) alone, so the summation order (and the result) is too.
+constexpr int kLayerNormBackwardMaxBlocks = 512;
+
+inline int layernorm_backward_warps(int C) {
+  require_whole_vectors("layernorm_backward", "channels", C);
+  return std::clamp(kLayerNormSharedBudget / (2 * C * static_cast<int>(sizeof(float))), 1, 8);
+}
+
+inline int layernorm_backward_blocks(int N, int C) {
+  return std::min(ceil_div(N, layernorm_backward_warps(C)), kLayerNormBackwardMaxBlocks);
+}
+
+// fp32 scratch the caller provides to layernorm_backward (enough for any N).
+inline size_t layernorm_backward_scratch_floats(int C) {
+  return static_cast<size_t>(kLayerNormBackwardMaxBlocks) * 2 * C;
+}
+
+// Shared layout per warp: dweight then dbias sums, each stored as [k][vector] (channel v*S+k at
+// k*vectors+v) so that the 32 lanes, which own consecutive vectors, hit 32 different banks.
+template <class Real>
+__global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Real* dout, const Real* inp,
+                                          const Real* weight, const float* mean, const float* rstd, int N, int C) {
+  constexpr int S = Packed128<Real>::size;
+  extern __shared__ float sums[];  // [warps][2][C]
+  const int warps = blockDim.x / 32;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int vectors = C / S;
+  float* dw_sum = sums + static_cast<size_t>(warp) * 2 * C;
+  float* db_sum = dw_sum + C;
+  for (int v = lane; v < vectors; v += 32)
+#pragma unroll
+    for (int k = 0; k < S; ++k) dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
+
+  for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
+    const long long base = static_cast<long long>(row) * C;
+    const float m = mean[row];
+    const float s = rstd[row];
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    for (int v = lane; v < vectors; v += 32) {
+      const Packed128<Real> d = load128(dout + base + v * S);
+      const Packed128<Real> x = load128(inp + base + v * S);
+      const Packed128<Real> w = load128(weight + v * S);
+#pragma unroll
+      for (int k = 0; k < S; ++k) {
+        const float g = float(d[k]) * float(w[k]);
+        sum_g += g;
+        sum_gx += g * (float(x[k]) - m) * s;
+      }
+    }
+    const float mean_g = warp_reduce_sum(sum_g) / C;
+    const float mean_gx = warp_reduce_sum(sum_gx) / C;
+    // Second pass re-reads this warp's row (an L1 hit) rather than holding C/32 values per lane.
+    for (int v = lane; v < vectors; v += 32) {
+      const Packed128<Real> d = load128cs(dout + base + v * S);
+      const Packed128<Real> x = load128cs(inp + base + v * S);
+      const Packed128<Real> w = load128(weight + v * S);
+      Packed128<Real> di = load128(dinp + base + v * S);
+#pragma unroll
+      for (int k = 0; k < S; ++k) {
+        const float xhat = (float(x[k]) - m) * s;
+        const float g = float(d[k]) * float(w[k]);
+        di[k] = Real(float(di[k]) + s * (g - mean_g - xhat * mean_gx));
+        dw_sum[k * vectors + v] += float(d[k]) * xhat;
+        db_sum[k * vectors + v] += float(d[k]);
+      }
+      store128(dinp + base + v * S, di);
+    }
+  }
+  __syncthreads();
+  float* block_partial = partials + static_cast<size_t>(blockIdx.x) * 2 * C;
+  for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
+    const int which = i / C;  // 0: dweight, 1: dbias
+    const int c = i % C;
+    const int slot = which * C + (c % S) * vectors + c / S;
+    float total = 0.0f;
+    for (int w = 0; w < warps; ++w) total += sums[static_cast<size_t>(w) * 2 * C + slot];
+    block_partial[i] = total;
+  }
+}
+
+// dweight[c] += sum over blocks of partial dweight, in block order; likewise dbias.
+template <class Real>
+__global__ void layernorm_backward_finish_kernel(Real* dweight, Real* dbias, const float* partials, int blocks,
+                                                 int C) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 2 * C) return;
+  float total = 0.0f;
+  for (int blk = 0; blk < blocks; ++blk) total += partials[static_cast<size_t>(blk) * 2 * C + i];
+  Real* dst = i < C ? dweight + i : dbias + (i - C);
+  *dst = Real(float(*dst) + total);
+}
+
+// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout. scratch holds
+// layernorm_backward_scratch_floats(C) floats.
+inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
+                               const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
+                               int C, cudaStream_t stream) {
+  const int warps = layernorm_backward_warps(C);
+  const int blocks = layernorm_backward_blocks(N, C);
+  const size_t shared = static_cast<size_t>(warps) * 2 * C * sizeof(float);
+  layernorm_backward_kernel<floatX><<<blocks, warps * 32, shared, stream>>>(dinp, scratch, dout, inp, weight, mean,
+                                                                           rstd, N, C);
+  CUDA_CHECK_LAST();
+  layernorm_backward_finish_kernel<floatX><<<ceil_div(2 * C, 256), 256, 0, stream>>>(dweight, dbias, scratch,
+                                                                                     blocks, C);
+  CUDA_CHECK_LAST();
+}
+
+}  // namespace llmc

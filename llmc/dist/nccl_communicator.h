@@ -1,0 +1,62 @@
+// Communicator (llmc/dist/communicator.h) over NCCL for device buffers: one GPU per rank, the GPU
+// numbered by the rank's local rank on its node (ProcessGroup::local_rank()). Every collective is enqueued on the stream given
+// at construction and completes asynchronously in stream order, so a backend that computes on the
+// same stream needs no synchronisation; the scalar all_reduce_sum and barrier() wait for the
+// stream (they return host values / must hold for the host).
+//
+// Status: compiled for sm_80 and sm_90a (make nccl-communicator), not yet run on a multi-GPU
+// machine (docs/multi-gpu.md).
+#pragma once
+#include <cstddef>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "llmc/dist/communicator.h"
+
+namespace llmc {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Selects GPU local_rank (cudaSetDevice; GPU 0 when the launcher made only one GPU visible to
+  // this rank), then rank 0 creates NCCL's unique id and `host`
+  // (MpiCommunicator, or SingleProcessCommunicator for one rank) broadcasts it to the others;
+  // every rank then joins the NCCL communicator of host.world_size() ranks. `host` must outlive
+  // this object (barrier() goes through it). Throws std::runtime_error with CUDA's or NCCL's
+  // message on failure.
+  NcclCommunicator(Communicator& host, int local_rank, cudaStream_t stream);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  cudaStream_t stream() const { return stream_; }
+
+  // Device pointers.
+  void all_reduce_sum(float* buf, size_t n) override;
+  void reduce_scatter_sum(const float* send, float* recv, size_t recv_count) override;
+  void all_gather(const float* send, float* recv, size_t send_count) override;
+  void broadcast(void* buf, size_t bytes, int root) override;
+  // The same three collectives for device buffers of any NCCL element type (the bf16 gradients and
+  // parameters of the CUDA backend); in place when recv is send's chunk of this rank (reduce-scatter:
+  // recv == send + rank*recv_count; all-gather: send == recv + rank*send_count).
+  void all_reduce_sum(void* buf, size_t n, ncclDataType_t type);
+  void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type);
+  void all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type);
+  // Host values, staged through a small device buffer; these synchronise the stream.
+  double all_reduce_sum(double value) override;
+  float all_reduce_sum(float value) override;
+  double all_reduce_max(double value) override;
+  void barrier() override;
+
+ private:
+  Communicator& host_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  double* scalar_ = nullptr;  // device scratch for the scalar sums
+  double reduce_scalar(double value, ncclRedOp_t op);
+};
+
+}  // namespace llmc

@@ -1,0 +1,128 @@
+#include "llmc/io/checkpoint_state.h"
+
+#include "llmc/io/checkpoint_files.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fmt/format.h>
+#include <iterator>
+#include <stdexcept>
+
+namespace llmc {
+
+namespace {
+
+constexpr int kChecksumWord = 20;
+
+// The arrays after the header, in file order.
+std::array<const std::vector<float>*, 4> payload_of(const TrainState& s) {
+  return {&s.m, &s.v, &s.loss_window, &s.norm_window};
+}
+
+// The checksum of the header (word kChecksumWord read as 0) and the payload.
+uint64_t state_checksum(const uint64_t (&header)[kStateHeaderWords], const TrainState& s) {
+  uint64_t h[kStateHeaderWords];
+  std::copy(std::begin(header), std::end(header), h);
+  h[kChecksumWord] = 0;
+  Checksum64 checksum;
+  checksum.update(h, sizeof h);
+  for (const auto* p : payload_of(s)) checksum.update(p->data(), p->size() * sizeof(float));
+  return checksum.digest();
+}
+
+void read_bytes(FILE* f, void* data, size_t bytes, const std::string& path) {
+  if (bytes > 0 && std::fread(data, 1, bytes, f) != bytes)
+    throw std::runtime_error(fmt::format("{}: unexpected end of file", path));
+}
+
+}  // namespace
+
+void write_train_state(const std::string& path, const TrainState& s) {
+  if (s.m.size() != s.v.size())
+    throw std::invalid_argument(fmt::format("{}: m has {} entries but v has {}", path, s.m.size(), s.v.size()));
+  uint64_t h[kStateHeaderWords] = {};
+  h[0] = kStateMagic;
+  h[1] = kStateVersion;
+  h[2] = uint64_t(s.step);
+  h[3] = uint64_t(s.world_size);
+  h[4] = uint64_t(s.rank);
+  h[5] = uint64_t(s.batch_size);
+  h[6] = uint64_t(s.seq_len);
+  h[7] = s.shuffle ? 1 : 0;
+  h[8] = s.seed;
+  h[9] = uint64_t(s.loader.epoch);
+  h[10] = uint64_t(s.loader.shard);
+  h[11] = uint64_t(s.loader.step);
+  h[12] = s.loader.epoch_rng_state;
+  h[13] = s.sample_rng_state;
+  h[14] = s.num_parameters;
+  h[15] = s.moment_offset;
+  h[16] = s.m.size();
+  h[17] = s.model_checksum;
+  h[18] = s.loss_window.size();
+  h[19] = s.norm_window.size();
+  h[kChecksumWord] = state_checksum(h, s);
+  write_file_atomically(path, [&](FILE* f) {
+    bool ok = std::fwrite(h, 1, sizeof h, f) == sizeof h;
+    for (const auto* p : payload_of(s))
+      ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
+    return ok;
+  });
+}
+
+TrainState read_train_state(const std::string& path) {
+  const FileHandle f = open_for_reading(path);
+  uint64_t h[kStateHeaderWords];
+  if (std::fread(h, 1, sizeof h, f.get()) != sizeof h)
+    throw std::runtime_error(fmt::format("{}: shorter than the {}-byte train state header", path, sizeof h));
+  if (h[0] != kStateMagic)
+    throw std::runtime_error(fmt::format("{}: bad magic {} (expected {}): not a train state file", path, h[0], kStateMagic));
+  if (h[1] != 1 && h[1] != kStateVersion)
+    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected 1 or {})", path, h[1],
+                                         kStateVersion));
+  const uint64_t n = h[16];
+  const uint64_t windows = h[18] + h[19];
+  if (h[3] < 1 || h[4] >= h[3] || h[5] < 1 || h[6] < 1 || h[7] > 1 || h[15] > h[14] || n > h[14] - h[15] ||
+      h[2] > uint64_t(INT32_MAX) || h[5] > uint64_t(INT32_MAX) || h[6] > uint64_t(INT32_MAX) ||
+      h[3] > uint64_t(INT32_MAX) || h[18] > 100 || h[19] > 100 || (h[1] == 1 && (windows != 0 || h[17] != 0)))
+    throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
+  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
+  const long size = std::ftell(f.get());
+  const uint64_t expected = sizeof h + (2 * n + windows) * sizeof(float);
+  if (size < 0 || uint64_t(size) != expected)
+    throw std::runtime_error(fmt::format("{}: header says {} moments ({} bytes in all) but the file has {} bytes",
+                                         path, n, expected, size));
+  std::fseek(f.get(), long(sizeof h), SEEK_SET);
+  TrainState s;
+  s.step = int64_t(h[2]);
+  s.world_size = int(h[3]);
+  s.rank = int(h[4]);
+  s.batch_size = int(h[5]);
+  s.seq_len = int(h[6]);
+  s.shuffle = h[7] == 1;
+  s.seed = h[8];
+  s.loader.epoch = int64_t(h[9]);
+  s.loader.shard = int64_t(h[10]);
+  s.loader.step = int64_t(h[11]);
+  s.loader.epoch_rng_state = h[12];
+  s.sample_rng_state = h[13];
+  s.num_parameters = h[14];
+  s.moment_offset = h[15];
+  s.m.resize(n);
+  s.v.resize(n);
+  s.model_checksum = h[17];
+  s.loss_window.resize(h[18]);
+  s.norm_window.resize(h[19]);
+  for (std::vector<float>* p : {&s.m, &s.v, &s.loss_window, &s.norm_window})
+    read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
+  if (h[1] >= 2) {
+    const uint64_t stored = h[kChecksumWord], computed = state_checksum(h, s);
+    if (computed != stored)
+      throw std::runtime_error(fmt::format("{}: checksum mismatch (stored {:016x}, computed {:016x}): the file is corrupt",
+                                           path, stored, computed));
+  }
+  return s;
+}
+
+}  // namespace llmc

@@ -1,0 +1,50 @@
+// The optimizer and loop state of a checkpoint, one file per rank next to the model file:
+// DIR/state_%08d_%05d.bin (step, rank). Layout, all little-endian:
+//   64 uint64 header: [0]=kStateMagic [1]=kStateVersion [2]=step [3]=world size [4]=rank
+//     [5]=B [6]=T [7]=shuffle [8]=seed [9]=loader epoch [10]=loader shard [11]=loader step
+//     [12]=loader epoch Rng state [13]=sampling Rng state [14]=number of model parameters
+//     [15]=offset of this rank's moments [16]=number of moments n in this file
+//     [17]=Checksum64 of the checkpoint's model file (0 = none) [18]=number of loss-window values a
+//     [19]=number of grad-norm-window values b [20]=Checksum64 of this file's bytes with word [20]
+//     read as 0; the rest 0
+//   then AdamW m (n fp32), AdamW v (n fp32), the loss outlier window (a fp32, oldest first), the
+//   grad-norm outlier window (b fp32).
+// With one rank (or ZeRO off) a file holds all moments: offset 0, n = number of parameters.
+// Version 1 files (words 17-20 zero, no windows) are still read; they carry no checksums.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llmc/data/dataloader.h"
+
+namespace llmc {
+
+constexpr uint64_t kStateMagic = 20240527;
+constexpr uint64_t kStateVersion = 2;
+constexpr int kStateHeaderWords = 64;
+
+struct TrainState {
+  int64_t step = 0;  // the next step to run
+  int world_size = 1;
+  int rank = 0;
+  int batch_size = 0;
+  int seq_len = 0;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  DataLoaderPosition loader;
+  uint64_t sample_rng_state = 0;
+  uint64_t num_parameters = 0;
+  uint64_t moment_offset = 0;
+  std::vector<float> m, v;  // equal sizes
+  uint64_t model_checksum = 0;  // of the model file written with this state; 0 = not recorded
+  std::vector<float> loss_window, norm_window;  // OutlierDetector::values(), at most 100 each
+};
+
+// Writes crash-safely (write_file_atomically); throws std::runtime_error naming the file.
+void write_train_state(const std::string& path, const TrainState& state);
+// Throws std::runtime_error naming the file on a bad magic/version, a size that does not match
+// the header, inconsistent fields, or a checksum that does not match the bytes (a corrupt file).
+TrainState read_train_state(const std::string& path);
+
+}  // namespace llmc

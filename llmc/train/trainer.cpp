@@ -1,0 +1,257 @@
+// The Trainer's set-up, the loop and one optimizer step (ZeRO 0/1). Checkpoints are in
+// train_checkpointing.cpp, the evaluations in train_eval.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "llmc/io/checkpoint_files.h"
+#include "llmc/data/shard.h"
+#include "llmc/train/trainer_main.h"
+#include "llmc/train/stop_signals.h"
+#include "llmc/train/trainer.h"
+
+namespace llmc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Distinguishes the sampling stream from the other users of --seed.
+constexpr uint64_t kSampleSeedTag = 0x53414D504C453031ull;
+
+// Optimizer shards start on multiples of this many elements (128 bytes of fp32), so that a
+// backend's vector kernels see aligned chunks.
+constexpr size_t kZeroAlignment = 32;
+
+}  // namespace
+
+Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host)
+    : o_(o),
+      config_(model.config),
+      host_(host),
+      rank_(host.rank()),
+      world_size_(host.world_size()),
+      lead_(host.rank() == 0),
+      zero1_(o.zero_stage == 1),
+      params_(std::move(model.params)),
+      sample_rng_(o.seed ^ kSampleSeedTag) {
+  check_options_for_model(o, config_);
+  const size_t n = num_parameters(config_);
+  partition_ = zero1_ ? zero1_partition(n, world_size_, rank_, kZeroAlignment) : unsharded_partition(n);
+  const int B = o.batch_size, T = o.seq_len;
+  const int64_t micro_tokens = int64_t(B) * T * world_size_;
+  step_tokens_ = o.total_batch_tokens == -1 ? micro_tokens : o.total_batch_tokens;
+  if (step_tokens_ % micro_tokens != 0)
+    throw FlagError(fmt::format("-d: total batch of {} tokens is not divisible by B*T*ranks = {}*{}*{} = {}",
+                                step_tokens_, B, T, world_size_, micro_tokens));
+  accum_ = int(step_tokens_ / micro_tokens);
+
+  DataLoaderConfig dc;
+  dc.batch_size = B;
+  dc.seq_len = T;
+  dc.rank = rank_;
+  dc.world_size = world_size_;
+  dc.vocab_size = config_.vocab_size;
+  dc.seed = o.seed;
+  dc.shuffle = o.shuffle;
+  dc.overfit_single_batch = o.overfit_single_batch;
+  train_ = blame("-i", [&] { return std::make_unique<DataLoader>(expand_glob(o.train_glob), dc); });
+  if (o.max_steps == -1) {
+    max_steps_ = int(std::min<int64_t>(train_->steps_per_epoch() / accum_, INT32_MAX));
+    if (max_steps_ == 0)
+      throw FlagError(fmt::format("-i: one epoch of the train data holds {} micro-batches per rank, fewer than the {} "
+                                  "of one step (-d {})", train_->steps_per_epoch(), accum_, step_tokens_));
+  } else {
+    max_steps_ = o.max_steps;
+  }
+  if (o.val_every > 0) {
+    // Validation reads the batches of a single rank's order, split across the ranks by
+    // validation_loss: the same -m batches, so the same val loss, for any number of ranks.
+    dc.rank = 0;
+    dc.world_size = 1;
+    dc.shuffle = false;
+    dc.overfit_single_batch = false;
+    val_ = blame("-j", [&] { return std::make_unique<DataLoader>(expand_glob(o.val_glob), dc); });
+    val_batches_ = o.val_max_steps == -1 ? val_->steps_per_epoch()
+                                         : std::min<int64_t>(o.val_max_steps, val_->steps_per_epoch());
+  }
+  schedule_.kind = lr_schedule_kind_from_name(o.lr_schedule);
+  schedule_.lr = o.learning_rate;
+  schedule_.warmup_steps = o.warmup_steps;
+  schedule_.max_steps = max_steps_;
+  schedule_.final_frac = o.final_lr_frac;
+
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.output_dir, ec);
+    if (ec || !fs::is_directory(o.output_dir))
+      throw FlagError(fmt::format("-o: cannot create the output dir '{}': {}", o.output_dir,
+                                  ec ? ec.message() : "exists and is not a directory"));
+    if (lead_) {
+      const int stale = remove_stale_temporaries(o.output_dir);
+      if (stale > 0) fmt::print("output dir: removed {} unfinished .tmp file(s) of an interrupted run\n", stale);
+    }
+  }
+  if (o.hellaswag)
+    hellaswag_ = blame("--hellaswag-file", [&] {
+      return load_hellaswag_share(o.hellaswag_file, config_.vocab_size, o.seq_len, rank_, world_size_);
+    });
+  if (o.resume) resume_from_checkpoint();
+  if (!o.output_dir.empty() && lead_)
+    log_ = blame("-o", [&] { return std::make_unique<RunLog>(o.output_dir, resumed_step_); });
+  inputs_.resize(size_t(B) * T);
+  targets_.resize(size_t(B) * T);
+}
+
+void Trainer::print_summary(const Backend& backend) const {
+  if (!lead_) return;
+  fmt::print("model: {} ({})\n", describe_shape(config_), o_.model);
+  fmt::print("parameters: {}\n", num_parameters(config_));
+  fmt::print("batch: B={} T={} ranks={} accumulation={} -> {} tokens per step\n", o_.batch_size, o_.seq_len,
+             world_size_, accum_, step_tokens_);
+  fmt::print("train data: {} shard(s), {} tokens, {} steps per epoch{}\n", train_->files().size(),
+             train_->num_tokens(), train_->steps_per_epoch() / accum_, o_.shuffle ? ", shuffled" : ", sequential");
+  if (val_)
+    fmt::print("val data: {} shard(s), {} tokens, {} batches per evaluation{}\n", val_->files().size(),
+               val_->num_tokens(), val_batches_, world_size_ > 1 ? " (split across the ranks)" : "");
+  fmt::print("schedule: {} lr={:g} warmup={} final fraction={:g} weight decay={:g}\n", o_.lr_schedule,
+             o_.learning_rate, o_.warmup_steps, o_.final_lr_frac, o_.weight_decay);
+  if (hellaswag_.total > 0)
+    fmt::print("hellaswag: {} examples from {}\n", hellaswag_.total, o_.hellaswag_file);
+  // Rank 0 always owns a non-empty range; the unsharded figure scales its bytes per element.
+  const double mib = 1024.0 * 1024.0, bytes = double(backend.optimizer_state_bytes());
+  const double whole = bytes / double(std::max<size_t>(partition_.owned().size(), 1)) * double(num_parameters(config_));
+  if (zero1_)
+    fmt::print("optimizer state: {:.1f} MiB per rank (ZeRO-1 over {} rank{}; {:.1f} MiB unsharded)\n", bytes / mib,
+               world_size_, world_size_ == 1 ? "" : "s", whole / mib);
+  else
+    fmt::print("optimizer state: {:.1f} MiB per rank (ZeRO stage 0: every rank holds all of it)\n", bytes / mib);
+  if (zero1_ && world_size_ == 1)
+    fmt::print("note: -z 1 with one rank has no optimizer state to shard: it runs exactly as -z 0\n");
+  if (o_.skip_loss_z > 0 || o_.skip_norm_z > 0)
+    fmt::print("outlier skipping: loss z > {:g}, grad norm z > {:g} (0 = off), over the last {} accepted steps\n",
+               o_.skip_loss_z, o_.skip_norm_z, OutlierDetector::kWindow);
+  fmt::print("steps: {} (from step {})\n", max_steps_, start_step_);
+  std::fflush(stdout);
+}
+
+void Trainer::evaluate(Backend& backend, int step) {
+  if (val_) {
+    const float val_loss = validation_loss(backend, *val_, val_batches_, o_.batch_size, o_.seq_len, host_);
+    say("step {} | val loss {:.6f}\n", step, val_loss);
+    if (log_) log_->val(step, val_loss);
+  }
+  if (hellaswag_.total > 0) {
+    const EvalAccuracy result = evaluate_multiple_choice_on_ranks(backend, hellaswag_, o_.batch_size, o_.seq_len, host_);
+    say("step {} | hellaswag {}/{} = {:.6f}\n", step, result.correct, result.total, result.accuracy());
+    if (log_) log_->eval(step, float(result.accuracy()));
+  }
+}
+
+Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
+  // Each rank's micro-batches carry 1/(accum*W) of the step: the sum over the ranks is the mean.
+  const float loss_scale = 1.0f / float(accum_ * world_size_);
+  backend.zero_grad();
+  for (int micro = 0; micro < accum_; ++micro) {
+    train_->next_batch(inputs_.data(), targets_.data());
+    backend.forward_backward(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len, loss_scale);
+  }
+  StepResult r;
+  r.loss = float(host_.all_reduce_sum(double(backend.accumulated_loss())));
+  if (zero1_) {
+    backend.reduce_scatter_gradients(host_);
+    r.norm = std::sqrt(float(host_.all_reduce_sum(double(backend.grad_sum_of_squares(partition_.owned())))));
+  } else {
+    backend.all_reduce_gradients(host_);
+    r.norm = std::sqrt(backend.grad_sum_of_squares());
+  }
+  // Every rank holds the same loss and norm, so every rank stops here, or skips, alike.
+  if (!std::isfinite(r.loss) || !std::isfinite(r.norm))
+    throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "
+                                         "stopped without updating or checkpointing this state",
+                                         step, r.loss, r.norm, o_.learning_rate));
+  r.lr = schedule_.at(step);
+  // A spike's update is skipped (its batch is consumed, the schedule moves on) and the spike is
+  // kept out of the windows, so one bad batch neither moves the weights nor widens the window.
+  r.skipped = loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) || norm_outliers_.is_outlier(r.norm, o_.skip_norm_z);
+  if (!r.skipped) {
+    AdamWHyper hyper;
+    hyper.weight_decay = o_.weight_decay;
+    const float grad_scale = r.norm > 1.0f ? 1.0f / r.norm : 1.0f;
+    backend.adamw_update(hyper, r.lr, step + 1, grad_scale);
+    if (zero1_) backend.all_gather_parameters(host_);
+    loss_outliers_.push(r.loss);
+    norm_outliers_.push(r.norm);
+  }
+  return r;
+}
+
+void Trainer::run(Backend& backend) {
+  if (!same_shape(backend.config(), config_))
+    throw std::runtime_error(fmt::format("backend model {} differs from the model {}", describe_shape(backend.config()),
+                                         describe_shape(config_)));
+  const OptimizerPartition& bp = backend.partition();
+  if (bp.sharded != partition_.sharded || !(bp.owned() == partition_.owned()) ||
+      bp.buffer_size() != partition_.buffer_size())
+    throw std::logic_error("the backend was built for another optimizer partition than the trainer's");
+  backend.set_parameters(params_.data());
+  if (resumed_step_ >= 0) backend.set_optimizer_state(m_.data(), v_.data());
+  params_ = {};
+  m_ = {};
+  v_ = {};
+  print_summary(backend);
+  const StopSignals signals;
+
+  double train_seconds = 0.0;
+  int timed_steps = 0;
+  for (int step = start_step_;; ++step) {
+    const bool last = step == max_steps_;
+    // Every rank stops at the same step: a signal that reached any rank stops them all.
+    const int stop = int(host_.all_reduce_max(double(signals.received())));
+    if (stop != 0) {
+      // Stopping between steps: the state is exactly that of a checkpoint at this step.
+      const char* name = stop == SIGINT ? "SIGINT" : "SIGTERM";
+      if (o_.output_dir.empty()) {
+        say("stopped by {} before step {} (no -o: no checkpoint)\n", name, step);
+      } else {
+        if (step != resumed_step_) save_checkpoint(backend, step);
+        say("stopped by {} before step {}: resume with -y 1 -o {}\n", name, step, o_.output_dir);
+      }
+      std::fflush(stdout);
+      return;
+    }
+    if ((o_.val_every > 0 && step % o_.val_every == 0) || last) evaluate(backend, step);
+    // Before sampling, so that a run resumed here draws the same sample as the original run.
+    if (o_.checkpoint_every > 0 && step > 0 && (step % o_.checkpoint_every == 0 || last) && step != resumed_step_)
+      save_checkpoint(backend, step);
+    // Only rank 0 samples; sampling involves no collective, so the others simply go on.
+    if (lead_ && o_.sample_every > 0 && ((step > 0 && step % o_.sample_every == 0) || last))
+      print_sample(backend, config_.vocab_size, o_, sample_rng_, step);
+    if (last) break;
+
+    const auto start = std::chrono::steady_clock::now();
+    const StepResult r = train_step(backend, step);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    train_seconds += seconds;
+    ++timed_steps;
+    if (!lead_) continue;
+    const double eta = train_seconds / timed_steps * (max_steps_ - step - 1);
+    std::string line =
+        format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, double(step_tokens_) / seconds, eta);
+    if (r.skipped)
+      line += fmt::format(" | skipped: loss z {:.2f} (-sl {:g}), norm z {:.2f} (-sg {:g})",
+                          loss_outliers_.z_score(r.loss), o_.skip_loss_z, norm_outliers_.z_score(r.norm),
+                          o_.skip_norm_z);
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+    if (log_) log_->train(step, r.loss, r.lr, r.norm, r.skipped);
+  }
+  say("done: {} steps in {}\n", timed_steps, format_duration(train_seconds));
+}
+
+}  // namespace llmc

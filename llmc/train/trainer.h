@@ -1,0 +1,110 @@
+// The Trainer behind trainer_main (llmc/train/trainer_main.h), shared by the files that
+// implement it: train_loop.cpp (set-up, the loop and the step), train_checkpointing.cpp (save and
+// resume) and train_main.cpp (the mains). Not for use outside these files.
+#pragma once
+#include <cstdint>
+#include <fmt/format.h>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llmc/backend.h"
+#include "llmc/dist/communicator.h"
+#include "llmc/data/dataloader.h"
+#include "llmc/gpt2.h"
+#include "llmc/train/lr_schedule.h"
+#include "llmc/train/outlier_detector.h"
+#include "llmc/rng.h"
+#include "llmc/train/run_log.h"
+#include "llmc/train/evaluation.h"
+#include "llmc/train/options.h"
+#include "llmc/io/checkpoint_state.h"
+#include "llmc/dist/zero_sharding.h"
+
+namespace llmc {
+
+inline bool same_shape(const GPT2Config& a, const GPT2Config& b) {
+  return a.max_seq_len == b.max_seq_len && a.vocab_size == b.vocab_size &&
+         a.padded_vocab_size == b.padded_vocab_size && a.num_layers == b.num_layers &&
+         a.num_heads == b.num_heads && a.channels == b.channels;
+}
+
+inline std::string describe_shape(const GPT2Config& c) {
+  return fmt::format("L={} H={} C={} maxT={} V={} Vp={}", c.num_layers, c.num_heads, c.channels, c.max_seq_len,
+                     c.vocab_size, c.padded_vocab_size);
+}
+
+// Runs f; any error it throws comes back prefixed with the flag whose value caused it (a
+// FlagError already names its flag and passes unchanged).
+template <class F>
+auto blame(const char* flag, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const FlagError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}: {}", flag, e.what()));
+  }
+}
+
+class Trainer {
+ public:
+  // host: the ranks' communicator (SingleProcessCommunicator for one process); it must outlive
+  // the trainer. Every rank constructs its Trainer and calls run() with the same options. Checks
+  // everything that needs the model, the data or the output dir, and resumes when -y is set.
+  Trainer(const TrainOptions& options, ModelFile model, Communicator& host);
+  const OptimizerPartition& partition() const { return partition_; }
+  void run(Backend& backend);
+
+ private:
+  struct StepResult {
+    float loss = 0.0f, norm = 0.0f, lr = 0.0f;
+    bool skipped = false;  // an outlier (-sl/-sg): no update
+  };
+  StepResult train_step(Backend& backend, int step);
+  void evaluate(Backend& backend, int step);
+  void print_summary(const Backend& backend) const;
+
+  void resume_from_checkpoint();
+  // Fills params_, m_, v_ (this rank's owned range) and returns rank 0's state of checkpoint
+  // `step`; throws std::runtime_error naming the file that does not verify or does not fit.
+  TrainState load_checkpoint(int step);
+  // The whole model's fp32 parameters (gathered from the owners under ZeRO-1).
+  std::vector<float> gather_parameters(Backend& backend);
+  void save_checkpoint(Backend& backend, int step);
+
+  // Prints only on rank 0: the other ranks run the same loop silently.
+  template <class... Args>
+  void say(fmt::format_string<Args...> format, Args&&... args) const {
+    if (lead_) fmt::print(format, std::forward<Args>(args)...);
+  }
+
+  const TrainOptions& o_;
+  GPT2Config config_;
+  Communicator& host_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  bool lead_ = true;  // rank 0: writes main.log, the model file and the DONE marker, prints, samples
+  bool zero1_ = false;
+  OptimizerPartition partition_;
+  std::vector<float> params_;  // the initial parameters, handed to the backend by run()
+  std::vector<float> m_, v_;   // resumed AdamW moments of the owned range
+  int accum_ = 1;
+  int64_t step_tokens_ = 0;
+  int max_steps_ = 0;
+  int start_step_ = 0;
+  int resumed_step_ = -1;
+  std::unique_ptr<DataLoader> train_;
+  std::unique_ptr<DataLoader> val_;
+  int64_t val_batches_ = 0;
+  LrSchedule schedule_;
+  std::unique_ptr<RunLog> log_;
+  Rng sample_rng_;
+  OutlierDetector loss_outliers_, norm_outliers_;
+  HellaswagShare hellaswag_;
+  std::vector<int> inputs_, targets_;
+};
+
+}  // namespace llmc

@@ -1,0 +1,67 @@
+// Start-up: the model (-e), the flag checks that need it, and the trainers' mains.
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+#include <memory>
+
+#include "llmc/train/trainer_main.h"
+#include "llmc/train/trainer.h"
+
+namespace llmc {
+
+ModelFile resolve_model(const TrainOptions& o) {
+  return blame("-e", [&] {
+    if (!is_descriptor(o.model)) return load_model(o.model);
+    ModelFile model;
+    model.config = config_from_descriptor(o.model);
+    model.params = init_parameters(model.config, o.seed);
+    return model;
+  });
+}
+
+void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
+  if (o.seq_len > config.max_seq_len)
+    throw FlagError(fmt::format("-t: sequence length {} exceeds the model's max_seq_len {} (-e {})", o.seq_len,
+                                config.max_seq_len, o.model));
+  if (int64_t(o.batch_size) * o.seq_len > INT32_MAX)
+    throw FlagError(fmt::format("-b: B*T = {}*{} tokens per micro-batch is more than the backends' limit of {}",
+                                o.batch_size, o.seq_len, INT32_MAX));
+  if (o.checkpoint_every > 0 && o.output_dir.empty())
+    throw FlagError("-n: checkpoints need an output dir (-o)");
+  if (o.resume && o.output_dir.empty()) throw FlagError("-y: resuming needs the output dir (-o) of the checkpoints");
+}
+
+int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
+  // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
+  // default SIGXFSZ killing the process mid-checkpoint with a core dump.
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::unique_ptr<ProcessGroup> group;
+  try {
+    group = std::make_unique<ProcessGroup>();
+    const TrainOptions options = parse_train_options(argc, argv);
+    if (options.help) {
+      if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
+      return 0;
+    }
+    ModelFile model = resolve_model(options);
+    const GPT2Config config = model.config;
+    // Everything that reads the data or the output dir is checked before the backend allocates.
+    Trainer trainer(options, std::move(model), group->communicator());
+    BackendPlacement placement;
+    placement.process = group->layout();
+    placement.partition = trainer.partition();
+    placement.host = &group->communicator();
+    std::unique_ptr<Backend> backend = make_backend(config, options, placement);
+    trainer.run(*backend);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    const bool many = group && group->world_size() > 1;
+    fmt::print(stderr, "error: {}{}\n", many ? fmt::format("rank {}: ", group->rank()) : "", e.what());
+    // The other ranks may be waiting in a collective for this one: end them all.
+    if (many) group->abort(1);
+    return 1;
+  }
+}
+
+}  // namespace llmc
