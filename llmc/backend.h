@@ -12,12 +12,19 @@
 // elsewhere may use its own device communicator instead (CUDA: NCCL) or stage through host memory.
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
 #include "llmc/dist/zero_sharding.h"
 
 namespace llmc {
+
+// Part of the contract: every backend accepts an OptimizerPartition whose ZeRO-1 chunks start on
+// multiples of this many elements, and the loop only builds such partitions. 32 elements are 128
+// bytes of fp32 and 64 of bf16: a cache line, and a whole number of the 16-byte vectors the CUDA
+// kernels (norm, AdamW, conversions) read, so no backend needs a scalar path for a chunk's start.
+constexpr size_t kPartitionAlignment = 32;
 
 struct AdamWHyper {
   float beta1 = 0.9f;
@@ -59,12 +66,13 @@ class Backend {
   // The loss accumulated since zero_grad() (the one value of a step that must reach the host).
   virtual float accumulated_loss() = 0;
 
-  // Mean cross-entropy of a batch without touching the gradients (validation).
-  virtual float forward_loss(const int* inputs, const int* targets, int B, int T) = 0;
-
   // Cross-entropy at every position of a batch (B*T floats, row-major like the targets), without
   // touching the gradients: HellaSwag scores each completion by its own positions' losses.
   virtual void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) = 0;
+
+  // Mean cross-entropy of a batch without touching the gradients (validation): the mean of
+  // forward_losses, reduced here the same way for every backend (mean_in_order).
+  float forward_loss(const int* inputs, const int* targets, int B, int T);
 
   // Logits over the real vocabulary (config().vocab_size floats) that predict the token after
   // tokens[T-1], for one sequence of T tokens (sampling).
@@ -87,6 +95,13 @@ class Backend {
   virtual void reduce_scatter_gradients(Communicator& host) = 0;
   // ZeRO stage 1, after adamw_update: every rank receives the parameters the others updated.
   virtual void all_gather_parameters(Communicator& host) = 0;
+
+ private:
+  std::vector<float> losses_;  // forward_loss's per-position losses
 };
+
+// The mean of values[0..n) summed in index order in double: the same bits for any backend and
+// thread count.
+double mean_in_order(const float* values, size_t n);
 
 }  // namespace llmc

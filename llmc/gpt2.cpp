@@ -103,6 +103,17 @@ void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
 
 }  // namespace
 
+bool same_shape(const GPT2Config& a, const GPT2Config& b) {
+  return a.max_seq_len == b.max_seq_len && a.vocab_size == b.vocab_size &&
+         a.padded_vocab_size == b.padded_vocab_size && a.num_layers == b.num_layers &&
+         a.num_heads == b.num_heads && a.channels == b.channels;
+}
+
+std::string describe_shape(const GPT2Config& c) {
+  return fmt::format("L={} H={} C={} maxT={} V={} Vp={}", c.num_layers, c.num_heads, c.channels, c.max_seq_len,
+                     c.vocab_size, c.padded_vocab_size);
+}
+
 bool is_descriptor(const std::string& s) {
   GPT2Config config;
   return find_descriptor(s, config);
@@ -122,19 +133,22 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
 
 std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
   const size_t L = c.num_layers, C = c.channels;
-  const size_t sizes[kNumParamTensors] = {
-      size_t(c.padded_vocab_size) * C, size_t(c.max_seq_len) * C, L * C, L * C,
-      L * 3 * C * C, L * 3 * C, L * C * C, L * C, L * C, L * C,
-      L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+  // One slice of each tensor: the whole tensor for the four that are not per layer.
+  const size_t slice_sizes[kNumParamTensors] = {
+      size_t(c.padded_vocab_size) * C, size_t(c.max_seq_len) * C, C, C,
+      3 * C * C, 3 * C, C * C, C, C, C,
+      4 * C * C, 4 * C, C * 4 * C, C, C, C};
   const char* names[kNumParamTensors] = {
       "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
   std::array<ParamTensor, kNumParamTensors> layout{};
   size_t offset = 0;
   for (int i = 0; i < kNumParamTensors; ++i) {
-    bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
-    layout[i] = ParamTensor{names[i], offset, sizes[i], decayed};
-    offset += sizes[i];
+    const bool per_layer = i >= kLn1w && i <= kFcprojb;
+    const bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
+    const size_t numel = slice_sizes[i] * (per_layer ? L : 1);
+    layout[i] = ParamTensor{names[i], offset, numel, decayed, per_layer, slice_sizes[i]};
+    offset += numel;
   }
   return layout;
 }
@@ -142,6 +156,21 @@ std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
 size_t num_parameters(const GPT2Config& config) {
   auto layout = param_layout(config);
   return layout[kNumParamTensors - 1].offset + layout[kNumParamTensors - 1].numel;
+}
+
+void check_batch(const GPT2Config& config, const int* inputs, const int* targets, int B, int T) {
+  if (B < 1 || T < 1 || T > config.max_seq_len)
+    throw std::invalid_argument(fmt::format("batch B={} T={} is invalid for a model with max_seq_len {}", B, T,
+                                            config.max_seq_len));
+  const int V = config.vocab_size;
+  for (size_t i = 0; i < size_t(B) * T; ++i) {
+    if (inputs[i] < 0 || inputs[i] >= V)
+      throw std::invalid_argument(fmt::format("input token {} at position {} is outside the vocabulary 0..{}",
+                                              inputs[i], i, V - 1));
+    if (targets && (targets[i] < 0 || targets[i] >= V))
+      throw std::invalid_argument(fmt::format("target token {} at position {} is outside the vocabulary 0..{}",
+                                              targets[i], i, V - 1));
+  }
 }
 
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed) {

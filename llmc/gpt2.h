@@ -1,5 +1,5 @@
 // GPT-2 model description shared by both trainers: the configuration, the parameter layout of the
-// llm.c-compatible checkpoint format (DESIGN.md §2), initialisation, and model-file I/O.
+// llm.c-compatible checkpoint format (docs/formats.md), initialisation, and model-file I/O.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -23,6 +23,10 @@ struct GPT2Config {
   int channels = 768;
 };
 
+// Whether two models have the same shape (every field equal), and the shape in one line.
+bool same_shape(const GPT2Config& a, const GPT2Config& b);
+std::string describe_shape(const GPT2Config& config);
+
 // "d6", "d12", "d24", "d36", "d48" (GPT-2 small..XL shapes of llm.c), or a custom shape written
 // "L<layers>H<heads>C<channels>" with an optional "T<max_seq_len>" (e.g. "L4H4C256T256") for small
 // models. Throws std::invalid_argument naming the descriptor when it is neither, or when channels
@@ -36,14 +40,28 @@ enum ParamIndex {
   kLn2w, kLn2b, kFcw, kFcb, kFcprojw, kFcprojb, kLnfw, kLnfb, kNumParamTensors
 };
 
+// Where a parameter tensor lies in the flat buffer. The per-layer tensors (ln1w to fcprojb) are
+// L equal slices, one per layer in layer order; wte, wpe, lnfw and lnfb are one slice, shared by
+// all layers. Both backends and the Hugging Face mapping find a layer's weights through at().
 struct ParamTensor {
   const char* name;
   size_t offset;       // in floats, from the start of the flat parameter buffer
-  size_t numel;
+  size_t numel;        // the whole tensor (all layers)
   bool weight_decay;   // only wte, wpe, qkvw, attprojw, fcw, fcprojw are decayed
+  bool per_layer;
+  size_t slice_numel;  // one layer's slice (numel / L), or numel for a tensor that is not per layer
+  // Offset of `layer`'s slice (any layer gives the one slice of a tensor that is not per layer).
+  size_t at(int layer) const { return offset + (per_layer ? size_t(layer) * slice_numel : 0); }
 };
 std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config);
 size_t num_parameters(const GPT2Config& config);
+
+// The checks every backend makes on a batch before it touches the GPU or the activations:
+// 1 <= B, 1 <= T <= max_seq_len, and every input (and target, unless targets is null) a token of
+// the real vocabulary. Throws std::invalid_argument naming the position and token. The shard
+// reader already rejects out-of-vocabulary tokens; this also guards the other callers (sampling,
+// HellaSwag rows, tests, tools), since a bad id would read outside the embedding table.
+void check_batch(const GPT2Config& config, const int* inputs, const int* targets, int B, int T);
 
 // GPT-2 initialisation from a seed: weights N(0, 0.02), the two residual projections (attprojw,
 // fcprojw) N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1 and biases 0, padded vocab rows 0.

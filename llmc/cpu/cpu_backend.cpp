@@ -49,29 +49,6 @@ void CpuBackend::zero_grad() {
   loss_accumulator_ = 0.0;
 }
 
-float* CpuBackend::tensor(std::vector<float>& buffer, int index, int layer) {
-  // Per-layer tensors are L equal slices of their parameter tensor.
-  const ParamTensor& t = layout_[index];
-  const bool per_layer = index >= kLn1w && index <= kFcprojb;
-  const size_t slice = per_layer ? t.numel / config_.num_layers : 0;
-  return buffer.data() + t.offset + size_t(layer) * slice;
-}
-
-void CpuBackend::check_batch(const int* inputs, const int* targets, int B, int T) const {
-  if (B < 1 || T < 1 || T > config_.max_seq_len)
-    throw std::invalid_argument(fmt::format("batch B={} T={} is invalid for a model with max_seq_len {}", B,
-                                            T, config_.max_seq_len));
-  const int V = config_.vocab_size;
-  for (int i = 0; i < B * T; ++i) {
-    if (inputs[i] < 0 || inputs[i] >= V)
-      throw std::invalid_argument(fmt::format("input token {} at position {} is outside the vocabulary 0..{}",
-                                              inputs[i], i, V - 1));
-    if (targets && (targets[i] < 0 || targets[i] >= V))
-      throw std::invalid_argument(fmt::format("target token {} at position {} is outside the vocabulary 0..{}",
-                                              targets[i], i, V - 1));
-  }
-}
-
 void CpuBackend::ensure_activations(int B, int T) {
   const size_t bt = size_t(B) * T, att = size_t(B) * config_.num_heads * T * T;
   if (bt <= capacity_bt_ && att <= capacity_att_) return;
@@ -167,41 +144,26 @@ void CpuBackend::backward(const int* inputs, int B, int T) {
 }
 
 void CpuBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
-  check_batch(inputs, targets, B, T);
+  check_batch(config_, inputs, targets, B, T);
   forward(inputs, B, T);
   const int N = B * T;
   // d(loss_scale * mean_n loss_n) / d loss_n = loss_scale / N.
   classifier_forward_backward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
                               config_.padded_vocab_size, loss_scale / float(N));
-  loss_accumulator_ += loss_scale * mean_loss(N);
+  loss_accumulator_ += loss_scale * mean_in_order(acts_.losses.data(), size_t(N));
   backward(inputs, B, T);
-}
-
-double CpuBackend::mean_loss(int N) const {
-  double sum = 0.0;
-  for (int n = 0; n < N; ++n) sum += acts_.losses[n];
-  return sum / N;
 }
 
 float CpuBackend::accumulated_loss() { return float(loss_accumulator_); }
 
-float CpuBackend::forward_loss(const int* inputs, const int* targets, int B, int T) {
-  check_batch(inputs, targets, B, T);
-  forward(inputs, B, T);
-  const int N = B * T;
-  classifier_forward(acts_.losses.data(), acts_.logits.data(), targets, N, config_.vocab_size,
-                     config_.padded_vocab_size);
-  return float(mean_loss(N));
-}
-
 void CpuBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
-  check_batch(inputs, targets, B, T);
+  check_batch(config_, inputs, targets, B, T);
   forward(inputs, B, T);
   classifier_forward(losses, acts_.logits.data(), targets, B * T, config_.vocab_size, config_.padded_vocab_size);
 }
 
 const float* CpuBackend::forward_logits(const int* inputs, int B, int T) {
-  check_batch(inputs, nullptr, B, T);
+  check_batch(config_, inputs, nullptr, B, T);
   forward(inputs, B, T);
   return acts_.logits.data();
 }

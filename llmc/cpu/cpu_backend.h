@@ -28,7 +28,6 @@ class CpuBackend : public Backend {
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
-  float forward_loss(const int* inputs, const int* targets, int B, int T) override;
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
   float grad_sum_of_squares(ElementRange range) override;
@@ -51,15 +50,11 @@ class CpuBackend : public Backend {
     std::vector<float> dresidual, dbuf_a, dbuf_b;  // gradients of the activations, reused per layer
   };
 
-  void check_batch(const int* inputs, const int* targets, int B, int T) const;
-  // The mean of acts_.losses over the first N positions, summed in position order.
-  double mean_loss(int N) const;
   void ensure_activations(int B, int T);
   void forward(const int* inputs, int B, int T);
   void backward(const int* inputs, int B, int T);
-  float* param(int index, int layer = 0) { return tensor(params_, index, layer); }
-  float* grad(int index, int layer = 0) { return tensor(grads_, index, layer); }
-  float* tensor(std::vector<float>& buffer, int index, int layer);
+  float* param(int index, int layer = 0) { return params_.data() + layout_[index].at(layer); }
+  float* grad(int index, int layer = 0) { return grads_.data() + layout_[index].at(layer); }
 
   GPT2Config config_;
   OptimizerPartition partition_;

@@ -16,7 +16,7 @@
 // Gradients accumulate in floatX across micro-batches (every GEMM runs with beta = 1, the bias,
 // LayerNorm and encoder kernels add); zero_grad clears them. Nothing here waits for the GPU
 // except the calls whose value the loop needs on the host (accumulated_loss, grad_sum_of_squares,
-// forward_loss, next_token_logits, the get_* copies), and waits on a pinned staging buffer that
+// forward_losses, next_token_logits, the get_* copies), and waits on a pinned staging buffer that
 // the GPU finished copying two micro-batches ago.
 #include "llmc/cuda/cuda_backend.h"
 
@@ -232,7 +232,7 @@ struct CudaBackend::Impl {
   float* scratch = nullptr;  // fp32 partial sums of the LayerNorm and bias gradients (never both at once)
 
   // fp32 scalars: the step's loss, a validation loss, the squared norm; then the norm's partials.
-  enum { kLossAccum, kEvalLoss, kNormSquared, kScalars = 4 };
+  enum { kLossAccum, kNormSquared, kScalars = 4 };
   float* scalars = nullptr;
   float* host_scalar = nullptr;  // pinned
 
@@ -280,13 +280,8 @@ struct CudaBackend::Impl {
   int NH() const { return cfg.num_heads; }
   bool cudnn_attention() const { return opt.attention == AttentionKind::kCudnn; }
 
-  floatX* param(int index, int layer = 0) const { return tensor(params, index, layer); }
-  floatX* grad(int index, int layer = 0) const { return tensor(grads, index, layer); }
-  floatX* tensor(floatX* base, int index, int layer) const {
-    const ParamTensor& t = layout[index];
-    const bool per_layer = index != kWte && index != kWpe && index != kLnfw && index != kLnfb;
-    return base + t.offset + (per_layer ? size_t(layer) * (t.numel / size_t(cfg.num_layers)) : 0);
-  }
+  floatX* param(int index, int layer = 0) const { return params + layout[index].at(layer); }
+  floatX* grad(int index, int layer = 0) const { return grads + layout[index].at(layer); }
   // Slot `l` of a per-layer activation of `width` values per row.
   template <class T>
   T* slot_of(T* base, int l, size_t width) const {
@@ -296,7 +291,6 @@ struct CudaBackend::Impl {
   floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
   floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
 
-  void check_batch(const int* inputs, const int* targets, int B, int T) const;
   void stage_tokens(const int* inputs, const int* targets, int B, int T);
   int stage_buckets(const int* inputs, int BT);
   void ensure_cudnn_workspace(size_t bytes);
@@ -468,24 +462,12 @@ void CudaBackend::Impl::ensure_cudnn_workspace(size_t bytes) {
   allocated_bytes += bytes;
 }
 
-void CudaBackend::Impl::check_batch(const int* inputs, const int* targets, int B, int T) const {
-  if (B <= 0 || T <= 0 || B > opt.max_batch || T > opt.max_seq_len)
-    throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} exceeds the B={} T={} it was allocated for",
-                                         B, T, opt.max_batch, opt.max_seq_len));
-  const size_t BT = size_t(B) * T;
-  for (size_t i = 0; i < BT; ++i) {
-    if (inputs[i] < 0 || inputs[i] >= cfg.vocab_size)
-      throw std::runtime_error(fmt::format("CUDA backend: input token {} at position {} is outside [0, {})",
-                                           inputs[i], i, cfg.vocab_size));
-    if (targets && (targets[i] < 0 || targets[i] >= cfg.vocab_size))
-      throw std::runtime_error(fmt::format("CUDA backend: target token {} at position {} is outside [0, {})",
-                                           targets[i], i, cfg.vocab_size));
-  }
-}
-
 // tokens_dev = inputs then targets (targets may be null: sampling).
 void CudaBackend::Impl::stage_tokens(const int* inputs, const int* targets, int B, int T) {
-  check_batch(inputs, targets, B, T);
+  if (B > opt.max_batch || T > opt.max_seq_len)
+    throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} exceeds the B={} T={} it was allocated for",
+                                         B, T, opt.max_batch, opt.max_seq_len));
+  check_batch(cfg, inputs, targets, B, T);
   const size_t BT = size_t(B) * T;
   slot ^= 1;
   CUDA_CHECK(cudaEventSynchronize(tokens_copied[slot]));
@@ -735,18 +717,6 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }
-
-float CudaBackend::forward_loss(const int* inputs, const int* targets, int B, int T) {
-  Impl& d = *impl_;
-  const int BT = B * T;
-  d.stage_tokens(inputs, targets, B, T);
-  d.forward(B, T);
-  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
-                   d.stream);
-  CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kEvalLoss, 0, sizeof(float), d.stream));
-  accumulate_loss(d.scalars + Impl::kEvalLoss, d.losses, BT, 1.0f / float(BT), d.stream);
-  return d.read_scalar(Impl::kEvalLoss);
-}
 
 void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
   Impl& d = *impl_;

@@ -82,7 +82,6 @@ class CudaBackend : public Backend {
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
-  float forward_loss(const int* inputs, const int* targets, int B, int T) override;
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
   // range.begin must be a multiple of 8 (the norm kernel reads 16-byte vectors); the loop's ranges

@@ -32,7 +32,7 @@ struct Mapping {
 // The HF tensors in state_dict order, each mapped onto our layout.
 std::vector<Mapping> mappings(const GPT2Config& config) {
   const auto layout = param_layout(config);
-  const size_t L = config.num_layers, C = config.channels;
+  const size_t C = config.channels;
   std::vector<Mapping> m;
   m.push_back({"wte.weight", layout[kWte].offset, size_t(config.vocab_size), C, false});
   m.push_back({"wpe.weight", layout[kWpe].offset, size_t(config.max_seq_len), C, false});
@@ -50,13 +50,9 @@ std::vector<Mapping> mappings(const GPT2Config& config) {
       {"mlp.c_fc.weight", kFcw, 4 * C, C, true},     {"mlp.c_fc.bias", kFcb, 4 * C, 0, false},
       {"mlp.c_proj.weight", kFcprojw, C, 4 * C, true}, {"mlp.c_proj.bias", kFcprojb, C, 0, false},
   };
-  for (size_t layer = 0; layer < L; ++layer) {
-    for (const PerLayer& p : per_layer) {
-      const size_t per_layer_numel = layout[p.param].numel / L;
-      m.push_back({fmt::format("h.{}.{}", layer, p.suffix), layout[p.param].offset + layer * per_layer_numel,
-                   p.rows, p.cols, p.transposed});
-    }
-  }
+  for (int layer = 0; layer < config.num_layers; ++layer)
+    for (const PerLayer& p : per_layer)
+      m.push_back({fmt::format("h.{}.{}", layer, p.suffix), layout[p.param].at(layer), p.rows, p.cols, p.transposed});
   m.push_back({"ln_f.weight", layout[kLnfw].offset, C, 0, false});
   m.push_back({"ln_f.bias", layout[kLnfb].offset, C, 0, false});
   return m;

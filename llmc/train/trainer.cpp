@@ -1,5 +1,5 @@
-// The Trainer's set-up, the loop and one optimizer step (ZeRO 0/1). Checkpoints are in
-// train_checkpointing.cpp, the evaluations in train_eval.cpp.
+// The Trainer's set-up, building the backend, the loop and one optimizer step (ZeRO 0/1).
+// Checkpoints are in checkpointing.cpp, the evaluations in evaluation.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,16 +24,13 @@ namespace {
 // Distinguishes the sampling stream from the other users of --seed.
 constexpr uint64_t kSampleSeedTag = 0x53414D504C453031ull;
 
-// Optimizer shards start on multiples of this many elements (128 bytes of fp32), so that a
-// backend's vector kernels see aligned chunks.
-constexpr size_t kZeroAlignment = 32;
-
 }  // namespace
 
-Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host)
+Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host, const ProcessLayout& process)
     : o_(o),
       config_(model.config),
       host_(host),
+      process_(process),
       rank_(host.rank()),
       world_size_(host.world_size()),
       lead_(host.rank() == 0),
@@ -42,7 +39,7 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host)
       sample_rng_(o.seed ^ kSampleSeedTag) {
   check_options_for_model(o, config_);
   const size_t n = num_parameters(config_);
-  partition_ = zero1_ ? zero1_partition(n, world_size_, rank_, kZeroAlignment) : unsharded_partition(n);
+  partition_ = zero1_ ? zero1_partition(n, world_size_, rank_, kPartitionAlignment) : unsharded_partition(n);
   const int B = o.batch_size, T = o.seq_len;
   const int64_t micro_tokens = int64_t(B) * T * world_size_;
   step_tokens_ = o.total_batch_tokens == -1 ? micro_tokens : o.total_batch_tokens;
@@ -191,14 +188,16 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
   return r;
 }
 
-void Trainer::run(Backend& backend) {
-  if (!same_shape(backend.config(), config_))
-    throw std::runtime_error(fmt::format("backend model {} differs from the model {}", describe_shape(backend.config()),
-                                         describe_shape(config_)));
-  const OptimizerPartition& bp = backend.partition();
-  if (bp.sharded != partition_.sharded || !(bp.owned() == partition_.owned()) ||
-      bp.buffer_size() != partition_.buffer_size())
-    throw std::logic_error("the backend was built for another optimizer partition than the trainer's");
+void Trainer::run(const BackendFactory& make_backend) {
+  BackendPlacement placement;
+  placement.process = process_;
+  placement.partition = partition_;
+  placement.host = &host_;
+  const std::unique_ptr<Backend> backend = make_backend(config_, o_, placement);
+  train(*backend);
+}
+
+void Trainer::train(Backend& backend) {
   backend.set_parameters(params_.data());
   if (resumed_step_ >= 0) backend.set_optimizer_state(m_.data(), v_.data());
   params_ = {};

@@ -1,6 +1,6 @@
-// The Trainer behind trainer_main (llmc/train/trainer_main.h), shared by the files that
-// implement it: train_loop.cpp (set-up, the loop and the step), train_checkpointing.cpp (save and
-// resume) and train_main.cpp (the mains). Not for use outside these files.
+// The Trainer behind trainer_main (llmc/train/trainer_main.h): the shared loop of both trainers.
+// Implemented by trainer.cpp (set-up, building the backend, the loop and the step),
+// checkpointing.cpp (save and resume) and evaluation.cpp (the evaluations' free functions).
 #pragma once
 #include <cstdint>
 #include <fmt/format.h>
@@ -18,23 +18,13 @@
 #include "llmc/train/outlier_detector.h"
 #include "llmc/rng.h"
 #include "llmc/train/run_log.h"
+#include "llmc/train/trainer_main.h"
 #include "llmc/train/evaluation.h"
 #include "llmc/train/options.h"
 #include "llmc/io/checkpoint_state.h"
 #include "llmc/dist/zero_sharding.h"
 
 namespace llmc {
-
-inline bool same_shape(const GPT2Config& a, const GPT2Config& b) {
-  return a.max_seq_len == b.max_seq_len && a.vocab_size == b.vocab_size &&
-         a.padded_vocab_size == b.padded_vocab_size && a.num_layers == b.num_layers &&
-         a.num_heads == b.num_heads && a.channels == b.channels;
-}
-
-inline std::string describe_shape(const GPT2Config& c) {
-  return fmt::format("L={} H={} C={} maxT={} V={} Vp={}", c.num_layers, c.num_heads, c.channels, c.max_seq_len,
-                     c.vocab_size, c.padded_vocab_size);
-}
 
 // Runs f; any error it throws comes back prefixed with the flag whose value caused it (a
 // FlagError already names its flag and passes unchanged).
@@ -51,12 +41,13 @@ auto blame(const char* flag, F&& f) -> decltype(f()) {
 
 class Trainer {
  public:
-  // host: the ranks' communicator (SingleProcessCommunicator for one process); it must outlive
-  // the trainer. Every rank constructs its Trainer and calls run() with the same options. Checks
-  // everything that needs the model, the data or the output dir, and resumes when -y is set.
-  Trainer(const TrainOptions& options, ModelFile model, Communicator& host);
-  const OptimizerPartition& partition() const { return partition_; }
-  void run(Backend& backend);
+  // host: the ranks' communicator (SingleProcessCommunicator for one process) and process: this
+  // rank's place; both must outlive the trainer. Every rank constructs its Trainer and calls run()
+  // with the same options. Checks everything that needs the model, the data or the output dir,
+  // and resumes when -y is set.
+  Trainer(const TrainOptions& options, ModelFile model, Communicator& host, const ProcessLayout& process);
+  // Builds this rank's backend for the trainer's model and optimizer partition, then trains.
+  void run(const BackendFactory& make_backend);
 
  private:
   struct StepResult {
@@ -81,9 +72,12 @@ class Trainer {
     if (lead_) fmt::print(format, std::forward<Args>(args)...);
   }
 
+  void train(Backend& backend);
+
   const TrainOptions& o_;
   GPT2Config config_;
   Communicator& host_;
+  ProcessLayout process_;
   int rank_ = 0;
   int world_size_ = 1;
   bool lead_ = true;  // rank 0: writes main.log, the model file and the DONE marker, prints, samples

@@ -1,4 +1,4 @@
-// Start-up: the model (-e), the flag checks that need it, and the trainers' mains.
+// Start-up: the model (-e), the flag checks that need it, and trainer_main.
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
@@ -43,16 +43,8 @@ int trainer_main(int argc, const char* const* argv, const BackendFactory& make_b
       if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
       return 0;
     }
-    ModelFile model = resolve_model(options);
-    const GPT2Config config = model.config;
-    // Everything that reads the data or the output dir is checked before the backend allocates.
-    Trainer trainer(options, std::move(model), group->communicator());
-    BackendPlacement placement;
-    placement.process = group->layout();
-    placement.partition = trainer.partition();
-    placement.host = &group->communicator();
-    std::unique_ptr<Backend> backend = make_backend(config, options, placement);
-    trainer.run(*backend);
+    Trainer trainer(options, resolve_model(options), group->communicator(), group->layout());
+    trainer.run(make_backend);
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);

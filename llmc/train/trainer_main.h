@@ -1,19 +1,16 @@
-// The one training loop both trainers run (DESIGN.md §3): data, LR schedule, gradient
-// accumulation, clipping, validation, sampling, checkpoints, resume and logs. A backend
-// (llmc/backend.h) supplies the kernels; train_gpt2.cpp passes the CPU backend, train_gpt2.cu the
-// CUDA one. Training semantics and file formats: docs/training.md. Implemented by train_main.cpp
-// (start-up, mains), train_loop.cpp (the loop and the step), train_checkpointing.cpp and
-// train_eval.cpp.
+// The trainers' entry point: train_gpt2.cpp passes a factory of CPU backends, train_gpt2.cu one of
+// CUDA backends, and trainer_main does the rest (ranks, flags, model, the Trainer of
+// llmc/train/trainer.h, which builds the backend and runs the shared loop). Training semantics
+// and file formats: docs/training.md and docs/formats.md.
 #pragma once
 #include <functional>
 #include <memory>
 
 #include "llmc/backend.h"
-#include "llmc/gpt2.h"
 #include "llmc/dist/process_group.h"
-#include "llmc/train/evaluation.h"  // evaluate_multiple_choice (-h)
-#include "llmc/train/options.h"
 #include "llmc/dist/zero_sharding.h"
+#include "llmc/gpt2.h"
+#include "llmc/train/options.h"
 
 namespace llmc {
 
@@ -25,7 +22,9 @@ ModelFile resolve_model(const TrainOptions& options);
 // -o); throws FlagError naming the flag.
 void check_options_for_model(const TrainOptions& options, const GPT2Config& config);
 
-// Where a rank's backend runs and what it holds: the factory builds the backend for this.
+// Where a rank's backend runs and what it holds: the Trainer builds its backend for this, after
+// every check that needs the model, the data or the output dir, so a bad run fails before the
+// backend allocates anything.
 struct BackendPlacement {
   ProcessLayout process;          // rank, world size, local rank (the GPU), launcher
   OptimizerPartition partition;   // the optimizer state this rank keeps (-z)
@@ -36,7 +35,7 @@ using BackendFactory =
     std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&, const BackendPlacement&)>;
 
 // A trainer's whole main: sets up the ranks (ProcessGroup: mpirun, srun or a single process),
-// parses argv (printing --help), resolves and checks the model, builds the backend and trains.
+// parses argv (printing --help), resolves the model and trains with a backend from make_backend.
 // Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as
 // "error: ..." to stderr (prefixed with the rank when there are several); with several ranks the
 // failing rank then ends the whole job (ProcessGroup::abort) so that no rank waits forever in a

@@ -119,6 +119,44 @@ TEST_CASE("gpt2: parameter layout") {
   }
 }
 
+TEST_CASE("gpt2: per-layer slices") {
+  GPT2Config c = small_config();
+  const auto layout = param_layout(c);
+  const size_t C = 64;
+  // The 12 per-layer tensors, each 2 slices of the sizes worked out by hand; layer 1's slice starts
+  // one slice after layer 0's.
+  const size_t slice[kNumParamTensors] = {0, 0, C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C,
+                                          0, 0};
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    CAPTURE(layout[i].name);
+    const bool per_layer = i >= kLn1w && i <= kFcprojb;
+    CHECK(layout[i].per_layer == per_layer);
+    CHECK(layout[i].at(0) == layout[i].offset);
+    if (per_layer) {
+      CHECK(layout[i].slice_numel == slice[i]);
+      CHECK(layout[i].at(1) == layout[i].offset + slice[i]);
+    } else {
+      CHECK(layout[i].slice_numel == layout[i].numel);
+      CHECK(layout[i].at(1) == layout[i].offset);  // shared by every layer
+    }
+  }
+}
+
+TEST_CASE("gpt2: batch checks name the bad position and token") {
+  GPT2Config c = small_config();
+  std::vector<int> ok(2 * 4, 5), bad = ok;
+  CHECK_NOTHROW(check_batch(c, ok.data(), ok.data(), 2, 4));
+  CHECK_NOTHROW(check_batch(c, ok.data(), nullptr, 2, 4));
+  bad[6] = c.vocab_size;
+  CHECK_THROWS_WITH_AS(check_batch(c, bad.data(), ok.data(), 2, 4),
+                       doctest::Contains("input token 1000 at position 6"), std::invalid_argument);
+  bad[6] = -1;
+  CHECK_THROWS_WITH_AS(check_batch(c, ok.data(), bad.data(), 2, 4),
+                       doctest::Contains("target token -1 at position 6"), std::invalid_argument);
+  CHECK_THROWS_AS(check_batch(c, ok.data(), ok.data(), 0, 4), std::invalid_argument);
+  CHECK_THROWS_AS(check_batch(c, ok.data(), ok.data(), 1, c.max_seq_len + 1), std::invalid_argument);
+}
+
 TEST_CASE("gpt2: initialisation statistics") {
   GPT2Config c = small_config();
   std::vector<float> p = init_parameters(c, 42);

@@ -10,7 +10,7 @@
 #include "llmc/gpt2.h"
 #include "llmc/data/hellaswag.h"
 #include "llmc/rng.h"
-#include "llmc/train/trainer_main.h"
+#include "llmc/train/evaluation.h"
 
 namespace {
 

@@ -52,7 +52,7 @@ TEST_CASE("zero layout: bad arguments are rejected") {
 
 TEST_CASE("tensor slices: a range cutting through tensors") {
   // three tensors at [0,5), [5,12), [12,14); a range [3, 13)
-  const ParamTensor t[] = {{"a", 0, 5, true}, {"b", 5, 7, false}, {"c", 12, 2, true}};
+  const ParamTensor t[] = {{"a", 0, 5, true, false, 5}, {"b", 5, 7, false, false, 7}, {"c", 12, 2, true, false, 2}};
   const auto s = tensor_slices(t, 3, ElementRange{3, 13});
   REQUIRE(s.size() == 3);
   CHECK((s[0].tensor == 0 && s[0].tensor_offset == 3 && s[0].range_offset == 0 && s[0].count == 2 && s[0].weight_decay));
@@ -63,10 +63,10 @@ TEST_CASE("tensor slices: a range cutting through tensors") {
 }
 
 TEST_CASE("tensor slices: overlapping or unordered tensors are rejected") {
-  const ParamTensor overlap[] = {{"a", 0, 5, true}, {"b", 4, 3, false}};
+  const ParamTensor overlap[] = {{"a", 0, 5, true, false, 5}, {"b", 4, 3, false, false, 3}};
   CHECK_THROWS_WITH_AS(tensor_slices(overlap, 2, ElementRange{0, 7}),
                        "tensor slices: tensor 1 (b) starts at 4, inside the tensor before it", std::invalid_argument);
-  const ParamTensor t[] = {{"a", 0, 5, true}};
+  const ParamTensor t[] = {{"a", 0, 5, true, false, 5}};
   CHECK_THROWS_AS(tensor_slices(t, 1, ElementRange{4, 2}), std::invalid_argument);
 }
 

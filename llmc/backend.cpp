@@ -1,0 +1,20 @@
+#include "llmc/backend.h"
+
+#include <algorithm>
+
+namespace llmc {
+
+float Backend::forward_loss(const int* inputs, const int* targets, int B, int T) {
+  const size_t n = size_t(std::max(B, 0)) * size_t(std::max(T, 0));
+  losses_.resize(n);
+  forward_losses(inputs, targets, B, T, losses_.data());
+  return float(mean_in_order(losses_.data(), n));
+}
+
+double mean_in_order(const float* values, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += values[i];
+  return sum / double(n);
+}
+
+}  // namespace llmc
