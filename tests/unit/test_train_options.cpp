@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,42 +24,61 @@ std::string flag_error(const std::vector<std::string>& args) {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
-TEST_CASE("train options: defaults") {
-  const llmc::TrainOptions o = parse_train_options(std::vector<std::string>{});
-  CHECK(o.train_glob == "data/corpus/corpus_train_*.bin");
-  CHECK(o.val_glob == "data/corpus/corpus_val_*.bin");
-  CHECK(o.model == "d12");
-  CHECK(o.output_dir.empty());
-  CHECK(o.batch_size == 4);
-  CHECK(o.seq_len == 1024);
-  CHECK(o.total_batch_tokens == -1);
-  CHECK(o.max_steps == -1);
-  CHECK(o.learning_rate == 3e-4f);
-  CHECK(o.warmup_steps == 0);
-  CHECK(o.final_lr_frac == 1.0f);
-  CHECK(o.lr_schedule == "cosine");
-  CHECK(o.weight_decay == 0.0f);
-  CHECK(o.val_every == 20);
-  CHECK(o.val_max_steps == 20);
-  CHECK(o.sample_every == 20);
-  CHECK(o.gen_tokens == 64);
-  CHECK(o.checkpoint_every == 0);
-  CHECK_FALSE(o.resume);
-  CHECK(o.zero_stage == 0);
-  CHECK_FALSE(o.overfit_single_batch);
-  CHECK_FALSE(o.hellaswag);
-  CHECK(o.hellaswag_file == "data/hellaswag/hellaswag_val.bin");
-  CHECK(o.keep_checkpoints == 0);
-  CHECK(o.major_checkpoint_every == 0);
-  CHECK(o.skip_loss_z == 0.0f);
-  CHECK(o.skip_norm_z == 0.0f);
-  CHECK(o.shuffle);
-  CHECK(o.seed == 1337);
-  CHECK(o.temperature == 1.0f);
-  CHECK(o.top_k == 0);
-  CHECK_FALSE(o.help);
+TEST_CASE("train options: TrainOptions{} and an empty command line both give the documented defaults") {
+  const llmc::TrainOptions constructed{};
+  const llmc::TrainOptions parsed = parse_train_options(std::vector<std::string>{});
+  for (const llmc::TrainOptions* o : {&constructed, &parsed}) {
+    INFO((o == &constructed ? "TrainOptions{}" : "parse_train_options({})"));
+    CHECK(o->train_glob == "data/corpus/corpus_train_*.bin");
+    CHECK(o->val_glob == "data/corpus/corpus_val_*.bin");
+    CHECK(o->model == "d12");
+    CHECK(o->output_dir.empty());
+    CHECK(o->batch_size == 4);
+    CHECK(o->seq_len == 1024);
+    CHECK(o->total_batch_tokens == -1);
+    CHECK(o->max_steps == -1);
+    CHECK(o->learning_rate == 3e-4f);
+    CHECK(o->warmup_steps == 0);
+    CHECK(o->final_lr_frac == 1.0f);
+    CHECK(o->lr_schedule == "cosine");
+    CHECK(o->weight_decay == 0.0f);
+    CHECK(o->val_every == 20);
+    CHECK(o->val_max_steps == 20);
+    CHECK(o->sample_every == 20);
+    CHECK(o->gen_tokens == 64);
+    CHECK(o->checkpoint_every == 0);
+    CHECK_FALSE(o->resume);
+    CHECK(o->zero_stage == 0);
+    CHECK(o->recompute == 1);
+    CHECK_FALSE(o->overfit_single_batch);
+    CHECK_FALSE(o->hellaswag);
+    CHECK(o->hellaswag_file == "data/hellaswag/hellaswag_val.bin");
+    CHECK(o->keep_checkpoints == 0);
+    CHECK(o->major_checkpoint_every == 0);
+    CHECK(o->skip_loss_z == 0.0f);
+    CHECK(o->skip_norm_z == 0.0f);
+    CHECK(o->shuffle);
+    CHECK(o->seed == 1337);
+    CHECK(o->temperature == 1.0f);
+    CHECK(o->top_k == 0);
+    CHECK_FALSE(o->help);
+  }
+}
+
+TEST_CASE("train options: every row's default text parses as its own flag") {
+  std::set<std::string> names;
+  for (const llmc::FlagSpec& f : llmc::train_flags()) {
+    CHECK_MESSAGE(names.insert(f.name).second, f.name, " has two rows");
+    // A bad default text also breaks TrainOptions' constructor, so then every row fails with its message.
+    const std::string error = flag_error({f.name, f.default_text});
+    CHECK_MESSAGE(error.empty(), f.name, " '", f.default_text, "': ", error);
+  }
 }
 
 TEST_CASE("train options: every flag sets its field") {
@@ -102,13 +122,19 @@ TEST_CASE("train options: every flag sets its field") {
   CHECK(o.top_k == 40);
 }
 
-TEST_CASE("train options: --help anywhere") {
+TEST_CASE("train options: --help anywhere, and it lists every row with its default") {
   CHECK(parse_train_options(std::vector<std::string>{"-b", "2", "--help"}).help);
   const std::string usage = llmc::train_usage("train_gpt2");
-  for (const char* flag : {"-i ", "-j ", "-e ", "-o ", "-b ", "-t ", "-d ", "-x ", "-l ", "-u ", "-q ", "-k ", "-c ",
-                           "-v ", "-m ", "-s ", "-g ", "-n ", "-y ", "-z ", "-r ", "-a ", "-h ", "-sh ", "--seed ",
-                           "--temperature ", "--top-k ", "--help", "-nk ", "-nm ", "-sl ", "-sg ", "--hellaswag-file "})
-    CHECK_MESSAGE(usage.find(flag) != std::string::npos, flag);
+  CHECK(starts_with(usage, "usage: train_gpt2 [flags]"));
+  CHECK(usage.find("\n  --help ") != std::string::npos);
+  for (const llmc::FlagSpec& f : llmc::train_flags()) {
+    const size_t start = usage.find(std::string("\n  ") + f.name + " " + f.value_name + " ");
+    REQUIRE_MESSAGE(start != std::string::npos, f.name, " is missing from --help");
+    const std::string line = usage.substr(start + 1, usage.find('\n', start + 1) - start - 1);
+    const std::string default_text = f.default_text;
+    CHECK_MESSAGE(line.find(f.help) != std::string::npos, line);
+    CHECK_MESSAGE(ends_with(line, default_text.empty() ? "(default: none)" : "(default " + default_text + ")"), line);
+  }
 }
 
 TEST_CASE("train options: each bad value is rejected naming its flag") {
