@@ -1,11 +1,12 @@
 #include "llmc/train/options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
-#include <functional>
 
 namespace llmc {
 
@@ -69,112 +70,118 @@ std::string non_empty(const std::string& flag, const std::string& text, const ch
 
 constexpr int64_t kIntMax = 2147483647;
 
-using Setter = std::function<void(TrainOptions&, const std::string& flag, const std::string& value)>;
+// The type of every setter's flag and value arguments, short so that each row fits in a few lines.
+using Arg = const std::string&;
 
-struct Flag {
-  const char* name;
-  Setter set;
-};
+}  // namespace
 
-const std::vector<Flag>& flags() {
-  static const std::vector<Flag> table = {
-      {"-i", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.train_glob = non_empty(f, v, "train shard pattern");
-       }},
-      {"-j", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.val_glob = non_empty(f, v, "val shard pattern");
-       }},
-      {"-e", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.model = non_empty(f, v, "model file or descriptor");
-       }},
-      {"-o", [](TrainOptions& o, const std::string&, const std::string& v) { o.output_dir = v; }},
-      {"-b", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.batch_size = int_in(f, v, 1, kIntMax, "the micro batch must be >= 1");
-       }},
-      {"-t", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.seq_len = int_in(f, v, 1, kIntMax, "the sequence length must be >= 1");
-       }},
-      {"-d", [](TrainOptions& o, const std::string& f, const std::string& v) {
+const std::vector<FlagSpec>& train_flags() {
+  static const std::vector<FlagSpec> table = {
+      {"-i", "<glob>", "data/corpus/corpus_train_*.bin", "train token shards",
+       [](TrainOptions& o, Arg f, Arg v) { o.train_glob = non_empty(f, v, "train shard pattern"); }},
+      {"-j", "<glob>", "data/corpus/corpus_val_*.bin", "val token shards",
+       [](TrainOptions& o, Arg f, Arg v) { o.val_glob = non_empty(f, v, "val shard pattern"); }},
+      {"-e", "<model>", "d12", "model file (version 3 or 5) or descriptor d6|d12|d24|d36|d48|L<l>H<h>C<c>[T<t>]",
+       [](TrainOptions& o, Arg f, Arg v) { o.model = non_empty(f, v, "model file or descriptor"); }},
+      {"-o", "<dir>", "", "output dir for main.log and checkpoints",
+       [](TrainOptions& o, Arg, Arg v) { o.output_dir = v; }},
+      {"-b", "<int>", "4", "micro batch per rank",
+       [](TrainOptions& o, Arg f, Arg v) { o.batch_size = int_in(f, v, 1, kIntMax, "the micro batch must be >= 1"); }},
+      {"-t", "<int>", "1024", "sequence length",
+       [](TrainOptions& o, Arg f, Arg v) { o.seq_len = int_in(f, v, 1, kIntMax, "the sequence length must be >= 1"); }},
+      {"-d", "<int>", "-1", "total batch tokens per step, a multiple of B*T*ranks; -1 = B*T*ranks",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.total_batch_tokens =
              positive_or_minus_one(f, v, INT64_MAX, "total batch tokens must be >= 1, or -1 for B*T*ranks");
        }},
-      {"-x", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-x", "<int>", "-1", "max steps, -1 = one epoch of the train data",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.max_steps = int(positive_or_minus_one(f, v, kIntMax, "max steps must be >= 1, or -1 for one epoch"));
        }},
-      {"-l", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-l", "<float>", "3e-4", "learning rate",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.learning_rate = real_at_least(f, v, 0.0, "the learning rate must be >= 0");
        }},
-      {"-u", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.warmup_steps = int_in(f, v, 0, kIntMax, "warmup steps must be >= 0");
-       }},
-      {"-q", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-u", "<int>", "0", "warmup steps",
+       [](TrainOptions& o, Arg f, Arg v) { o.warmup_steps = int_in(f, v, 0, kIntMax, "warmup steps must be >= 0"); }},
+      {"-q", "<float>", "1.0", "final LR as a fraction of -l",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.final_lr_frac = real_at_least(f, v, 0.0, "the final LR fraction must be in [0, 1]");
          if (o.final_lr_frac > 1.0f) throw out_of_range(f, v, "the final LR fraction must be in [0, 1]");
        }},
-      {"-k", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-k", "<name>", "cosine", "LR schedule: cosine, linear, constant, wsd",
+       [](TrainOptions& o, Arg f, Arg v) {
          if (v != "cosine" && v != "linear" && v != "constant" && v != "wsd")
            throw FlagError(fmt::format("{}: unknown LR schedule '{}' (cosine, linear, constant or wsd)", f, v));
          o.lr_schedule = v;
        }},
-      {"-c", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.weight_decay = real_at_least(f, v, 0.0, "weight decay must be >= 0");
-       }},
-      {"-v", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-c", "<float>", "0.0", "weight decay",
+       [](TrainOptions& o, Arg f, Arg v) { o.weight_decay = real_at_least(f, v, 0.0, "weight decay must be >= 0"); }},
+      {"-v", "<int>", "20", "val loss every N steps, 0 = never",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.val_every = int_in(f, v, 0, kIntMax, "val every must be >= 0 (0 = never)");
        }},
-      {"-m", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-m", "<int>", "20", "val batches per evaluation, -1 = all",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.val_max_steps = int(positive_or_minus_one(f, v, kIntMax, "val max steps must be >= 1, or -1 for all"));
        }},
-      {"-s", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-s", "<int>", "20", "sample every N steps, 0 = never",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.sample_every = int_in(f, v, 0, kIntMax, "sample every must be >= 0 (0 = never)");
        }},
-      {"-g", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.gen_tokens = int_in(f, v, 1, kIntMax, "generated tokens must be >= 1");
-       }},
-      {"-n", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-g", "<int>", "64", "tokens to generate per sample",
+       [](TrainOptions& o, Arg f, Arg v) { o.gen_tokens = int_in(f, v, 1, kIntMax, "generated tokens must be >= 1"); }},
+      {"-n", "<int>", "0", "checkpoint every N steps, 0 = off; needs -o",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.checkpoint_every = int_in(f, v, 0, kIntMax, "checkpoint every must be >= 0 (0 = off)");
        }},
-      {"-nk", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-nk", "<int>", "0", "keep only the newest N checkpoints, 0 = all",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.keep_checkpoints = int_in(f, v, 0, kIntMax, "checkpoints to keep must be >= 0 (0 = all)");
        }},
-      {"-nm", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-nm", "<int>", "0", "checkpoints at multiples of M steps are major: never deleted, 0 = none",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.major_checkpoint_every = int_in(f, v, 0, kIntMax, "major checkpoint every must be >= 0 (0 = none)");
        }},
-      {"-y", [](TrainOptions& o, const std::string& f, const std::string& v) { o.resume = boolean(f, v); }},
-      {"-z", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1");
-       }},
-      {"-r", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.recompute = int_in(f, v, 0, 2, "recompute must be 0, 1 or 2");
-       }},
-      {"-a", [](TrainOptions& o, const std::string& f, const std::string& v) { o.overfit_single_batch = boolean(f, v); }},
-      {"-h", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.hellaswag = boolean(f, v);
-       }},
-      {"--hellaswag-file", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.hellaswag_file = non_empty(f, v, "path");
-       }},
-      {"-sl", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-y", "<0|1>", "0", "resume from the newest checkpoint in -o that verifies",
+       [](TrainOptions& o, Arg f, Arg v) { o.resume = boolean(f, v); }},
+      {"-z", "<0|1>", "0", "ZeRO stage; with one rank both are the same, -z 1 runs as -z 0",
+       [](TrainOptions& o, Arg f, Arg v) { o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1"); }},
+      {"-r", "<0|1|2>", "1", "activation recompute; the CPU backend has nothing to recompute",
+       [](TrainOptions& o, Arg f, Arg v) { o.recompute = int_in(f, v, 0, 2, "recompute must be 0, 1 or 2"); }},
+      {"-a", "<0|1>", "0", "overfit a single batch",
+       [](TrainOptions& o, Arg f, Arg v) { o.overfit_single_batch = boolean(f, v); }},
+      {"-h", "<0|1>", "0", "HellaSwag accuracy at every -v and at the end",
+       [](TrainOptions& o, Arg f, Arg v) { o.hellaswag = boolean(f, v); }},
+      {"--hellaswag-file", "<path>", "data/hellaswag/hellaswag_val.bin", "the -h eval file",
+       [](TrainOptions& o, Arg f, Arg v) { o.hellaswag_file = non_empty(f, v, "path"); }},
+      {"-sl", "<float>", "0", "skip the update when the loss z-score exceeds this, 0 = off",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.skip_loss_z = real_at_least(f, v, 0.0, "the loss z-score threshold must be >= 0 (0 = off)");
        }},
-      {"-sg", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-sg", "<float>", "0", "skip the update when the grad-norm z-score exceeds this, 0 = off",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.skip_norm_z = real_at_least(f, v, 0.0, "the grad-norm z-score threshold must be >= 0 (0 = off)");
        }},
-      {"-sh", [](TrainOptions& o, const std::string& f, const std::string& v) { o.shuffle = boolean(f, v); }},
-      {"--seed", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"-sh", "<0|1>", "1", "shuffle the train data; 0 = llm.c's sequential order",
+       [](TrainOptions& o, Arg f, Arg v) { o.shuffle = boolean(f, v); }},
+      {"--seed", "<int>", "1337", "model init, shuffle and sampling seed",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.seed = uint64_t(integer_in(f, v, 0, INT64_MAX, "the seed must be >= 0"));
        }},
-      {"--temperature", [](TrainOptions& o, const std::string& f, const std::string& v) {
+      {"--temperature", "<float>", "1.0", "sampling temperature, 0 = greedy",
+       [](TrainOptions& o, Arg f, Arg v) {
          o.temperature = real_at_least(f, v, 0.0, "the temperature must be >= 0 (0 = greedy)");
        }},
-      {"--top-k", [](TrainOptions& o, const std::string& f, const std::string& v) {
-         o.top_k = int_in(f, v, 0, kIntMax, "top-k must be >= 0 (0 = off)");
-       }},
+      {"--top-k", "<int>", "0", "sample from the k most likely tokens, 0 = all",
+       [](TrainOptions& o, Arg f, Arg v) { o.top_k = int_in(f, v, 0, kIntMax, "top-k must be >= 0 (0 = off)"); }},
   };
   return table;
 }
 
-}  // namespace
+TrainOptions::TrainOptions() {
+  for (const FlagSpec& f : train_flags()) f.set(*this, f.name, f.default_text);
+}
 
 TrainOptions parse_train_options(const std::vector<std::string>& args) {
   TrainOptions o;
@@ -185,8 +192,8 @@ TrainOptions parse_train_options(const std::vector<std::string>& args) {
     }
   for (size_t i = 0; i < args.size(); i += 2) {
     const std::string& name = args[i];
-    const Flag* flag = nullptr;
-    for (const Flag& f : flags())
+    const FlagSpec* flag = nullptr;
+    for (const FlagSpec& f : train_flags())
       if (name == f.name) flag = &f;
     if (flag == nullptr)
       throw FlagError(fmt::format("unknown flag '{}' (see --help)", name));
@@ -203,46 +210,17 @@ TrainOptions parse_train_options(int argc, const char* const* argv) {
 }
 
 std::string train_usage(const std::string& program) {
-  const TrainOptions d;
-  return fmt::format(
-      "usage: {} [flags]   (every flag takes a value, e.g. -b 8)\n"
-      "  -i <glob>   train token shards (default {})\n"
-      "  -j <glob>   val token shards (default {})\n"
-      "  -e <model>  model file (version 3 or 5) or descriptor d6|d12|d24|d36|d48|L<l>H<h>C<c>[T<t>] (default {})\n"
-      "  -o <dir>    output dir for main.log and checkpoints (default: none)\n"
-      "  -b <int>    micro batch per rank (default {})\n"
-      "  -t <int>    sequence length (default {})\n"
-      "  -d <int>    total batch tokens per step, a multiple of B*T*ranks (default -1 = B*T*ranks)\n"
-      "  -x <int>    max steps (default -1 = one epoch of the train data)\n"
-      "  -l <float>  learning rate (default {:g})\n"
-      "  -u <int>    warmup steps (default {})\n"
-      "  -q <float>  final LR as a fraction of -l (default {:g})\n"
-      "  -k <name>   LR schedule: cosine, linear, constant, wsd (default {})\n"
-      "  -c <float>  weight decay (default {:g})\n"
-      "  -v <int>    val loss every N steps, 0 = never (default {})\n"
-      "  -m <int>    val batches per evaluation, -1 = all (default {})\n"
-      "  -s <int>    sample every N steps, 0 = never (default {})\n"
-      "  -g <int>    tokens to generate per sample (default {})\n"
-      "  -n <int>    checkpoint every N steps, 0 = off; needs -o (default {})\n"
-      "  -nk <int>   keep only the newest N checkpoints, 0 = all (default {})\n"
-      "  -nm <int>   checkpoints at multiples of M steps are major: never deleted, 0 = none (default {})\n"
-      "  -y <0|1>    resume from the newest checkpoint in -o that verifies (default 0)\n"
-      "  -z <0|1>    ZeRO stage (default {}; with one rank both are the same, -z 1 runs as -z 0)\n"
-      "  -r <0|1|2>  activation recompute (default {}; the CPU backend has nothing to recompute)\n"
-      "  -a <0|1>    overfit a single batch (default 0)\n"
-      "  -h <0|1>    HellaSwag accuracy at every -v and at the end (default 0)\n"
-      "  -sh <0|1>   shuffle the train data (default 1; 0 = llm.c's sequential order)\n"
-      "  -sl <float> skip the update when the loss z-score exceeds this, 0 = off (default {:g})\n"
-      "  -sg <float> skip the update when the grad-norm z-score exceeds this, 0 = off (default {:g})\n"
-      "  --hellaswag-file <path> the -h eval file (default {})\n"
-      "  --seed <int>          model init, shuffle and sampling seed (default {})\n"
-      "  --temperature <float> sampling temperature, 0 = greedy (default {:g})\n"
-      "  --top-k <int>         sample from the k most likely tokens, 0 = all (default {})\n"
-      "  --help                this text\n",
-      program, d.train_glob, d.val_glob, d.model, d.batch_size, d.seq_len, d.learning_rate, d.warmup_steps,
-      d.final_lr_frac, d.lr_schedule, d.weight_decay, d.val_every, d.val_max_steps, d.sample_every, d.gen_tokens,
-      d.checkpoint_every, d.keep_checkpoints, d.major_checkpoint_every, d.zero_stage, d.recompute, d.skip_loss_z,
-      d.skip_norm_z, d.hellaswag_file, d.seed, d.temperature, d.top_k);
+  size_t width = std::strlen("--help");  // of the "-b <int>" column
+  for (const FlagSpec& f : train_flags()) width = std::max(width, std::strlen(f.name) + 1 + std::strlen(f.value_name));
+  std::string usage = fmt::format("usage: {} [flags]   (every flag takes a value, e.g. -b 8)\n", program);
+  for (const FlagSpec& f : train_flags()) {
+    // "(default: none)" cannot be read as a default text; tests/check_flag_docs.sh relies on that.
+    const std::string default_note =
+        *f.default_text ? fmt::format("(default {})", f.default_text) : std::string("(default: none)");
+    usage += fmt::format("  {:<{}} {} {}\n", fmt::format("{} {}", f.name, f.value_name), width, f.help, default_note);
+  }
+  usage += fmt::format("  {:<{}} this text\n", "--help", width);
+  return usage;
 }
 
 }  // namespace llmc

@@ -16,41 +16,59 @@ class FlagError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The parsed flags. Each field but `help` has one row in train_flags(), named in its comment; the
+// default constructor sets every such field by parsing its row's default text, so `TrainOptions o;`
+// means "all defaults", exactly as --help prints them.
 struct TrainOptions {
-  std::string train_glob = "data/corpus/corpus_train_*.bin";  // -i
-  std::string val_glob = "data/corpus/corpus_val_*.bin";      // -j
-  std::string model = "d12";                                   // -e: model file or descriptor
-  std::string output_dir;                                      // -o: empty = no log, no checkpoints
-  int batch_size = 4;                                          // -b: micro batch per rank
-  int seq_len = 1024;                                          // -t
-  int64_t total_batch_tokens = -1;                             // -d: -1 = B*T*ranks
-  int max_steps = -1;                                          // -x: -1 = one epoch of the train data
-  float learning_rate = 3e-4f;                                 // -l
-  int warmup_steps = 0;                                        // -u
-  float final_lr_frac = 1.0f;                                  // -q
-  std::string lr_schedule = "cosine";                          // -k: cosine, linear, constant, wsd
-  float weight_decay = 0.0f;                                   // -c
-  int val_every = 20;                                          // -v: 0 = never
-  int val_max_steps = 20;                                      // -m: -1 = the whole val set
-  int sample_every = 20;                                       // -s: 0 = never
-  int gen_tokens = 64;                                         // -g
-  int checkpoint_every = 0;                                    // -n: 0 = off
-  int keep_checkpoints = 0;                                    // -nk: keep the newest N, 0 = all
-  int major_checkpoint_every = 0;                              // -nm: steps % M == 0 are never deleted
-  bool resume = false;                                         // -y
-  int zero_stage = 0;                                          // -z
-  int recompute = 1;                                           // -r
-  bool overfit_single_batch = false;                           // -a
-  bool hellaswag = false;                                      // -h
-  std::string hellaswag_file = "data/hellaswag/hellaswag_val.bin";  // --hellaswag-file
-  float skip_loss_z = 0.0f;                                    // -sl: 0 = off
-  float skip_norm_z = 0.0f;                                    // -sg: 0 = off
-  bool shuffle = true;                                         // -sh
-  uint64_t seed = 1337;                                        // --seed
-  float temperature = 1.0f;                                    // --temperature: 0 = greedy
-  int top_k = 0;                                               // --top-k: 0 = off
-  bool help = false;                                           // --help
+  TrainOptions();
+
+  std::string train_glob;          // -i
+  std::string val_glob;            // -j
+  std::string model;               // -e: model file or descriptor
+  std::string output_dir;          // -o: empty = no log, no checkpoints
+  int batch_size;                  // -b
+  int seq_len;                     // -t
+  int64_t total_batch_tokens;      // -d: -1 = B*T*ranks
+  int max_steps;                   // -x: -1 = one epoch of the train data
+  float learning_rate;             // -l
+  int warmup_steps;                // -u
+  float final_lr_frac;             // -q
+  std::string lr_schedule;         // -k: cosine, linear, constant, wsd
+  float weight_decay;              // -c
+  int val_every;                   // -v: 0 = never
+  int val_max_steps;               // -m: -1 = the whole val set
+  int sample_every;                // -s: 0 = never
+  int gen_tokens;                  // -g
+  int checkpoint_every;            // -n: 0 = off
+  int keep_checkpoints;            // -nk: keep the newest N, 0 = all
+  int major_checkpoint_every;      // -nm: steps % M == 0 are never deleted
+  bool resume;                     // -y
+  int zero_stage;                  // -z
+  int recompute;                   // -r
+  bool overfit_single_batch;       // -a
+  bool hellaswag;                  // -h
+  std::string hellaswag_file;      // --hellaswag-file
+  float skip_loss_z;               // -sl: 0 = off
+  float skip_norm_z;               // -sg: 0 = off
+  bool shuffle;                    // -sh
+  uint64_t seed;                   // --seed
+  float temperature;               // --temperature: 0 = greedy
+  int top_k;                       // --top-k: 0 = off
+  bool help = false;               // --help: takes no value, so it has no row
 };
+
+// One flag: everything the parser, the defaults and --help know about it.
+struct FlagSpec {
+  const char* name;          // "-b"
+  const char* value_name;    // "<int>", shown by --help
+  const char* default_text;  // the default as typed on the command line; "" = none
+  const char* help;          // the meaning, shown by --help
+  // Parses and range-checks `value` into the flag's field; throws FlagError naming `flag`.
+  void (*set)(TrainOptions& options, const std::string& flag, const std::string& value);
+};
+
+// Every flag that takes a value, in --help order.
+const std::vector<FlagSpec>& train_flags();
 
 // Parses argv[1..argc-1]; throws FlagError naming the flag for an unknown flag, a missing value,
 // a malformed number or a value out of range. With --help anywhere, returns with help = true.

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,12 @@ std::string flag_error(const std::vector<std::string>& args) {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
-}  // namespace
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
-TEST_CASE("train options: defaults") {
-  const llmc::TrainOptions o = parse_train_options(std::vector<std::string>{});
+// The defaults README.md and --help promise, field by field.
+void check_documented_defaults(const llmc::TrainOptions& o) {
   CHECK(o.train_glob == "data/corpus/corpus_train_*.bin");
   CHECK(o.val_glob == "data/corpus/corpus_val_*.bin");
   CHECK(o.model == "d12");
@@ -47,6 +50,7 @@ TEST_CASE("train options: defaults") {
   CHECK(o.checkpoint_every == 0);
   CHECK_FALSE(o.resume);
   CHECK(o.zero_stage == 0);
+  CHECK(o.recompute == 1);
   CHECK_FALSE(o.overfit_single_batch);
   CHECK_FALSE(o.hellaswag);
   CHECK(o.hellaswag_file == "data/hellaswag/hellaswag_val.bin");
@@ -59,6 +63,23 @@ TEST_CASE("train options: defaults") {
   CHECK(o.temperature == 1.0f);
   CHECK(o.top_k == 0);
   CHECK_FALSE(o.help);
+}
+
+}  // namespace
+
+TEST_CASE("train options: TrainOptions{} and an empty command line both give the documented defaults") {
+  SUBCASE("TrainOptions{}") { check_documented_defaults(llmc::TrainOptions{}); }
+  SUBCASE("parse_train_options({})") { check_documented_defaults(parse_train_options(std::vector<std::string>{})); }
+}
+
+TEST_CASE("train options: every row's default text parses as its own flag") {
+  std::set<std::string> names;
+  for (const llmc::FlagSpec& f : llmc::train_flags()) {
+    CHECK_MESSAGE(names.insert(f.name).second, f.name, " has two rows");
+    // A bad default text also breaks TrainOptions' constructor, so then every row fails with its message.
+    const std::string error = flag_error({f.name, f.default_text});
+    CHECK_MESSAGE(error.empty(), f.name, " '", f.default_text, "': ", error);
+  }
 }
 
 TEST_CASE("train options: every flag sets its field") {
@@ -102,13 +123,19 @@ TEST_CASE("train options: every flag sets its field") {
   CHECK(o.top_k == 40);
 }
 
-TEST_CASE("train options: --help anywhere") {
+TEST_CASE("train options: --help anywhere, and it lists every row with its default") {
   CHECK(parse_train_options(std::vector<std::string>{"-b", "2", "--help"}).help);
   const std::string usage = llmc::train_usage("train_gpt2");
-  for (const char* flag : {"-i ", "-j ", "-e ", "-o ", "-b ", "-t ", "-d ", "-x ", "-l ", "-u ", "-q ", "-k ", "-c ",
-                           "-v ", "-m ", "-s ", "-g ", "-n ", "-y ", "-z ", "-r ", "-a ", "-h ", "-sh ", "--seed ",
-                           "--temperature ", "--top-k ", "--help", "-nk ", "-nm ", "-sl ", "-sg ", "--hellaswag-file "})
-    CHECK_MESSAGE(usage.find(flag) != std::string::npos, flag);
+  CHECK(starts_with(usage, "usage: train_gpt2 [flags]"));
+  CHECK(usage.find("\n  --help ") != std::string::npos);
+  for (const llmc::FlagSpec& f : llmc::train_flags()) {
+    const size_t start = usage.find(std::string("\n  ") + f.name + " " + f.value_name + " ");
+    REQUIRE_MESSAGE(start != std::string::npos, f.name, " is missing from --help");
+    const std::string line = usage.substr(start + 1, usage.find('\n', start + 1) - start - 1);
+    const std::string default_text = f.default_text;
+    CHECK_MESSAGE(line.find(f.help) != std::string::npos, line);
+    CHECK_MESSAGE(ends_with(line, default_text.empty() ? "(default: none)" : "(default " + default_text + ")"), line);
+  }
 }
 
 TEST_CASE("train options: each bad value is rejected naming its flag") {
