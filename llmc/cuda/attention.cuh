@@ -14,24 +14,11 @@
 #include <type_traits>
 
 #include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/attention_buffers.cuh"
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
-
-// Scratch the fallback needs, all floatX, carved from one allocation by the caller. Only `att`
-// (an argument, not scratch) must live from a layer's forward to its backward: the backward
-// permutes qkv again, so one set of these buffers serves every layer.
-struct AttentionBuffers {
-  floatX* q;        // (B, NH, T, HS)
-  floatX* k;        // (B, NH, T, HS)
-  floatX* v;        // (B, NH, T, HS)
-  floatX* vaccum;   // (B, NH, T, HS): att V forward, d(vaccum) backward
-  floatX* dq;       // (B, NH, T, HS), backward only
-  floatX* dk;       // (B, NH, T, HS), backward only
-  floatX* dv;       // (B, NH, T, HS), backward only
-  floatX* scratch;  // (B, NH, T, T): pre-softmax scores forward, d(att) then d(preatt) backward
-};
 
 // ---- permutes between the token-major and the head-major layouts (16-byte vectors) ----
 

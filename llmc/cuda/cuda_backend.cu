@@ -31,22 +31,16 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/adamw.cuh"
 #include "llmc/cuda/attention.cuh"
 #include "llmc/cuda/classifier.cuh"
-#include "llmc/cuda/cublaslt_handle.cuh"
-#include "llmc/cuda/common.cuh"
-#include "llmc/cuda/random.cuh"
-#include "llmc/cuda/reduce.cuh"
+#include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/layernorm.cuh"
 #include "llmc/cuda/matmul.cuh"
-#include "llmc/dist/nccl_communicator.h"
-#if !defined(ENABLE_FP32)
-#include "llmc/cuda/cudnn_attention.h"
-#endif
+#include "llmc/cuda/random.cuh"
+#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
@@ -54,20 +48,6 @@ namespace {
 
 // 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes.
 constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
-
-// Rounds to nearest (the stochastic rounding is for AdamW's small updates, not for loading).
-template <class Dst, class Src>
-__global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = Dst(float(in[i]));
-}
-
-template <class Dst, class Src>
-void convert(Dst* out, const Src* in, size_t n, cudaStream_t stream) {
-  constexpr int block = 256;
-  convert_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(out, in, n);
-  CUDA_CHECK_LAST();
-}
 
 // accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
 // the reported loss is reproducible and never needs the host.
@@ -84,226 +64,7 @@ void accumulate_loss(float* accumulator, const float* losses, int n, float scale
   CUDA_CHECK_LAST();
 }
 
-std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStream_t stream) {
-  std::vector<float> out(n);
-#if defined(ENABLE_FP32)
-  CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-#else
-  std::vector<uint16_t> bits(n);
-  CUDA_CHECK(cudaMemcpyAsync(bits.data(), device, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(bits[i]);
-#endif
-  return out;
-}
-
-// The NCCL element type of floatX (gradients and parameters).
-ncclDataType_t nccl_floatx() {
-#if defined(ENABLE_FP32)
-  return ncclFloat;
-#else
-  return ncclBfloat16;
-#endif
-}
-
-std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
-
 }  // namespace
-
-const char* cuda_precision_name() {
-#if defined(ENABLE_FP32)
-  return "fp32";
-#else
-  return "bf16";
-#endif
-}
-
-const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKind::kCudnn ? "cudnn" : "fallback"; }
-
-AttentionKind default_attention_kind() {
-#if defined(ENABLE_FP32)
-  AttentionKind kind = AttentionKind::kFallback;
-#else
-  AttentionKind kind = AttentionKind::kCudnn;
-#endif
-  const char* env = std::getenv("LLMC_ATTENTION");
-  if (env == nullptr || *env == '\0') return kind;
-  const std::string value = env;
-  if (value == "fallback") return AttentionKind::kFallback;
-  if (value == "cudnn") return AttentionKind::kCudnn;
-  throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
-}
-
-int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver/device" error for later calls
-    return 0;
-  }
-  return count;
-}
-
-std::string cuda_device_description() {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-                     double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
-}
-
-std::string cuda_library_versions() {
-  // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
-  const auto dotted = [](long long v, long long major_unit, long long minor_unit) {
-    return fmt::format("{}.{}.{}", v / major_unit, v % major_unit / minor_unit, v % minor_unit);
-  };
-  int driver = 0, runtime = 0, nccl = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  ncclGetVersion(&nccl);
-  return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
-                     runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
-                     dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100), dotted(nccl, 10000, 100));
-}
-
-int cuda_device_for_local_rank(int local_rank) {
-  const int devices = cuda_device_count();
-  if (devices == 0) throw std::runtime_error("CUDA backend: no CUDA device");
-  return local_rank % devices;
-}
-
-std::string cuda_device_uuid(int device) {
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  std::string hex;
-  for (char byte : prop.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
-  return hex;
-}
-
-struct CudaBackend::Impl {
-  GPT2Config cfg;
-  CudaBackendOptions opt;
-  OptimizerPartition partition;
-  std::array<ParamTensor, kNumParamTensors> layout;
-  size_t num_params = 0;
-  size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
-  ElementRange owned;      // m, v and master cover these elements
-  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
-  size_t max_bt = 0;  // max_batch * max_seq_len
-  cudaStream_t stream = nullptr;
-  std::vector<void*> allocations;
-  size_t allocated_bytes = 0;
-
-  // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
-  // hold only the owned range (element owned.begin is their element 0).
-  floatX* params = nullptr;
-  float* master = nullptr;  // fp32 master weights (bf16 build; in fp32 the parameters are the master)
-  floatX* grads = nullptr;
-  float* m = nullptr;
-  float* v = nullptr;
-  // Collectives: NCCL on the device buffers, or fp32 staging through the host (allocated on first use).
-  std::unique_ptr<NcclCommunicator> nccl;
-  float* staging_dev = nullptr;
-  std::vector<float> staging_host, staging_shard;
-
-  // Activations; per-layer tensors are L consecutive slots of max_bt rows.
-  floatX* residual = nullptr;  // (L+1) slots x C
-  floatX* ln1 = nullptr;       // L slots (1 with recompute 2) x C
-  floatX* ln2 = nullptr;       // likewise
-  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;  // L slots x 1
-  float *lnf_mean = nullptr, *lnf_rstd = nullptr;
-  floatX* qkv = nullptr;       // L slots x 3C
-  floatX* atty = nullptr;      // L slots x C
-  floatX* res2 = nullptr;      // L slots x C
-  floatX* fch = nullptr;       // L slots x 4C: the pre-GELU
-  floatX* fch_gelu = nullptr;  // L slots (1 with recompute >= 1) x 4C
-  floatX* branch = nullptr;    // max_bt x C: attproj and fcproj outputs, consumed at once
-  floatX* lnf = nullptr;       // max_bt x C
-  floatX* logits = nullptr;    // max_bt x Vp, then their gradient
-  float* losses = nullptr;     // max_bt
-  float* att_stats = nullptr;  // cuDNN: L slots x NH log-sum-exp rows
-  floatX* att = nullptr;       // fallback: L slots x NH x T probabilities
-  AttentionBuffers att_buffers{};
-  // Backward: dres is the gradient of the residual stream; d_ln and d_big are reused per layer.
-  floatX* dres = nullptr;   // max_bt x C
-  floatX* d_ln = nullptr;   // max_bt x C
-  floatX* d_big = nullptr;  // max_bt x 4C (the fc pre-activation gradient, then dqkv)
-  float* scratch = nullptr;  // fp32 partial sums of the LayerNorm and bias gradients (never both at once)
-
-  // fp32 scalars: the step's loss, a validation loss, the squared norm; then the norm's partials.
-  enum { kLossAccum, kNormSquared, kScalars = 4 };
-  float* scalars = nullptr;
-  float* host_scalar = nullptr;  // pinned
-
-  // Token staging: the host writes a pinned slot, one async copy moves it. Two slots alternate, and
-  // a slot is rewritten only after the event recorded behind its previous copy has fired.
-  int* tokens_dev = nullptr;   // inputs (max_bt) then targets (max_bt)
-  int* buckets_dev = nullptr;  // encoder backward buckets, up to 3 * max_bt + 1 ints
-  std::array<int*, 2> tokens_host{};
-  std::array<int*, 2> buckets_host{};
-  std::array<cudaEvent_t, 2> tokens_copied{};
-  std::array<cudaEvent_t, 2> buckets_copied{};
-  int slot = 0;
-  unsigned micro_steps = 0;
-
-  void* blas_workspace = nullptr;
-  std::unique_ptr<BlasContext> blas;
-#if !defined(ENABLE_FP32)
-  std::unique_ptr<CudnnAttention> cudnn;
-#endif
-  void* cudnn_workspace = nullptr;
-  size_t cudnn_workspace_bytes = 0;
-
-  Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
-  ~Impl();
-
-  template <class T>
-  T* alloc(size_t count, const char* what) {
-    void* p = nullptr;
-    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
-    const cudaError_t err = cudaMalloc(&p, bytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error(fmt::format(
-          "CUDA backend: cannot allocate {} for {} (L={} C={} B={} T={}; {} allocated so far): {}", mib(bytes), what,
-          cfg.num_layers, cfg.channels, opt.max_batch, opt.max_seq_len, mib(allocated_bytes),
-          cudaGetErrorString(err)));
-    }
-    allocations.push_back(p);
-    allocated_bytes += bytes;
-    return static_cast<T*>(p);
-  }
-
-  int L() const { return cfg.num_layers; }
-  int C() const { return cfg.channels; }
-  int NH() const { return cfg.num_heads; }
-  bool cudnn_attention() const { return opt.attention == AttentionKind::kCudnn; }
-
-  floatX* param(int index, int layer = 0) const { return params + layout[index].at(layer); }
-  floatX* grad(int index, int layer = 0) const { return grads + layout[index].at(layer); }
-  // Slot `l` of a per-layer activation of `width` values per row.
-  template <class T>
-  T* slot_of(T* base, int l, size_t width) const {
-    return base + size_t(l) * max_bt * width;
-  }
-  floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
-  floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
-  floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
-
-  void stage_tokens(const int* inputs, const int* targets, int B, int T);
-  int stage_buckets(const int* inputs, int BT);
-  void ensure_cudnn_workspace(size_t bytes);
-  void forward(int B, int T);
-  void attention_forward(int l, int B, int T);
-  void backward(int B, int T, int num_buckets);
-  void attention_backward(int l, int B, int T);
-  float read_scalar(int index);
-  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
-  void ensure_staging();
-  void download(std::vector<float>& host, const floatX* device, size_t n);
-  void upload(floatX* device, const float* host, size_t n);
-};
 
 CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
                         const OptimizerPartition& partition_)
@@ -593,32 +354,6 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
                    mix32(opt.seed ^ mix32(micro_steps)), stream);
 }
 
-void CudaBackend::Impl::ensure_staging() {
-  if (staging_dev) return;
-  staging_dev = alloc<float>(buffer_size, "collective staging");
-  staging_host.resize(buffer_size);
-}
-
-void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
-  convert(staging_dev, device, n, stream);
-  CUDA_CHECK(cudaMemcpyAsync(host.data(), staging_dev, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-}
-
-// Rounds to nearest: sums of bf16 gradients and the owners' parameters are exact in fp32 or get
-// one rounding, as on the NCCL path.
-void CudaBackend::Impl::upload(floatX* device, const float* host, size_t n) {
-  CUDA_CHECK(cudaMemcpyAsync(staging_dev, host, n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  convert(device, staging_dev, n, stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-}
-
-float CudaBackend::Impl::read_scalar(int index) {
-  CUDA_CHECK(cudaMemcpyAsync(host_scalar, scalars + index, sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  return *host_scalar;
-}
-
 CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)
     : CudaBackend(config, options, unsharded_partition(num_parameters(config))) {}
 
@@ -640,59 +375,6 @@ size_t CudaBackend::optimizer_state_bytes() const {
 }
 
 const char* CudaBackend::collectives_name() const { return impl_->nccl ? "nccl" : "host staging"; }
-
-void CudaBackend::set_parameters(const float* params) {
-  Impl& d = *impl_;
-#if defined(ENABLE_FP32)
-  CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-#else
-  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
-  // of the whole model when the master holds only a shard).
-  const bool whole = d.owned.size() == d.num_params;
-  float* full = d.master;
-  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
-  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  convert(d.params, full, d.num_params, d.stream);
-  if (!whole) {
-    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
-                               d.stream));
-    CUDA_CHECK(cudaStreamSynchronize(d.stream));
-    CUDA_CHECK(cudaFree(full));
-  }
-#endif
-  CUDA_CHECK(cudaStreamSynchronize(d.stream));
-}
-
-void CudaBackend::get_parameters(float* params) {
-  Impl& d = *impl_;
-  if (!d.master) {
-    CUDA_CHECK(cudaMemcpyAsync(params, d.params, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-    CUDA_CHECK(cudaStreamSynchronize(d.stream));
-    return;
-  }
-  // Outside the owned range only the bf16 working copy exists here.
-  if (d.owned.size() != d.num_params) {
-    const std::vector<float> working = floatx_to_host(d.params, d.num_params, d.stream);
-    std::copy(working.begin(), working.end(), params);
-  }
-  CUDA_CHECK(cudaMemcpyAsync(params + d.owned.begin, d.master, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                             d.stream));
-  CUDA_CHECK(cudaStreamSynchronize(d.stream));
-}
-
-void CudaBackend::set_optimizer_state(const float* m, const float* v) {
-  Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaStreamSynchronize(d.stream));
-}
-
-void CudaBackend::get_optimizer_state(float* m, float* v) {
-  Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  CUDA_CHECK(cudaStreamSynchronize(d.stream));
-}
 
 void CudaBackend::zero_grad() {
   Impl& d = *impl_;
@@ -747,86 +429,11 @@ void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
   std::copy(row.begin(), row.end(), logits);
 }
 
-float CudaBackend::grad_sum_of_squares(ElementRange range) {
-  Impl& d = *impl_;
-  if (range.end < range.begin || range.end > d.num_params || range.begin % 8 != 0)
-    throw std::runtime_error(fmt::format("CUDA backend: gradient range [{}, {}) is not an 8-aligned part of the {} "
-                                         "gradients", range.begin, range.end, d.num_params));
-  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads + range.begin, range.size(),
-                      d.stream);
-  return d.read_scalar(Impl::kNormSquared);
-}
-
-void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
-  Impl& d = *impl_;
-  // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
-  // are indexed from the owned range's start.
-  for (const TensorSlice& s : d.owned_slices) {
-    const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
-    const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
-    // A different rounding stream per step and per tensor.
-    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(s.tensor)));
-    llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
-                       d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
-                       seed, s.tensor_offset, d.stream);
-  }
-}
-
-void CudaBackend::all_reduce_gradients(Communicator& host) {
-  Impl& d = *impl_;
-  if (d.nccl) {
-    d.nccl->all_reduce_sum(d.grads, d.num_params, nccl_floatx());
-    return;
-  }
-  if (host.world_size() == 1) return;
-  d.ensure_staging();
-  d.download(d.staging_host, d.grads, d.num_params);
-  host.all_reduce_sum(d.staging_host.data(), d.num_params);
-  d.upload(d.grads, d.staging_host.data(), d.num_params);
-}
-
-void CudaBackend::reduce_scatter_gradients(Communicator& host) {
-  Impl& d = *impl_;
-  const ZeroLayout& layout = d.partition.layout;
-  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "reduce_scatter_gradients");
-  if (d.nccl) {
-    // In place: NCCL leaves this rank's summed chunk at its own position.
-    d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
-    return;
-  }
-  d.ensure_staging();
-  d.download(d.staging_host, d.grads, d.buffer_size);
-  d.staging_shard.resize(layout.shard_size);
-  host.reduce_scatter_sum(d.staging_host.data(), d.staging_shard.data(), layout.shard_size);
-  d.upload(d.grads + chunk.begin, d.staging_shard.data(), layout.shard_size);
-}
-
-void CudaBackend::all_gather_parameters(Communicator& host) {
-  Impl& d = *impl_;
-  const ZeroLayout& layout = d.partition.layout;
-  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
-  if (d.nccl) {
-    d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
-    return;
-  }
-  d.ensure_staging();
-  d.staging_shard.resize(layout.shard_size);
-  d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
-  host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
-  d.upload(d.params, d.staging_host.data(), d.buffer_size);
-}
-
 std::vector<float> CudaBackend::forward_logits(const int* inputs, int B, int T) {
   Impl& d = *impl_;
   d.stage_tokens(inputs, nullptr, B, T);
   d.forward(B, T);
   return floatx_to_host(d.logits, size_t(B) * T * d.cfg.padded_vocab_size, d.stream);
-}
-
-void CudaBackend::get_gradients(float* grads) {
-  Impl& d = *impl_;
-  const std::vector<float> g = floatx_to_host(d.grads, d.num_params, d.stream);
-  std::copy(g.begin(), g.end(), grads);
 }
 
 }  // namespace llmc

@@ -1,0 +1,191 @@
+// CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the two translation
+// units that implement it: cuda_backend.cu (construction, forward and backward passes) and
+// cuda_backend_state.cu (parameters, optimizer state, gradient norm, AdamW, ZeRO collectives).
+// Included by those two files only; it includes no kernel header that may be compiled just once
+// (llmc/cuda/attention.cuh), only templates and inline functions.
+#pragma once
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "llmc/cuda/attention_buffers.cuh"
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/cuda_backend.h"
+#include "llmc/dist/nccl_communicator.h"
+#if !defined(ENABLE_FP32)
+#include "llmc/cuda/cudnn_attention.h"
+#endif
+
+namespace llmc {
+
+// Rounds to nearest (the stochastic rounding is for AdamW's small updates, not for loading).
+template <class Dst, class Src>
+__global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = Dst(float(in[i]));
+}
+
+template <class Dst, class Src>
+void convert(Dst* out, const Src* in, size_t n, cudaStream_t stream) {
+  constexpr int block = 256;
+  convert_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(out, in, n);
+  CUDA_CHECK_LAST();
+}
+
+
+inline std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStream_t stream) {
+  std::vector<float> out(n);
+#if defined(ENABLE_FP32)
+  CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+#else
+  std::vector<uint16_t> bits(n);
+  CUDA_CHECK(cudaMemcpyAsync(bits.data(), device, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(bits[i]);
+#endif
+  return out;
+}
+
+// The NCCL element type of floatX (gradients and parameters).
+inline ncclDataType_t nccl_floatx() {
+#if defined(ENABLE_FP32)
+  return ncclFloat;
+#else
+  return ncclBfloat16;
+#endif
+}
+
+inline std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
+
+struct CudaBackend::Impl {
+  GPT2Config cfg;
+  CudaBackendOptions opt;
+  OptimizerPartition partition;
+  std::array<ParamTensor, kNumParamTensors> layout;
+  size_t num_params = 0;
+  size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
+  ElementRange owned;      // m, v and master cover these elements
+  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
+  size_t max_bt = 0;  // max_batch * max_seq_len
+  cudaStream_t stream = nullptr;
+  std::vector<void*> allocations;
+  size_t allocated_bytes = 0;
+
+  // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
+  // hold only the owned range (element owned.begin is their element 0).
+  floatX* params = nullptr;
+  float* master = nullptr;  // fp32 master weights (bf16 build; in fp32 the parameters are the master)
+  floatX* grads = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  // Collectives: NCCL on the device buffers, or fp32 staging through the host (allocated on first use).
+  std::unique_ptr<NcclCommunicator> nccl;
+  float* staging_dev = nullptr;
+  std::vector<float> staging_host, staging_shard;
+
+  // Activations; per-layer tensors are L consecutive slots of max_bt rows.
+  floatX* residual = nullptr;  // (L+1) slots x C
+  floatX* ln1 = nullptr;       // L slots (1 with recompute 2) x C
+  floatX* ln2 = nullptr;       // likewise
+  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;  // L slots x 1
+  float *lnf_mean = nullptr, *lnf_rstd = nullptr;
+  floatX* qkv = nullptr;       // L slots x 3C
+  floatX* atty = nullptr;      // L slots x C
+  floatX* res2 = nullptr;      // L slots x C
+  floatX* fch = nullptr;       // L slots x 4C: the pre-GELU
+  floatX* fch_gelu = nullptr;  // L slots (1 with recompute >= 1) x 4C
+  floatX* branch = nullptr;    // max_bt x C: attproj and fcproj outputs, consumed at once
+  floatX* lnf = nullptr;       // max_bt x C
+  floatX* logits = nullptr;    // max_bt x Vp, then their gradient
+  float* losses = nullptr;     // max_bt
+  float* att_stats = nullptr;  // cuDNN: L slots x NH log-sum-exp rows
+  floatX* att = nullptr;       // fallback: L slots x NH x T probabilities
+  AttentionBuffers att_buffers{};
+  // Backward: dres is the gradient of the residual stream; d_ln and d_big are reused per layer.
+  floatX* dres = nullptr;   // max_bt x C
+  floatX* d_ln = nullptr;   // max_bt x C
+  floatX* d_big = nullptr;  // max_bt x 4C (the fc pre-activation gradient, then dqkv)
+  float* scratch = nullptr;  // fp32 partial sums of the LayerNorm and bias gradients (never both at once)
+
+  // fp32 scalars: the step's loss, a validation loss, the squared norm; then the norm's partials.
+  enum { kLossAccum, kNormSquared, kScalars = 4 };
+  float* scalars = nullptr;
+  float* host_scalar = nullptr;  // pinned
+
+  // Token staging: the host writes a pinned slot, one async copy moves it. Two slots alternate, and
+  // a slot is rewritten only after the event recorded behind its previous copy has fired.
+  int* tokens_dev = nullptr;   // inputs (max_bt) then targets (max_bt)
+  int* buckets_dev = nullptr;  // encoder backward buckets, up to 3 * max_bt + 1 ints
+  std::array<int*, 2> tokens_host{};
+  std::array<int*, 2> buckets_host{};
+  std::array<cudaEvent_t, 2> tokens_copied{};
+  std::array<cudaEvent_t, 2> buckets_copied{};
+  int slot = 0;
+  unsigned micro_steps = 0;
+
+  void* blas_workspace = nullptr;
+  std::unique_ptr<BlasContext> blas;
+#if !defined(ENABLE_FP32)
+  std::unique_ptr<CudnnAttention> cudnn;
+#endif
+  void* cudnn_workspace = nullptr;
+  size_t cudnn_workspace_bytes = 0;
+
+  Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
+  ~Impl();
+
+  template <class T>
+  T* alloc(size_t count, const char* what) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error(fmt::format(
+          "CUDA backend: cannot allocate {} for {} (L={} C={} B={} T={}; {} allocated so far): {}", mib(bytes), what,
+          cfg.num_layers, cfg.channels, opt.max_batch, opt.max_seq_len, mib(allocated_bytes),
+          cudaGetErrorString(err)));
+    }
+    allocations.push_back(p);
+    allocated_bytes += bytes;
+    return static_cast<T*>(p);
+  }
+
+  int L() const { return cfg.num_layers; }
+  int C() const { return cfg.channels; }
+  int NH() const { return cfg.num_heads; }
+  bool cudnn_attention() const { return opt.attention == AttentionKind::kCudnn; }
+
+  floatX* param(int index, int layer = 0) const { return params + layout[index].at(layer); }
+  floatX* grad(int index, int layer = 0) const { return grads + layout[index].at(layer); }
+  // Slot `l` of a per-layer activation of `width` values per row.
+  template <class T>
+  T* slot_of(T* base, int l, size_t width) const {
+    return base + size_t(l) * max_bt * width;
+  }
+  floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
+  floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
+  floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
+
+  void stage_tokens(const int* inputs, const int* targets, int B, int T);
+  int stage_buckets(const int* inputs, int BT);
+  void ensure_cudnn_workspace(size_t bytes);
+  void forward(int B, int T);
+  void attention_forward(int l, int B, int T);
+  void backward(int B, int T, int num_buckets);
+  void attention_backward(int l, int B, int T);
+  float read_scalar(int index);
+  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
+  void ensure_staging();
+  void download(std::vector<float>& host, const floatX* device, size_t n);
+  void upload(floatX* device, const float* host, size_t n);
+};
+
+}  // namespace llmc

@@ -1,0 +1,167 @@
+// CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
+// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging.
+#include <cstring>
+#include <vector>
+
+#include "llmc/cuda/adamw.cuh"
+#include "llmc/cuda/cuda_backend_impl.cuh"
+#include "llmc/cuda/global_norm.cuh"
+#include "llmc/cuda/random.cuh"
+
+namespace llmc {
+
+void CudaBackend::Impl::ensure_staging() {
+  if (staging_dev) return;
+  staging_dev = alloc<float>(buffer_size, "collective staging");
+  staging_host.resize(buffer_size);
+}
+
+void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
+  convert(staging_dev, device, n, stream);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), staging_dev, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// Rounds to nearest: sums of bf16 gradients and the owners' parameters are exact in fp32 or get
+// one rounding, as on the NCCL path.
+void CudaBackend::Impl::upload(floatX* device, const float* host, size_t n) {
+  CUDA_CHECK(cudaMemcpyAsync(staging_dev, host, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  convert(device, staging_dev, n, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+float CudaBackend::Impl::read_scalar(int index) {
+  CUDA_CHECK(cudaMemcpyAsync(host_scalar, scalars + index, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *host_scalar;
+}
+
+void CudaBackend::set_parameters(const float* params) {
+  Impl& d = *impl_;
+#if defined(ENABLE_FP32)
+  CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+#else
+  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
+  // of the whole model when the master holds only a shard).
+  const bool whole = d.owned.size() == d.num_params;
+  float* full = d.master;
+  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
+  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  convert(d.params, full, d.num_params, d.stream);
+  if (!whole) {
+    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
+                               d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    CUDA_CHECK(cudaFree(full));
+  }
+#endif
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::get_parameters(float* params) {
+  Impl& d = *impl_;
+  if (!d.master) {
+    CUDA_CHECK(cudaMemcpyAsync(params, d.params, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    return;
+  }
+  // Outside the owned range only the bf16 working copy exists here.
+  if (d.owned.size() != d.num_params) {
+    const std::vector<float> working = floatx_to_host(d.params, d.num_params, d.stream);
+    std::copy(working.begin(), working.end(), params);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(params + d.owned.begin, d.master, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                             d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+  Impl& d = *impl_;
+  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+void CudaBackend::get_optimizer_state(float* m, float* v) {
+  Impl& d = *impl_;
+  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+float CudaBackend::grad_sum_of_squares(ElementRange range) {
+  Impl& d = *impl_;
+  if (range.end < range.begin || range.end > d.num_params || range.begin % 8 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: gradient range [{}, {}) is not an 8-aligned part of the {} "
+                                         "gradients", range.begin, range.end, d.num_params));
+  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads + range.begin, range.size(),
+                      d.stream);
+  return d.read_scalar(Impl::kNormSquared);
+}
+
+void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
+  Impl& d = *impl_;
+  // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
+  // are indexed from the owned range's start.
+  for (const TensorSlice& s : d.owned_slices) {
+    const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
+    const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
+    // A different rounding stream per step and per tensor.
+    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(s.tensor)));
+    llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
+                       d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
+                       seed, s.tensor_offset, d.stream);
+  }
+}
+
+void CudaBackend::all_reduce_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  if (d.nccl) {
+    d.nccl->all_reduce_sum(d.grads, d.num_params, nccl_floatx());
+    return;
+  }
+  if (host.world_size() == 1) return;
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.num_params);
+  host.all_reduce_sum(d.staging_host.data(), d.num_params);
+  d.upload(d.grads, d.staging_host.data(), d.num_params);
+}
+
+void CudaBackend::reduce_scatter_gradients(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "reduce_scatter_gradients");
+  if (d.nccl) {
+    // In place: NCCL leaves this rank's summed chunk at its own position.
+    d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.download(d.staging_host, d.grads, d.buffer_size);
+  d.staging_shard.resize(layout.shard_size);
+  host.reduce_scatter_sum(d.staging_host.data(), d.staging_shard.data(), layout.shard_size);
+  d.upload(d.grads + chunk.begin, d.staging_shard.data(), layout.shard_size);
+}
+
+void CudaBackend::all_gather_parameters(Communicator& host) {
+  Impl& d = *impl_;
+  const ZeroLayout& layout = d.partition.layout;
+  const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
+  if (d.nccl) {
+    d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
+    return;
+  }
+  d.ensure_staging();
+  d.staging_shard.resize(layout.shard_size);
+  d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
+  host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
+  d.upload(d.params, d.staging_host.data(), d.buffer_size);
+}
+
+void CudaBackend::get_gradients(float* grads) {
+  Impl& d = *impl_;
+  const std::vector<float> g = floatx_to_host(d.grads, d.num_params, d.stream);
+  std::copy(g.begin(), g.end(), grads);
+}
+
+}  // namespace llmc

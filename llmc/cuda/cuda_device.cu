@@ -1,0 +1,87 @@
+// The CUDA trainer's device and library queries (llmc/cuda/cuda_backend.h): precision, attention
+// kind, devices, versions. No kernels.
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "llmc/cuda/common.cuh"
+#include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/cuda_backend.h"
+#include "llmc/dist/nccl_communicator.h"
+
+namespace llmc {
+
+const char* cuda_precision_name() {
+#if defined(ENABLE_FP32)
+  return "fp32";
+#else
+  return "bf16";
+#endif
+}
+
+const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKind::kCudnn ? "cudnn" : "fallback"; }
+
+AttentionKind default_attention_kind() {
+#if defined(ENABLE_FP32)
+  AttentionKind kind = AttentionKind::kFallback;
+#else
+  AttentionKind kind = AttentionKind::kCudnn;
+#endif
+  const char* env = std::getenv("LLMC_ATTENTION");
+  if (env == nullptr || *env == '\0') return kind;
+  const std::string value = env;
+  if (value == "fallback") return AttentionKind::kFallback;
+  if (value == "cudnn") return AttentionKind::kCudnn;
+  throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver/device" error for later calls
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_description() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                     double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string cuda_library_versions() {
+  // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
+  const auto dotted = [](long long v, long long major_unit, long long minor_unit) {
+    return fmt::format("{}.{}.{}", v / major_unit, v % major_unit / minor_unit, v % minor_unit);
+  };
+  int driver = 0, runtime = 0, nccl = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  ncclGetVersion(&nccl);
+  return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
+                     runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
+                     dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100), dotted(nccl, 10000, 100));
+}
+
+int cuda_device_for_local_rank(int local_rank) {
+  const int devices = cuda_device_count();
+  if (devices == 0) throw std::runtime_error("CUDA backend: no CUDA device");
+  return local_rank % devices;
+}
+
+std::string cuda_device_uuid(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string hex;
+  for (char byte : prop.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
+}
+
+}  // namespace llmc
