@@ -5,7 +5,7 @@
 //       is trivially 0 or 1) and B*T+1 random tokens (int32) for dev/pytorch/gpt2_reference.py.
 //   test_gpt2 check --model FILE --tokens FILE --expected FILE --B B --T T --steps N --lr LR --wd WD
 //       runs the CPU backend on the same model and batch and compares with the reference's float64
-//       logits, loss, gradients and AdamW step losses (bars of DESIGN.md §4); also checks that the
+//       logits, loss, gradients and AdamW step losses (bars of docs/contract.md); also checks that the
 //       gradients are bit-identical with 1, 2 and 3 OpenMP threads.
 //   test_gpt2 bench --config DESC --B B --T T --steps N
 //       times training steps (forward, backward, AdamW) on a random model with the real vocabulary.

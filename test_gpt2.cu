@@ -1,5 +1,5 @@
 // CUDA parity test: runs the CUDA backend and the CPU oracle (llmc/cpu/cpu_backend.h) on the same
-// model and batches and holds the CUDA one to the bars of DESIGN.md §4:
+// model and batches and holds the CUDA one to the bars of docs/contract.md:
 //   FP32 build: logits and every gradient tensor rel. L2 < 1e-4 (losses rel. < 1e-4);
 //   BF16 build: loss abs. err < 2e-2, every gradient tensor rel. L2 < 5e-2, 10 AdamW steps'
 //               losses within 2e-2 (logits held to 5e-2 too).
@@ -39,7 +39,7 @@ constexpr bool kFp32 = true;
 #else
 constexpr bool kFp32 = false;
 #endif
-// DESIGN.md §4. In fp32 the losses are held to the logits' relative bar; in bf16 to 2e-2 absolute.
+// docs/contract.md. In fp32 the losses are held to the logits' relative bar; in bf16 to 2e-2 absolute.
 constexpr double kTensorBar = kFp32 ? 1e-4 : 5e-2;
 constexpr double kLossBar = kFp32 ? 1e-4 : 2e-2;
 constexpr bool kLossBarIsRelative = kFp32;

@@ -10,7 +10,7 @@ same logits as our CPU forward pass. For a machine where `transformers` and `tor
 The script runs `./hf_convert logits MODEL.bin FILE TOKENS...`, which writes our CPU backend's
 T x vocab_size logits (row t predicts the token after position t) as raw float32, runs the HF
 model on the same tokens in float32 and compares. It passes when the relative L2 error of the
-logits is below --tol (default 1e-4, DESIGN.md's CUDA-FP32-vs-CPU bar) and both pick the same
+logits is below --tol (default 1e-4, the CUDA-FP32-vs-CPU bar of docs/contract.md) and both pick the same
 arg-max token at every position. With a bfloat16 export, compare against the model file the
 export was made from, and expect errors near 1e-2.
 """

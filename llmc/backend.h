@@ -85,7 +85,7 @@ class Backend {
 
   // One AdamW step at 1-based step count t on the elements of partition().owned(): gradients are
   // first multiplied by grad_scale (global norm clipping), then m, v and the parameters are
-  // updated as in DESIGN.md, with weight decay per tensor.
+  // updated as in docs/contract.md (AdamW), with weight decay per tensor.
   virtual void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) = 0;
 
   // ZeRO stage 0: every rank's gradients become the sum over the ranks.

@@ -1,5 +1,5 @@
 // GPT-2 model description shared by both trainers: the configuration, the parameter layout of the
-// llm.c-compatible checkpoint format (docs/formats.md), initialisation, and model-file I/O.
+// llm.c-compatible checkpoint format (docs/contract.md), initialisation, and model-file I/O.
 #pragma once
 #include <array>
 #include <cstddef>

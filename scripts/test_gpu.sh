@@ -6,7 +6,7 @@
 #   1. the binaries: build/gpu-dist (made here by `make gpu-dist`, carried) when its binaries run
 #      on this machine, else a build from source with this machine's nvcc (fmt header-only from
 #      the bundle when the system has no libfmt)
-#   2. test_gpt2cu, FP32 then BF16 builds (parity with the CPU backend, DESIGN.md §4); when the
+#   2. test_gpt2cu, FP32 then BF16 builds (parity with the CPU backend, docs/contract.md); when the
 #      BF16 test stops on a cuDNN error, once more with LLMC_ATTENTION=fallback, and the BF16 runs
 #      below use the fallback too
 #   3. every dev/cuda kernel check (run_all.sh --check)

@@ -2,7 +2,7 @@
 # CPU backend vs. a float64 PyTorch GPT-2 (dev/pytorch/gpt2_reference.py) on two random models:
 #   odd:  L2 H3 C96 (head size 32), T=23, vocab 1000 padded to 1024, fp32 model file (version 3)
 #   vocab: L1 H2 C32, T=16, the real vocab 50257 padded to 50304, bf16 model file (version 5)
-# Bars (DESIGN.md §4): loss rel err < 1e-5, logits and every gradient tensor rel L2 err < 1e-4
+# Bars (docs/contract.md): loss rel err < 1e-5, logits and every gradient tensor rel L2 err < 1e-4
 # (logits 1e-5), each of 10 AdamW steps' loss rel err < 1e-4; gradients bit-identical for 1-3 threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."

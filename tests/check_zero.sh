@@ -3,7 +3,7 @@
 # over MPI, on a tiny model (2 layers, 3 heads of 32, vocabulary 1000) written with numpy by
 # tests/lib/tiny_model_and_shards.py.
 #  1. mpirun -np 1/2/4, -z 0 and -z 1, same -d (accumulation 8/4/2): every step's train loss, the
-#     val losses and grad norms agree to 1e-5 relative (DESIGN.md §4) with the one-process run;
+#     val losses and grad norms agree to 1e-5 relative (docs/contract.md) with the one-process run;
 #     -z 1 prints its optimizer state per rank falling as 1/ranks;
 #  2. -np 2 against dev/pytorch/train_reference.py --world 2 (float64 replay of the contract's
 #     data order for 2 ranks), with check_train_reference.sh's tolerances;

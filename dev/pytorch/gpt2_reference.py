@@ -1,6 +1,6 @@
 """Float64 PyTorch reference for the CPU parity test (tests/check_cpu_parity.sh).
 
-Reads a GPT-2 model file (DESIGN.md §2, version 3 or 5) with numpy, independently of the C++
+Reads a GPT-2 model file (docs/contract.md, version 3 or 5) with numpy, independently of the C++
 reader, and a token file of B*T+1 int32 ids (inputs are the first B*T, targets the last B*T). It
 computes in float64 the logits over the real vocabulary, the mean cross-entropy, the gradient of
 every parameter tensor, and the losses of `--steps` AdamW steps with global-norm clipping at 1.0,
@@ -137,7 +137,7 @@ def flat_grads(model):
 
 
 def adamw_losses(model, inputs, targets, steps, lr, wd, beta1=0.9, beta2=0.95, eps=1e-8):
-    """DESIGN.md's AdamW: g *= min(1, 1/||g||); m, v bias-corrected; p -= lr*(m^/(sqrt(v^)+eps) + wd*p)."""
+    """docs/contract.md's AdamW: g *= min(1, 1/||g||); m, v bias-corrected; p -= lr*(m^/(sqrt(v^)+eps) + wd*p)."""
     groups = [(p, name in DECAYED) for name, ps in model.per_tensor().items() for p in ps]
     state = [(torch.zeros_like(p), torch.zeros_like(p)) for p, _ in groups]
     losses = []

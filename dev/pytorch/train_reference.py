@@ -1,4 +1,4 @@
-"""Float64 PyTorch reference of a whole training run, driven only by the contract of DESIGN.md.
+"""Float64 PyTorch reference of a whole training run, driven only by the contract of docs/contract.md and docs/training.md.
 
 Reads a model file and token shards like the trainers do (with numpy, independently of the C++
 code), then replays `train_gpt2 -sh 0` step by step: llm.c's sequential data order for `world`

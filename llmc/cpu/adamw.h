@@ -1,4 +1,4 @@
-// AdamW on a flat parameter buffer (DESIGN.md §2): with g = grad * grad_scale,
+// AdamW on a flat parameter buffer (docs/contract.md): with g = grad * grad_scale,
 //   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
 #pragma once

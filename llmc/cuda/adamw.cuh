@@ -1,4 +1,4 @@
-// AdamW on the GPU (DESIGN.md §2): with g = grad * grad_scale (gradient clipping fused in),
+// AdamW on the GPU (docs/contract.md): with g = grad * grad_scale (gradient clipping fused in),
 //   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
 // p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it

@@ -1,4 +1,4 @@
-// The collective operations multi-rank training needs (DESIGN.md §3): the training loop and
+// The collective operations multi-rank training needs (docs/contract.md, Architecture): the training loop and
 // ZeRO-1 (llmc/dist/zero_sharding.h) are written once against this interface and run unchanged over
 //   - SingleProcessCommunicator: one rank, no launcher; every collective is the identity;
 //   - MpiCommunicator (llmc/dist/mpi_communicator.h): host buffers over MPI_COMM_WORLD (CPU ranks, CI);

@@ -1,4 +1,4 @@
-// The trainer's command-line flags (DESIGN.md §2, llm.c-compatible short flags), shared by the CPU
+// The trainer's command-line flags (llm.c-compatible short flags, listed in the README), shared by the CPU
 // trainer (train_gpt2.cpp) and the CUDA trainer. Parsing checks each value on its own; checks
 // that need the model or the data (T against max_seq_len, -d against B*T*ranks, shard sizes) are
 // made by the training loop, and name the flag too.

@@ -1,4 +1,4 @@
-// The run's logs: DIR/main.log, one llm.c-compatible line per event (DESIGN.md §2 Logs), and the
+// The run's logs: DIR/main.log, one llm.c-compatible line per event (docs/training.md, Logs), and the
 // human-readable per-step line on stdout.
 #pragma once
 #include <cstdio>

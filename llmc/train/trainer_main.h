@@ -1,7 +1,7 @@
 // The trainers' entry point: train_gpt2.cpp passes a factory of CPU backends, train_gpt2.cu one of
 // CUDA backends, and trainer_main does the rest (ranks, flags, model, the Trainer of
 // llmc/train/trainer.h, which builds the backend and runs the shared loop). Training semantics
-// and file formats: docs/training.md and docs/formats.md.
+// and file formats: docs/training.md and docs/contract.md.
 #pragma once
 #include <functional>
 #include <memory>

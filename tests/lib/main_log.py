@@ -1,9 +1,9 @@
-"""main.log (DESIGN.md §2 "Logs") as {(step, key): value}, and the relative comparison of two logs that
+"""main.log (docs/training.md, "Logs") as {(step, key): value}, and the relative comparison of two logs that
 the checks make, each key (trl, tel, lr, norm) with its own tolerance."""
 import sys
 
 # The fp32 trainer against the float64 replay dev/pytorch/train_reference.py: losses to 1e-4
-# relative (DESIGN.md §4's 10-step bar), the learning rate to float precision, the gradient norm
+# relative (docs/contract.md's 10-step bar), the learning rate to float precision, the gradient norm
 # to 1e-3 relative.
 REFERENCE_TOLERANCE = {"trl": 1e-4, "tel": 1e-4, "lr": 1e-6, "norm": 1e-3}
 

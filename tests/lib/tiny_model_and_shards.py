@@ -1,5 +1,5 @@
-"""Writes DIR/model.bin, a small GPT-2 in the fp32 model-file layout (DESIGN.md §2 "Model
-checkpoints"), and token shards DIR/NAME of TOKENS tokens each, all drawn from one numpy generator
+"""Writes DIR/model.bin, a small GPT-2 in the fp32 model-file layout (docs/contract.md, "Model
+files"), and token shards DIR/NAME of TOKENS tokens each, all drawn from one numpy generator
 seeded with --seed: the model first, then the shards in the order given, so the same arguments
 always give the same bytes.
 

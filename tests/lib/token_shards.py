@@ -1,4 +1,4 @@
-"""Token shards for the checks (DESIGN.md §2 "Token shards"): a 256-int32 header
+"""Token shards for the checks (docs/data.md, "Shard format"): a 256-int32 header
 [20240520, 1, number of tokens], then the tokens as little-endian uint16."""
 import array
 import random
