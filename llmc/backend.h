@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "llmc/dist/communicator.h"
-#include "llmc/gpt2.h"
 #include "llmc/dist/zero_sharding.h"
+#include "llmc/gpt2.h"
 
 namespace llmc {
 

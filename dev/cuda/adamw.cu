@@ -3,8 +3,8 @@
 //   v1  llmc/cuda/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
 //   v2  llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
 #include "dev/cuda/common.cuh"
-#include "llmc/cuda/adamw.cuh"
 #include "llmc/cpu/adamw.h"
+#include "llmc/cuda/adamw.cuh"
 
 using llmc::floatX;
 

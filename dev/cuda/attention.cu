@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "dev/cuda/common.cuh"
-#include "llmc/cuda/attention.cuh"
 #include "llmc/cpu/attention.h"
+#include "llmc/cuda/attention.cuh"
 #include "llmc/cuda/cudnn_attention.h"
 
 using llmc::floatX;

@@ -3,8 +3,8 @@
 //   v2  llmc/cuda/classifier.cuh: one block per row, 16-byte vectors, online max/sum in one pass
 // Also checked: v2 with write_dlogits off (validation) gives the same losses and leaves logits alone.
 #include "dev/cuda/common.cuh"
-#include "llmc/cuda/classifier.cuh"
 #include "llmc/cpu/classifier.h"
+#include "llmc/cuda/classifier.cuh"
 #include "llmc/cuda/reduce.cuh"
 
 using llmc::floatX;

@@ -13,9 +13,9 @@
 #include <string>
 #include <type_traits>
 
-#include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/attention_buffers.cuh"
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {

@@ -16,8 +16,8 @@
 #include <string>
 #include <type_traits>
 
-#include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/gelu.cuh"
 
 namespace llmc {

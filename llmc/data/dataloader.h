@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/rng.h"
 #include "llmc/data/shard.h"
+#include "llmc/rng.h"
 
 namespace llmc {
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "llmc/io/checkpoint_files.h"
 #include "llmc/dist/resharding.h"
+#include "llmc/io/checkpoint_files.h"
 #include "llmc/train/trainer.h"
 
 namespace llmc {

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "llmc/data/dataloader.h"
-#include "llmc/train/sampler.h"
 #include "llmc/text/tokenizer.h"
+#include "llmc/train/sampler.h"
 
 namespace llmc {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "llmc/backend.h"
-#include "llmc/dist/communicator.h"
 #include "llmc/data/hellaswag.h"
+#include "llmc/dist/communicator.h"
 #include "llmc/rng.h"
 #include "llmc/train/options.h"
 

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "llmc/io/checkpoint_files.h"
 #include "llmc/data/shard.h"
-#include "llmc/train/trainer_main.h"
+#include "llmc/io/checkpoint_files.h"
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
+#include "llmc/train/trainer_main.h"
 
 namespace llmc {
 

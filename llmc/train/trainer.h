@@ -11,18 +11,18 @@
 #include <vector>
 
 #include "llmc/backend.h"
-#include "llmc/dist/communicator.h"
 #include "llmc/data/dataloader.h"
+#include "llmc/dist/communicator.h"
+#include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
-#include "llmc/train/lr_schedule.h"
-#include "llmc/train/outlier_detector.h"
+#include "llmc/io/checkpoint_state.h"
 #include "llmc/rng.h"
+#include "llmc/train/evaluation.h"
+#include "llmc/train/lr_schedule.h"
+#include "llmc/train/options.h"
+#include "llmc/train/outlier_detector.h"
 #include "llmc/train/run_log.h"
 #include "llmc/train/trainer_main.h"
-#include "llmc/train/evaluation.h"
-#include "llmc/train/options.h"
-#include "llmc/io/checkpoint_state.h"
-#include "llmc/dist/zero_sharding.h"
 
 namespace llmc {
 

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <memory>
 
-#include "llmc/train/trainer_main.h"
 #include "llmc/train/trainer.h"
+#include "llmc/train/trainer_main.h"
 
 namespace llmc {
 

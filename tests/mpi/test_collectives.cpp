@@ -20,8 +20,8 @@
 
 #include "llmc/dist/mpi_communicator.h"
 #include "llmc/dist/process_group.h"
-#include "llmc/rng.h"
 #include "llmc/dist/zero_sharding.h"
+#include "llmc/rng.h"
 
 using namespace llmc;
 

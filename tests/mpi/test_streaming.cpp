@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "llmc/data/dataloader.h"
-#include "llmc/dist/process_group.h"
 #include "llmc/data/shard.h"
+#include "llmc/dist/process_group.h"
 
 using namespace llmc;
 

@@ -10,8 +10,8 @@
 
 #include "llmc/gpt2.h"
 #include "llmc/io/hf_gpt2.h"
-#include "llmc/rng.h"
 #include "llmc/io/safetensors.h"
+#include "llmc/rng.h"
 
 using namespace llmc;
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "llmc/cpu/cpu_backend.h"
-#include "llmc/gpt2.h"
 #include "llmc/data/hellaswag.h"
+#include "llmc/gpt2.h"
 #include "llmc/rng.h"
 #include "llmc/train/evaluation.h"
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
-#include "llmc/train/trainer_main.h"
 #include "llmc/train/options.h"
+#include "llmc/train/trainer_main.h"
 
 using llmc::parse_train_options;
 

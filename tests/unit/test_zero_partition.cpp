@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "llmc/cpu/cpu_backend.h"
-#include "llmc/gpt2.h"
 #include "llmc/dist/resharding.h"
 #include "llmc/dist/zero_sharding.h"
+#include "llmc/gpt2.h"
 
 using namespace llmc;
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "llmc/gpt2.h"
 #include "llmc/dist/zero_sharding.h"
+#include "llmc/gpt2.h"
 
 using namespace llmc;
 
