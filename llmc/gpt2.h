@@ -9,11 +9,6 @@
 
 namespace llmc {
 
-constexpr int32_t kModelMagic = 20240326;
-constexpr int kModelVersionFp32 = 3;
-constexpr int kModelVersionBf16 = 5;
-constexpr int kModelHeaderInts = 256;
-
 struct GPT2Config {
   int max_seq_len = 1024;
   int vocab_size = 50257;
@@ -66,6 +61,12 @@ void check_batch(const GPT2Config& config, const int* inputs, const int* targets
 // GPT-2 initialisation from a seed: weights N(0, 0.02), the two residual projections (attprojw,
 // fcprojw) N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1 and biases 0, padded vocab rows 0.
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed);
+
+// Model files (docs/contract.md): a header of kModelHeaderInts int32, then the parameters.
+constexpr int32_t kModelMagic = 20240326;
+constexpr int kModelVersionFp32 = 3;
+constexpr int kModelVersionBf16 = 5;
+constexpr int kModelHeaderInts = 256;
 
 struct ModelFile {
   GPT2Config config;

@@ -34,17 +34,22 @@ double dot(const float* a, const float* b, int n) {
   return s;
 }
 
+// Calls f(b, h, bh) for every (batch, head) pair, bh = b * NH + h. The pairs are independent:
+// dynamic scheduling lets an idle thread take pairs from one that the OS has descheduled, and
+// cannot change any result.
+template <class F>
+void for_each_head(int B, int NH, const F& f) {
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int bh = 0; bh < B * NH; ++bh) f(bh / NH, bh % NH, bh);
+}
+
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const size_t row = size_t(3) * C;
-// (batch, head) pairs are independent: dynamic scheduling lets an idle thread take pairs from one
-// that the OS has descheduled, and cannot change any result.
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
+  for_each_head(B, NH, [&](int b, int h, int bh) {
     const float* base = qkv + size_t(b) * T * row;
     std::vector<double> score(T), acc(hs);
     for (int t = 0; t < T; ++t) {
@@ -72,7 +77,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       float* o = out + (size_t(b) * T + t) * C + h * hs;
       for (int i = 0; i < hs; ++i) o[i] = float(acc[i]);
     }
-  }
+  });
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
@@ -80,9 +85,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const size_t row = size_t(3) * C;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
+  for_each_head(B, NH, [&](int b, int h, int bh) {
     const float* base = qkv + size_t(b) * T * row;
     float* dbase = dqkv + size_t(b) * T * row;
     for (int t = 0; t < T; ++t)
@@ -116,7 +119,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dqo = dbase + size_t(t) * row + h * hs;
       for (int i = 0; i < hs; ++i) dqo[i] = float(dq[i]);
     }
-  }
+  });
 }
 
 }  // namespace llmc
