@@ -9,17 +9,14 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
 
-python3 - "$tmp" <<'PY'
+tests_python <<'PY'
 import array, random, sys
-sys.path.insert(0, "tests/lib")
-from token_shards import END_OF_TEXT, write_shard
+from token_shards import END_OF_TEXT, write_shard, write_split
 d = sys.argv[1]
 random.seed(3)
 def stream(n):
     return [END_OF_TEXT] + [random.randrange(64) for _ in range(n - 1)]
-for i in range(2):
-    write_shard(f'{d}/train_{i}.bin', stream(700))
-write_shard(f'{d}/val_0.bin', stream(400))
+write_split(d, 2, 700, 400, stream)
 write_shard(f'{d}/tiny_0.bin', stream(10))
 write_shard(f'{d}/truncated_0.bin', stream(700), n=900)        # header says more than the file has
 write_shard(f'{d}/extra_0.bin', stream(700), n=500)            # header says less than the file has

@@ -12,15 +12,11 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
 
-python3 - "$tmp" <<'PY'
+tests_python <<'PY'
 import random, sys
-sys.path.insert(0, "tests/lib")
-from token_shards import learnable_stream, write_shard
-d = sys.argv[1]
+from token_shards import learnable_stream, write_split
 random.seed(2)
-for i in range(2):
-    write_shard(f'{d}/train_{i}.bin', learnable_stream(900, 5, 1, 0.8))
-write_shard(f'{d}/val_0.bin', learnable_stream(200, 5, 1, 0.8))
+write_split(sys.argv[1], 2, 900, 200, lambda n: learnable_stream(n, 5, 1, 0.8))
 PY
 
 seed=${CRASH_SEED:-$RANDOM}

@@ -13,15 +13,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 
 # Shards of a learnable token stream: tokens 0..63 that mostly follow t -> (7t+3) mod 64.
-python3 - "$tmp" <<'EOF'
+tests_python <<'EOF'
 import array, random, sys
-sys.path.insert(0, "tests/lib")
-from token_shards import learnable_stream, write_shard
+from token_shards import learnable_stream, write_split
 d = sys.argv[1]
 random.seed(1)
-for i in range(3):
-    write_shard(f'{d}/train_{i}.bin', learnable_stream(700, 7, 3, 0.9))
-write_shard(f'{d}/val_0.bin', learnable_stream(400, 7, 3, 0.9))
+write_split(d, 3, 700, 400, lambda n: learnable_stream(n, 7, 3, 0.9))
 # HellaSwag eval file (llm.c's layout, llmc/data/hellaswag.h): 8 examples of 4 identical completions,
 # labels 0 for examples 0, 3 and 5, others 1..3: accuracy 3/8 = 0.375.
 records = []

@@ -17,6 +17,14 @@ def write_shard(path, tokens, n=None, magic=SHARD_MAGIC, extra=b""):
         f.write(array.array("H", tokens).tobytes() + extra)
 
 
+def write_split(d, n_train, train_tokens, val_tokens, stream):
+    """A check's data set in the directory d: n_train shards train_<i>.bin of stream(train_tokens)
+    and val_0.bin of stream(val_tokens), drawn in that order."""
+    for i in range(n_train):
+        write_shard(f"{d}/train_{i}.bin", stream(train_tokens))
+    write_shard(f"{d}/val_0.bin", stream(val_tokens))
+
+
 def learnable_stream(n, mult, add, p_follow):
     """END_OF_TEXT, then tokens 0..63 that follow t -> (mult*t + add) mod 64 with probability
     p_follow and are uniformly random otherwise: a tiny model can learn it within a few steps.

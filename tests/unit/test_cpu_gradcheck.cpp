@@ -19,6 +19,7 @@
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
 
@@ -33,12 +34,7 @@ struct Case {
 
 Case make_case() {
   Case c;
-  c.config.num_layers = 2;
-  c.config.num_heads = 2;
-  c.config.channels = 8;
-  c.config.max_seq_len = 8;
-  c.config.vocab_size = 61;
-  c.config.padded_vocab_size = 64;
+  c.config = test_support::two_layer_config(8, 8, 61, 64);
   c.params = init_parameters(c.config, 5);
   // Larger weights than GPT-2's 0.02 and non-trivial biases/layernorm parameters, so every path
   // carries a gradient well above the finite-difference noise floor.
@@ -71,14 +67,25 @@ double loss_at(CpuBackend& backend, const Case& c, const std::vector<float>& par
   return total / (c.B * c.T);
 }
 
+// A backend holding the case's parameters and the gradients of one forward/backward pass of its
+// tokens (loss scale 1), for the tests that compare those gradients.
+struct Backpropagated {
+  Backpropagated() {
+    backend.set_parameters(c.params.data());
+    backend.zero_grad();
+    backward(1.0f);
+  }
+  void backward(float loss_scale) {
+    backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, loss_scale);
+  }
+
+  Case c = make_case();
+  CpuBackend backend{c.config};
+};
+
 }  // namespace
 
-TEST_CASE("cpu backend: gradients match central differences for all 16 tensors") {
-  Case c = make_case();
-  CpuBackend backend(c.config);
-  backend.set_parameters(c.params.data());
-  backend.zero_grad();
-  backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, 1.0f);
+TEST_CASE_FIXTURE(Backpropagated, "cpu backend: gradients match central differences for all 16 tensors") {
   const std::vector<float> grads(backend.gradients(), backend.gradients() + c.params.size());
   CHECK(backend.accumulated_loss() == doctest::Approx(loss_at(backend, c, c.params)).epsilon(1e-6));
 
@@ -114,12 +121,7 @@ TEST_CASE("cpu backend: gradients match central differences for all 16 tensors")
   }
 }
 
-TEST_CASE("cpu backend: padded vocabulary rows get exactly zero gradient") {
-  Case c = make_case();
-  CpuBackend backend(c.config);
-  backend.set_parameters(c.params.data());
-  backend.zero_grad();
-  backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, 1.0f);
+TEST_CASE_FIXTURE(Backpropagated, "cpu backend: padded vocabulary rows get exactly zero gradient") {
   const size_t C = c.config.channels;
   for (size_t i = size_t(c.config.vocab_size) * C; i < size_t(c.config.padded_vocab_size) * C; ++i)
     REQUIRE(backend.gradients()[i] == 0.0f);
@@ -129,17 +131,12 @@ TEST_CASE("cpu backend: padded vocabulary rows get exactly zero gradient") {
   CHECK(loss_at(backend, c, p) == loss_at(backend, c, c.params));
 }
 
-TEST_CASE("cpu backend: loss_scale and accumulation over micro-batches") {
-  Case c = make_case();
-  CpuBackend backend(c.config);
-  backend.set_parameters(c.params.data());
-  backend.zero_grad();
-  backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, 1.0f);
+TEST_CASE_FIXTURE(Backpropagated, "cpu backend: loss_scale and accumulation over micro-batches") {
   const float loss = backend.accumulated_loss();
   const std::vector<float> grads(backend.gradients(), backend.gradients() + c.params.size());
   backend.zero_grad();
-  backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, 0.5f);
-  backend.forward_backward(c.tokens.data(), c.tokens.data() + 1, c.B, c.T, 0.5f);
+  backward(0.5f);
+  backward(0.5f);
   CHECK(backend.accumulated_loss() == doctest::Approx(loss).epsilon(1e-6));
   for (size_t i = 0; i < grads.size(); ++i)
     REQUIRE(backend.gradients()[i] == doctest::Approx(grads[i]).epsilon(1e-5));

@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -11,6 +10,7 @@
 
 #include "llmc/data/dataloader.h"
 #include "llmc/data/shard.h"
+#include "tests/unit/test_support.h"
 
 using llmc::DataLoader;
 using llmc::DataLoaderConfig;
@@ -19,9 +19,7 @@ namespace {
 
 // Shard s holds the tokens s*10000 + i, so a token names its shard and its offset.
 std::vector<std::string> make_shards(const std::string& name, const std::vector<int>& sizes) {
-  const std::string dir = "build/tmp/unit_dataloader/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::string dir = test_support::fresh_dir("build/tmp/unit_dataloader/" + name);
   std::vector<std::string> files;
   for (size_t s = 0; s < sizes.size(); ++s) {
     std::vector<uint16_t> tokens(size_t(sizes[s]));
@@ -33,14 +31,7 @@ std::vector<std::string> make_shards(const std::string& name, const std::vector<
 }
 
 DataLoaderConfig shape(int B, int T, int rank, int world, bool shuffle, uint64_t seed = 1) {
-  DataLoaderConfig c;
-  c.batch_size = B;
-  c.seq_len = T;
-  c.rank = rank;
-  c.world_size = world;
-  c.shuffle = shuffle;
-  c.seed = seed;
-  return c;
+  return DataLoaderConfig{B, T, rank, world, shuffle, seed};
 }
 
 // (shard, offset) of the next window; checks that the batch is B*T+1 consecutive tokens.
@@ -159,14 +150,10 @@ TEST_CASE("dataloader: reset returns to the first batch; overfit repeats it") {
 
 TEST_CASE("dataloader: a shard too small for one step is rejected with its name and the size needed") {
   const auto files = make_shards("small", {100, 24});
-  try {
-    DataLoader loader(files, shape(2, 4, 0, 3, false));  // needs 2*4*3 + 1 = 25 tokens
-    FAIL("expected an error");
-  } catch (const std::runtime_error& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find(files[1]) != std::string::npos);
-    CHECK(msg.find("25 tokens") != std::string::npos);
-  }
+  // Three ranks of batches of 2x4 need 2*4*3 + 1 = 25 tokens; the second shard has 24.
+  const std::string msg = test_support::thrown_message([&] { DataLoader loader(files, shape(2, 4, 0, 3, false)); });
+  CHECK(msg.find(files[1]) != std::string::npos);
+  CHECK(msg.find("25 tokens") != std::string::npos);
   CHECK_NOTHROW(DataLoader(files, shape(2, 4, 0, 2, false)));  // 17 tokens suffice with 2 ranks
 }
 

@@ -4,54 +4,26 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "llmc/gpt2.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
+using namespace test_support;
 
 namespace {
 
-GPT2Config small_config() {
-  GPT2Config c;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.channels = 64;
-  c.max_seq_len = 32;
-  c.vocab_size = 1000;
-  c.padded_vocab_size = 1024;
-  return c;
-}
+GPT2Config small_config() { return two_layer_config(64, 32, 1000, 1024); }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("llmc_test_" + std::to_string(getpid()) + "_" + name)).string();
-}
-
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-void set_header_int(std::vector<char>& bytes, int index, int32_t value) {
+void set_header_int(std::string& bytes, int index, int32_t value) {
   std::memcpy(bytes.data() + 4 * index, &value, 4);
 }
 
 // The message of the error load_model throws for `path`, or "" if it loads.
 std::string load_error(const std::string& path) {
-  try {
-    load_model(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return error_message([&] { load_model(path); });
 }
 
 uint16_t bf16_of_bits(uint32_t bits) {
@@ -63,13 +35,7 @@ uint16_t bf16_of_bits(uint32_t bits) {
 }  // namespace
 
 TEST_CASE("gpt2: named and custom descriptors") {
-  GPT2Config d12 = config_from_descriptor("d12");
-  CHECK(d12.num_layers == 12);
-  CHECK(d12.num_heads == 12);
-  CHECK(d12.channels == 768);
-  CHECK(d12.max_seq_len == 1024);
-  CHECK(d12.vocab_size == 50257);
-  CHECK(d12.padded_vocab_size == 50304);
+  check_shape(config_from_descriptor("d12"), 12, 12, 768, 1024, 50257, 50304);
   GPT2Config d48 = config_from_descriptor("d48");
   CHECK(d48.num_layers == 48);
   CHECK(d48.num_heads == 25);
@@ -216,13 +182,9 @@ TEST_CASE("gpt2: model file round trip, fp32 and bf16") {
   CHECK(std::filesystem::file_size(path3) == 1024 + 4 * num_parameters(c));
   ModelFile m3 = load_model(path3);
   CHECK(m3.version == 3);
-  CHECK(m3.config.num_layers == 2);
-  CHECK(m3.config.channels == 64);
-  CHECK(m3.config.max_seq_len == 32);
-  CHECK(m3.config.vocab_size == 1000);
-  CHECK(m3.config.padded_vocab_size == 1024);
+  check_shape(m3.config, 2, 2, 64, 32, 1000, 1024);
   CHECK(m3.params == p);
-  std::vector<char> bytes = read_bytes(path3);
+  const std::string bytes = read_bytes(path3);
   int32_t header[8];
   std::memcpy(header, bytes.data(), sizeof(header));
   CHECK(header[0] == 20240326);
@@ -246,11 +208,11 @@ TEST_CASE("gpt2: bad model files are rejected with the file named") {
   std::vector<float> p = init_parameters(c, 1);
   const std::string good = temp_path("good.bin"), bad = temp_path("bad.bin");
   save_model(good, c, p.data(), kModelVersionFp32);
-  const std::vector<char> bytes = read_bytes(good);
+  const std::string bytes = read_bytes(good);
 
   CHECK(load_error(temp_path("missing.bin")).find("missing.bin") != std::string::npos);
 
-  std::vector<char> b = bytes;
+  std::string b = bytes;
   set_header_int(b, 0, 20240520);
   write_bytes(bad, b);
   CHECK(load_error(bad).find("magic") != std::string::npos);
@@ -267,7 +229,7 @@ TEST_CASE("gpt2: bad model files are rejected with the file named") {
   CHECK(load_error(bad).find("bytes") != std::string::npos);
 
   b = bytes;
-  b.push_back(0);
+  b.push_back('\0');
   write_bytes(bad, b);
   CHECK(load_error(bad).find("bytes") != std::string::npos);
 

@@ -5,18 +5,15 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "llmc/data/hellaswag.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
+using namespace test_support;
 
 namespace {
-
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("llmc_hs_" + std::to_string(getpid()) + "_" + name)).string();
-}
 
 // The documented record layout, written independently of the reader: delimiter, byte length,
 // index, label, completion count, context length + tokens, then each completion's length + tokens.
@@ -67,12 +64,7 @@ std::string write_file(const EvalFileBytes& f, const std::string& name = "eval.b
 
 std::string read_error(const EvalFileBytes& f) {
   const std::string path = write_file(f, "bad.bin");
-  std::string message;
-  try {
-    read_eval_file(path);
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
+  const std::string message = error_message([&] { read_eval_file(path); });
   std::filesystem::remove(path);
   return message;
 }

@@ -3,45 +3,23 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "llmc/gpt2.h"
 #include "llmc/io/hf_gpt2.h"
 #include "llmc/io/safetensors.h"
 #include "llmc/rng.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
+using namespace test_support;
 namespace fs = std::filesystem;
 
 namespace {
 
-GPT2Config tiny_config() {
-  GPT2Config c;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.channels = 8;
-  c.max_seq_len = 6;
-  c.vocab_size = 50;
-  c.padded_vocab_size = 128;  // 50 rounded up to 128, as parse_hf_config pads
-  return c;
-}
-
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("llmc_hf_" + std::to_string(getpid()) + "_" + name)).string();
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+// A vocabulary of 50 rounded up to 128, as parse_hf_config pads.
+GPT2Config tiny_config() { return two_layer_config(8, 6, 50, 128); }
 
 // Random parameters everywhere except the padded vocabulary rows, which stay zero.
 std::vector<float> random_params(const GPT2Config& c, uint64_t seed) {
@@ -63,7 +41,7 @@ const HfTensor& by_name(const std::vector<HfTensor>& tensors, const std::string&
 std::string write_hf_dir(const std::string& name, const GPT2Config& c, const std::vector<HfTensor>& tensors) {
   const std::string dir = temp_path(name);
   fs::create_directories(dir);
-  write_text(dir + "/config.json", hf_config_json(c, "float32"));
+  write_bytes(dir + "/config.json", hf_config_json(c, "float32"));
   std::vector<TensorToWrite> w;
   for (const HfTensor& t : tensors) w.push_back({t.name, DType::F32, t.shape, t.values.data()});
   write_safetensors(dir + "/model.safetensors", w, {{"format", "pt"}});
@@ -71,12 +49,7 @@ std::string write_hf_dir(const std::string& name, const GPT2Config& c, const std
 }
 
 std::string import_error(const std::string& dir) {
-  try {
-    import_hf(dir, temp_path("import_error.bin"), kModelVersionFp32);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return error_message([&] { import_hf(dir, temp_path("import_error.bin"), kModelVersionFp32); });
 }
 
 }  // namespace
@@ -184,8 +157,8 @@ TEST_CASE("hf_gpt2: F16 tensors, no 'transformer.' prefix, mask buffers and a ti
 
   const std::string dir = temp_path("f16");
   fs::create_directories(dir);
-  write_text(dir + "/config.json",
-             R"({"model_type": "gpt2", "vocab_size": 50, "n_ctx": 6, "n_embd": 8, "n_layer": 2, "n_head": 2,
+  write_bytes(dir + "/config.json",
+              R"({"model_type": "gpt2", "vocab_size": 50, "n_ctx": 6, "n_embd": 8, "n_layer": 2, "n_head": 2,
                  "activation_function": "gelu_new", "layer_norm_epsilon": 1e-05, "n_inner": 32})");
   write_safetensors(dir + "/model.safetensors", w, {});
   const std::string out = temp_path("f16.bin");
@@ -215,7 +188,7 @@ TEST_CASE("hf_gpt2: import rejects missing files, missing or misshapen tensors a
   {
     const std::string dir = write_hf_dir("nofiles", c, hf);
     fs::remove(dir + "/model.safetensors");
-    write_text(dir + "/model.safetensors.index.json", "{}");
+    write_bytes(dir + "/model.safetensors.index.json", "{}");
     CHECK(import_error(dir).find("sharded checkpoints are not supported") != std::string::npos);
     fs::remove(dir + "/config.json");
     CHECK(import_error(dir).find("config.json: missing") != std::string::npos);
@@ -260,21 +233,10 @@ TEST_CASE("hf_gpt2: config.json is written with HF's keys and read back; unsuppo
                              "\"layer_norm_epsilon\": 1e-05", "\"tie_word_embeddings\": true",
                              "\"bos_token_id\": 50256", "\"eos_token_id\": 50256", "\"torch_dtype\": \"float32\""})
     CHECK_MESSAGE(text.find(needle) != std::string::npos, needle);
-  const GPT2Config back = parse_hf_config(text, "config.json");
-  CHECK(back.vocab_size == 50257);
-  CHECK(back.padded_vocab_size == 50304);
-  CHECK(back.max_seq_len == 6);
-  CHECK(back.channels == 8);
-  CHECK(back.num_layers == 2);
-  CHECK(back.num_heads == 2);
+  check_shape(parse_hf_config(text, "config.json"), 2, 2, 8, 6, 50257, 50304);
 
   auto error = [](const std::string& json) {
-    try {
-      parse_hf_config(json, "cfg/config.json");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return error_message([&] { parse_hf_config(json, "cfg/config.json"); });
   };
   const std::string base = R"("vocab_size": 100, "n_positions": 8, "n_embd": 8, "n_layer": 1, "n_head": 2)";
   CHECK(error("{" + base + "}").empty());

@@ -1,32 +1,20 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "llmc/data/shard.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
+using namespace test_support;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-struct ShardTempDir {
-  std::string path;
-  ShardTempDir() {
-    char templ[] = "/tmp/llmc_test_shard_XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~ShardTempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
 
 void put_le32(std::string& s, int32_t v) {
   for (int i = 0; i < 4; ++i) s += char((uint32_t(v) >> (8 * i)) & 0xFF);
@@ -46,31 +34,15 @@ std::string shard_bytes(int32_t magic, int32_t version, int32_t count, const std
   return s;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // The message of the exception ShardReader's constructor throws for `path` (empty if none).
 std::string open_error(const std::string& path, int vocab = kGpt2VocabSize) {
-  try {
-    ShardReader r(path, vocab);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return error_message([&] { ShardReader r(path, vocab); });
 }
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
 TEST_CASE("shard: write_shard produces the llm.c layout and ShardReader reads it back") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string path = dir.file("a.bin");
   const std::vector<uint16_t> tokens = {50256, 0, 1, 257, 50255, 12345, 50256, 7};
   write_shard(path, tokens.data(), tokens.size());
@@ -99,14 +71,14 @@ TEST_CASE("shard: write_shard produces the llm.c layout and ShardReader reads it
 }
 
 TEST_CASE("shard: an empty shard is valid") {
-  ShardTempDir dir;
+  TempDir dir;
   write_shard(dir.file("e.bin"), nullptr, 0);
   CHECK(fs::file_size(dir.file("e.bin")) == 1024);
   CHECK(ShardReader(dir.file("e.bin")).num_tokens() == 0);
 }
 
 TEST_CASE("shard: a window read touches only its own bytes, also from several threads") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string path = dir.file("big.bin");
   std::vector<uint16_t> tokens(300000);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = uint16_t((i * 7919) % 50257);
@@ -135,7 +107,7 @@ TEST_CASE("shard: a window read touches only its own bytes, also from several th
 }
 
 TEST_CASE("shard: headers with a wrong magic or version are rejected, naming the file") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string magic = dir.file("magic.bin"), version = dir.file("version.bin");
   write_bytes(magic, shard_bytes(20240326, 1, 2, {1, 2}));
   write_bytes(version, shard_bytes(20240520, 2, 2, {1, 2}));
@@ -147,7 +119,7 @@ TEST_CASE("shard: headers with a wrong magic or version are rejected, naming the
 }
 
 TEST_CASE("shard: a file whose size does not match its header is rejected") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::vector<uint16_t> five = {1, 2, 3, 4, 5};
   const std::string good = shard_bytes(20240520, 1, 5, five);
   struct Case { const char* name; std::string bytes; };
@@ -172,7 +144,7 @@ TEST_CASE("shard: a file whose size does not match its header is rejected") {
 }
 
 TEST_CASE("shard: a token >= vocab fails the read of the window that holds it") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string path = dir.file("vocab.bin");
   write_bytes(path, shard_bytes(20240520, 1, 5, {1, 2, 50257, 3, 65535}));
   const ShardReader reader(path);
@@ -181,14 +153,10 @@ TEST_CASE("shard: a token >= vocab fails the read of the window that holds it") 
   CHECK(out[1] == 2);
   reader.read(3, 1, out.data());
   CHECK(out[0] == 3);
-  try {
-    reader.read(1, 3, out.data());
-    FAIL("expected an out-of-vocabulary error");
-  } catch (const std::runtime_error& e) {
-    CHECK(contains(e.what(), path));
-    CHECK(contains(e.what(), "index 2"));
-    CHECK(contains(e.what(), "50257"));
-  }
+  const std::string err = thrown_message([&] { reader.read(1, 3, out.data()); });
+  CHECK(contains(err, path));
+  CHECK(contains(err, "index 2"));
+  CHECK(contains(err, "50257"));
   CHECK_THROWS_AS(reader.read(4, 1, out.data()), std::runtime_error);
   // A smaller vocabulary moves the bound.
   const ShardReader small(path, 3);
@@ -197,19 +165,15 @@ TEST_CASE("shard: a token >= vocab fails the read of the window that holds it") 
 }
 
 TEST_CASE("shard: out-of-range reads are rejected with the file and range") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string path = dir.file("range.bin");
   const std::vector<uint16_t> tokens = {5, 6, 7, 8};
   write_shard(path, tokens.data(), tokens.size());
   const ShardReader reader(path);
   std::vector<int> out(8);
-  try {
-    reader.read(2, 3, out.data());
-    FAIL("expected a range error");
-  } catch (const std::runtime_error& e) {
-    CHECK(contains(e.what(), path));
-    CHECK(contains(e.what(), "[2, 5)"));
-  }
+  const std::string err = thrown_message([&] { reader.read(2, 3, out.data()); });
+  CHECK(contains(err, path));
+  CHECK(contains(err, "[2, 5)"));
   CHECK_THROWS_AS(reader.read(-1, 1, out.data()), std::runtime_error);
   CHECK_THROWS_AS(reader.read(5, 0, out.data()), std::runtime_error);
   CHECK_THROWS_AS(reader.read(0, -1, out.data()), std::runtime_error);
@@ -217,19 +181,15 @@ TEST_CASE("shard: out-of-range reads are rejected with the file and range") {
 }
 
 TEST_CASE("shard: write_shard into a missing directory throws naming the file") {
-  ShardTempDir dir;
+  TempDir dir;
   const std::string path = dir.file("no/such/dir/x.bin");
   const uint16_t t = 1;
-  try {
-    write_shard(path, &t, 1);
-    FAIL("expected an error");
-  } catch (const std::runtime_error& e) {
-    CHECK(contains(e.what(), path));
-  }
+  const std::string err = thrown_message([&] { write_shard(path, &t, 1); });
+  CHECK(contains(err, path));
 }
 
 TEST_CASE("shard: expand_glob sorts its matches and rejects a pattern that matches nothing") {
-  ShardTempDir dir;
+  TempDir dir;
   for (const char* name : {"d_train_000002.bin", "d_val_000000.bin", "d_train_000001.bin", "d_train_000010.bin", "x.txt"})
     write_bytes(dir.file(name), "");
   CHECK(expand_glob(dir.file("*train*.bin")) ==
@@ -238,10 +198,6 @@ TEST_CASE("shard: expand_glob sorts its matches and rejects a pattern that match
   CHECK(expand_glob(dir.file("*.bin")).front() == dir.file("d_train_000001.bin"));
   CHECK(expand_glob(dir.file("x.txt")) == std::vector<std::string>{dir.file("x.txt")});
   const std::string pattern = dir.file("*nothing*.bin");
-  try {
-    expand_glob(pattern);
-    FAIL("expected an error");
-  } catch (const std::runtime_error& e) {
-    CHECK(contains(e.what(), pattern));
-  }
+  const std::string err = thrown_message([&] { expand_glob(pattern); });
+  CHECK(contains(err, pattern));
 }

@@ -1,33 +1,18 @@
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "llmc/text/text_sources.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
+using namespace test_support;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct SourcesTempDir {
-  std::string path;
-  SourcesTempDir() {
-    char templ[] = "/tmp/llmc_test_sources_XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~SourcesTempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& content) const {
-    const std::string file = path + "/" + name;
-    std::ofstream(file, std::ios::binary) << content;
-    return file;
-  }
-};
 
 std::vector<std::string> read_all(const std::string& path, InputFormat format, size_t chunk) {
   auto source = open_source(path, format, chunk);
@@ -41,22 +26,21 @@ std::vector<std::string> read_all(const std::string& path, InputFormat format, s
 
 // The message of the error reading all of `path` throws (empty if none).
 std::string read_error(const std::string& path, InputFormat format, size_t chunk = kDefaultReadChunk) {
-  try {
+  return error_message([&] {
     auto source = open_source(path, format, chunk);
     std::string text;
     while (source->next(text)) {}
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 const std::vector<size_t> kChunkSizes = {1, 2, 3, 7, 16, kDefaultReadChunk};
 
-// Every read size must give the same documents: the small ones make documents straddle refills.
-void check_documents(const std::string& path, InputFormat format, const std::vector<std::string>& expected) {
+// A file `name` holding `content` reads as `expected` with every read size: the small ones make
+// documents straddle refills.
+void check_documents(const std::string& name, const std::string& content, InputFormat format,
+                     const std::vector<std::string>& expected) {
+  const TempDir dir;
+  const std::string path = dir.write(name, content);
   for (size_t chunk : kChunkSizes) {
     CAPTURE(chunk);
     CHECK(read_all(path, format, chunk) == expected);
@@ -72,42 +56,34 @@ TEST_CASE("text sources: the format comes from the extension or --brown") {
   CHECK(detect_format("ca01", true) == InputFormat::Brown);
   CHECK(detect_format("x.json", true) == InputFormat::JsonArray);
   CHECK(detect_format("x.txt", true) == InputFormat::Text);
-  try {
-    detect_format("data/x.csv", false);
-    FAIL("expected an error");
-  } catch (const std::runtime_error& e) {
-    CHECK(contains(e.what(), "data/x.csv"));
-  }
+  const std::string err = thrown_message([] { detect_format("data/x.csv", false); });
+  CHECK(contains(err, "data/x.csv"));
   CHECK_THROWS_AS(detect_format("ca01", false), std::runtime_error);
 }
 
 TEST_CASE("text sources: a .txt file is one document, byte for byte") {
-  SourcesTempDir dir;
   const std::string content = "line one\n\nline two \xE2\x82\xAC\r\n";
-  const std::string path = dir.write("a.txt", content);
-  check_documents(path, InputFormat::Text, {content});
+  check_documents("a.txt", content, InputFormat::Text, {content});
+  TempDir dir;
   CHECK(read_all(dir.write("empty.txt", ""), InputFormat::Text, 4) == std::vector<std::string>{""});
   const std::string err = read_error(dir.path + "/missing.txt", InputFormat::Text);
   CHECK(contains(err, dir.path + "/missing.txt"));
 }
 
 TEST_CASE("text sources: JSONL records, escapes, blank lines and records split across reads") {
-  SourcesTempDir dir;
-  const std::string content =
-      "{\"id\": 1, \"text\": \"plain\"}\n"
-      "\n"
-      "  {\"text\": \"tab\\tquote\\\" slash\\\\ \\u00e9 \\ud83d\\ude00 nl\\n\", \"extra\": [1, {\"a\": null}]}\r\n"
-      "{\"meta\": \"x\", \"text\": \"\"}\n"
-      "{\"text\": \"last line without a newline, longer than the small read chunks\"}";
-  const std::string path = dir.write("a.jsonl", content);
-  const std::vector<std::string> expected = {
-      "plain", "tab\tquote\" slash\\ \xC3\xA9 \xF0\x9F\x98\x80 nl\n", "",
-      "last line without a newline, longer than the small read chunks"};
-  check_documents(path, InputFormat::JsonLines, expected);
+  check_documents("a.jsonl",
+                  "{\"id\": 1, \"text\": \"plain\"}\n"
+                  "\n"
+                  "  {\"text\": \"tab\\tquote\\\" slash\\\\ \\u00e9 \\ud83d\\ude00 nl\\n\", \"extra\": [1, {\"a\": null}]}\r\n"
+                  "{\"meta\": \"x\", \"text\": \"\"}\n"
+                  "{\"text\": \"last line without a newline, longer than the small read chunks\"}",
+                  InputFormat::JsonLines,
+                  {"plain", "tab\tquote\" slash\\ \xC3\xA9 \xF0\x9F\x98\x80 nl\n", "",
+                   "last line without a newline, longer than the small read chunks"});
 }
 
 TEST_CASE("text sources: JSONL errors name the file and line") {
-  SourcesTempDir dir;
+  TempDir dir;
   const std::string bad_json = dir.write("bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"x\",}\n");
   std::string err = read_error(bad_json, InputFormat::JsonLines, 3);
   CHECK(contains(err, bad_json + ": line 2"));
@@ -125,24 +101,22 @@ TEST_CASE("text sources: JSONL errors name the file and line") {
 }
 
 TEST_CASE("text sources: a JSON array of strings streams element by element") {
-  SourcesTempDir dir;
-  const std::string content =
-      "[\n"
-      "  \"first document\",\n"
-      "  \"esc \\\"q\\\" \\\\ \\/ \\u4e2d \\ud83d\\ude00\\n\",\n"
-      "  \"\",\"no space\" ,\n"
-      "  \"a document that is much longer than any of the tiny read chunks used here\"\n"
-      "]\n";
-  const std::string path = dir.write("a.json", content);
-  const std::vector<std::string> expected = {
-      "first document", "esc \"q\" \\ / \xE4\xB8\xAD \xF0\x9F\x98\x80\n", "", "no space",
-      "a document that is much longer than any of the tiny read chunks used here"};
-  check_documents(path, InputFormat::JsonArray, expected);
+  check_documents("a.json",
+                  "[\n"
+                  "  \"first document\",\n"
+                  "  \"esc \\\"q\\\" \\\\ \\/ \\u4e2d \\ud83d\\ude00\\n\",\n"
+                  "  \"\",\"no space\" ,\n"
+                  "  \"a document that is much longer than any of the tiny read chunks used here\"\n"
+                  "]\n",
+                  InputFormat::JsonArray,
+                  {"first document", "esc \"q\" \\ / \xE4\xB8\xAD \xF0\x9F\x98\x80\n", "", "no space",
+                   "a document that is much longer than any of the tiny read chunks used here"});
+  TempDir dir;
   CHECK(read_all(dir.write("empty.json", " [ ] "), InputFormat::JsonArray, 1).empty());
 }
 
 TEST_CASE("text sources: malformed JSON arrays are errors with the line number") {
-  SourcesTempDir dir;
+  TempDir dir;
   struct Case { const char* name; const char* content; const char* expect; };
   const std::vector<Case> cases = {
       {"obj.json", "{\"text\": \"a\"}", "line 1"},
@@ -166,7 +140,7 @@ TEST_CASE("text sources: malformed JSON arrays are errors with the line number")
 }
 
 TEST_CASE("text sources: invalid UTF-8 is reported with the file and position") {
-  SourcesTempDir dir;
+  TempDir dir;
   const std::string txt = dir.write("bad.txt", "abc\n\xC3\xA9x\xFFyz");
   CHECK(read_error(txt, InputFormat::Text, 2) == txt + ": invalid UTF-8 at byte 7");
 
@@ -204,7 +178,6 @@ TEST_CASE("text sources: Brown tags are stripped and sentences rebuilt") {
 }
 
 TEST_CASE("text sources: a Brown file is one rebuilt document") {
-  SourcesTempDir dir;
-  const std::string path = dir.write("ca99", "\n\n\tThe/at Fulton/np-tl jury/nn ./.\n\n\n\tIt/pps ended/vbd ./.\n");
-  check_documents(path, InputFormat::Brown, {"The Fulton jury.\nIt ended."});
+  check_documents("ca99", "\n\n\tThe/at Fulton/np-tl jury/nn ./.\n\n\n\tIt/pps ended/vbd ./.\n", InputFormat::Brown,
+                  {"The Fulton jury.\nIt ended."});
 }

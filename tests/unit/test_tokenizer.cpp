@@ -5,21 +5,18 @@
 // tests/check_tokenizer_parity.sh.
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "llmc/text/tokenizer.h"
 #include "llmc/text/utf8.h"
+#include "tests/unit/test_support.h"
 
 using llmc::Tokenizer;
+using test_support::TempDir;
 using Ids = std::vector<int>;
 
 namespace {
@@ -29,23 +26,11 @@ const Tokenizer& gpt2() {
   return tokenizer;
 }
 
-// A file under the temporary directory holding `content`, removed when the test ends.
-struct TempFile {
-  explicit TempFile(const std::string& name, const std::string& content)
-      : path((std::filesystem::temp_directory_path() / ("llmc_test_tokenizer_" + std::to_string(::getpid()) + "_" + name)).string()) {
-    std::ofstream(path, std::ios::binary) << content;
-  }
-  ~TempFile() { std::remove(path.c_str()); }
-  std::string path;
-};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
+// The message of the error f() throws, or "" if none: any std::exception, since the tokenizer
+// throws std::out_of_range and std::invalid_argument as well as std::runtime_error.
+template <typename F>
+std::string error_of(F&& f) {
+  return test_support::error_message<std::exception>(f);
 }
 
 }  // namespace
@@ -119,24 +104,16 @@ TEST_CASE("tokenizer: BPE merges the lowest rank first, all occurrences left to 
   // A vocabulary with GPT-2's tokens but only the merges listed here (ids from encoder.json:
   // a 64, b 65, c 66, aa 7252, aaa 46071, ab 397, bc 15630).
   const std::string encoder = llmc::default_encoder_path();
-  {
-    TempFile merges("aa.bpe", "#version: 0.2\na a\n");
-    // "a a" merges non-overlapping pairs from the left: aa aa a.
-    CHECK(Tokenizer(encoder, merges.path).encode("aaaaa") == Ids{7252, 7252, 64});
-  }
-  {
-    TempFile merges("aa_aaa.bpe", "#version: 0.2\na a\naa a\n");
-    // Round 1 (rank 0): aa aa a. Round 2 (rank 1, "aa a"): the pair (aa, a) at the end: aa aaa.
-    CHECK(Tokenizer(encoder, merges.path).encode("aaaaa") == Ids{7252, 46071});
-  }
-  {
-    TempFile merges("bc_ab.bpe", "#version: 0.2\nb c\na b\n");
-    CHECK(Tokenizer(encoder, merges.path).encode("abc") == Ids{64, 15630});  // b c first: a bc
-  }
-  {
-    TempFile merges("ab_bc.bpe", "#version: 0.2\na b\nb c\n");
-    CHECK(Tokenizer(encoder, merges.path).encode("abc") == Ids{397, 66});  // a b first: ab c
-  }
+  const TempDir dir;
+  // "a a" merges non-overlapping pairs from the left: aa aa a.
+  CHECK(Tokenizer(encoder, dir.write("aa.bpe", "#version: 0.2\na a\n")).encode("aaaaa") == Ids{7252, 7252, 64});
+  // Round 1 (rank 0): aa aa a. Round 2 (rank 1, "aa a"): the pair (aa, a) at the end: aa aaa.
+  CHECK(Tokenizer(encoder, dir.write("aa_aaa.bpe", "#version: 0.2\na a\naa a\n")).encode("aaaaa") ==
+        Ids{7252, 46071});
+  // b c first: a bc
+  CHECK(Tokenizer(encoder, dir.write("bc_ab.bpe", "#version: 0.2\nb c\na b\n")).encode("abc") == Ids{64, 15630});
+  // a b first: ab c
+  CHECK(Tokenizer(encoder, dir.write("ab_bc.bpe", "#version: 0.2\na b\nb c\n")).encode("abc") == Ids{397, 66});
 }
 
 TEST_CASE("tokenizer: encode and decode round trip byte for byte") {
@@ -181,25 +158,26 @@ TEST_CASE("tokenizer: vocabulary files with problems are named in the error") {
   e = error_of([&] { Tokenizer(encoder, "no/such/vocab.bpe"); });
   CHECK(e.find("no/such/vocab.bpe: cannot open") != std::string::npos);
 
-  TempFile bad_json("bad.json", R"({"a": 0, "b": })");
-  e = error_of([&] { Tokenizer(bad_json.path, vocab); });
-  CHECK(e.find(bad_json.path + ": JSON error at byte 14") != std::string::npos);
-  TempFile no_bytes("no_bytes.json", R"({"a": 0})");
-  e = error_of([&] { Tokenizer(no_bytes.path, vocab); });
+  const TempDir dir;
+  const std::string bad_json = dir.write("bad.json", R"({"a": 0, "b": })");
+  e = error_of([&] { Tokenizer(bad_json, vocab); });
+  CHECK(e.find(bad_json + ": JSON error at byte 14") != std::string::npos);
+  const std::string no_bytes = dir.write("no_bytes.json", R"({"a": 0})");
+  e = error_of([&] { Tokenizer(no_bytes, vocab); });
   CHECK(e.find("no token for the single byte 0x00") != std::string::npos);
-  TempFile gap("gap.json", R"({"a": 0, "b": 2})");
-  e = error_of([&] { Tokenizer(gap.path, vocab); });
+  const std::string gap = dir.write("gap.json", R"({"a": 0, "b": 2})");
+  e = error_of([&] { Tokenizer(gap, vocab); });
   CHECK(e.find("token id 1 is missing") != std::string::npos);
-  TempFile not_bytes("not_bytes.json", "{\"\xE4\xB8\xAD\": 0}");  // 中 is no byte character
-  e = error_of([&] { Tokenizer(not_bytes.path, vocab); });
+  const std::string not_bytes = dir.write("not_bytes.json", "{\"\xE4\xB8\xAD\": 0}");  // 中 is no byte character
+  e = error_of([&] { Tokenizer(not_bytes, vocab); });
   CHECK(e.find("U+4E2D is not one of GPT-2's byte characters") != std::string::npos);
 
-  TempFile three_parts("three.bpe", "#version: 0.2\nĠ t\nĠ a b\n");
-  e = error_of([&] { Tokenizer(encoder, three_parts.path); });
-  CHECK(e.find(three_parts.path + ": line 3: expected two tokens") != std::string::npos);
-  TempFile unknown("unknown.bpe", "#version: 0.2\nĠt Ġq\n");
-  e = error_of([&] { Tokenizer(encoder, unknown.path); });
-  CHECK(e.find(unknown.path + ": line 2: merged token 'ĠtĠq' is not in the encoder") != std::string::npos);
+  const std::string three_parts = dir.write("three.bpe", "#version: 0.2\nĠ t\nĠ a b\n");
+  e = error_of([&] { Tokenizer(encoder, three_parts); });
+  CHECK(e.find(three_parts + ": line 3: expected two tokens") != std::string::npos);
+  const std::string unknown = dir.write("unknown.bpe", "#version: 0.2\nĠt Ġq\n");
+  e = error_of([&] { Tokenizer(encoder, unknown); });
+  CHECK(e.find(unknown + ": line 2: merged token 'ĠtĠq' is not in the encoder") != std::string::npos);
 }
 
 TEST_CASE("tokenizer: concurrent encoding from many threads gives the single-threaded ids") {

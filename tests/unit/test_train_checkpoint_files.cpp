@@ -8,16 +8,14 @@
 #include <vector>
 
 #include "llmc/io/checkpoint_files.h"
+#include "tests/unit/test_support.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 std::string fresh_dir(const std::string& name) {
-  const std::string dir = "build/tmp/unit_checkpoint_files/" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return test_support::fresh_dir("build/tmp/unit_checkpoint_files/" + name);
 }
 
 void touch(const std::string& path) { std::ofstream(path) << "x"; }
@@ -63,15 +61,13 @@ TEST_CASE("atomic write: complete file, no .tmp, failure leaves neither") {
   CHECK_FALSE(fs::exists(path + ".tmp"));
   CHECK(llmc::file_checksum(path) == llmc::checksum_of("hello", 5));
   // A failing writer: the old file stays, the .tmp is removed, the error names the file.
-  try {
+  const std::string error = test_support::thrown_message([&] {
     llmc::write_file_atomically(path, [](FILE* f) {
       std::fputs("partial", f);
       return false;
     });
-    FAIL("expected an error");
-  } catch (const std::runtime_error& e) {
-    CHECK(std::string(e.what()).find(path) != std::string::npos);
-  }
+  });
+  CHECK(error.find(path) != std::string::npos);
   CHECK(fs::file_size(path) == 5);
   CHECK_FALSE(fs::exists(path + ".tmp"));
   CHECK_THROWS_AS(llmc::write_file_atomically(dir + "/no/such/dir/x", [](FILE*) { return true; }), std::runtime_error);

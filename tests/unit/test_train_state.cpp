@@ -10,14 +10,11 @@
 #include <string>
 
 #include "llmc/io/checkpoint_state.h"
+#include "tests/unit/test_support.h"
 
 namespace {
 
-std::string temp_dir() {
-  const std::string dir = "build/tmp/unit_train_state";
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string temp_dir() { return test_support::fresh_dir("build/tmp/unit_train_state"); }
 
 llmc::TrainState example() {
   llmc::TrainState s;
@@ -46,12 +43,7 @@ llmc::TrainState example() {
 }
 
 std::string error_of(const std::string& path) {
-  try {
-    llmc::read_train_state(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return test_support::error_message([&] { llmc::read_train_state(path); });
 }
 
 }  // namespace
