@@ -6,6 +6,12 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#elif defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA)
+#include <arm_neon.h>
+#endif
+
 namespace llmc {
 
 namespace {
@@ -49,6 +55,23 @@ inline vfloat load(const float* p) {
 
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof(v)); }
 
+// acc + a * b in every lane, with the product rounded or not as the target's arithmetic dictates,
+// never as the optimiser does: GCC contracts `acc + a * b` into an FMA only from -O2 up, which would
+// make the sums (and the bit-exact gemm test) depend on the optimisation level. Where the target has
+// FMA the intrinsic says so; where it has none there is nothing to contract, and the product is
+// rounded before the add at every level.
+inline vfloat multiply_add(float a, vfloat b, vfloat acc) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(_mm512_set1_ps(a), b, acc);
+#elif defined(__FMA__)
+  return _mm256_fmadd_ps(_mm256_set1_ps(a), b, acc);
+#elif defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA)
+  return vfloat(vfmaq_f32(float32x4_t(acc), vdupq_n_f32(a), float32x4_t(b)));
+#else
+  return acc + a * b;
+#endif
+}
+
 // C[0..mr) x [0..nr) (row stride ldc) = (fresh ? 0 : C) + sum_k a[k][i] b[k][j] over kc steps,
 // each sum a chain of FMAs in k order. a, b: packed slivers, zero-padded beyond mr / nr.
 void micro_kernel(float* c, size_t ldc, const float* a, const float* b, int kc, int mr, int nr, bool fresh) {
@@ -60,7 +83,7 @@ void micro_kernel(float* c, size_t ldc, const float* a, const float* b, int kc, 
     for (int j = 0; j < kNV; ++j) bv[j] = load(b + size_t(k) * kNR + j * kLanes);
     for (int i = 0; i < kMR; ++i) {
       const float ai = a[size_t(k) * kMR + i];
-      for (int j = 0; j < kNV; ++j) acc[i][j] += ai * bv[j];
+      for (int j = 0; j < kNV; ++j) acc[i][j] = multiply_add(ai, bv[j], acc[i][j]);
     }
   }
   for (int i = 0; i < mr; ++i) {

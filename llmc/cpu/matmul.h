@@ -3,11 +3,11 @@
 //
 // Numerics: every output element is the sum over k in blocks of kGemmKBlock consecutive k; within
 // a block the products are accumulated one after the other, starting from 0 (as fused multiply-adds
-// where the target has FMA: GCC contracts a * b + c), and the block sums are added to the output in
-// block order. That order is fixed by the code, not
-// by the number of OpenMP threads or the SIMD width, so results are identical run to run and for any
-// thread count; the two-level sum keeps the rounding error ~(kGemmKBlock + K / kGemmKBlock) ulp
-// in the worst case, instead of K ulp for one long chain.
+// where the target has FMA, at every optimisation level), and the block sums are added to the
+// output in block order. That order is fixed by the code, not by the number of OpenMP threads or
+// the SIMD width, so results are identical run to run and for any thread count; the two-level sum
+// keeps the rounding error ~(kGemmKBlock + K / kGemmKBlock) ulp in the worst case, instead of K ulp
+// for one long chain.
 #pragma once
 #include <cstddef>
 

@@ -57,12 +57,15 @@ EvalAccuracy evaluate_multiple_choice(Backend& backend, const std::vector<EvalEx
     p.losses.resize(p.rows.inputs.size());
     p.label = examples[e].label;
     pending.push_back(std::move(p));
+    // A full batch is flushed before the next row goes in, not after the last one did: flush()
+    // pops finished examples, and had it run after this example's last row it would free `rows`
+    // while the loop still reads it. Before a row, this example has one left, so it stays.
     const EvalRows& rows = pending.back().rows;
     for (int r = 0; r < rows.rows; ++r) {
+      if (slots.size() == size_t(B)) flush();
       std::copy_n(rows.inputs.begin() + size_t(r) * T, T, inputs.begin() + slots.size() * T);
       std::copy_n(rows.targets.begin() + size_t(r) * T, T, targets.begin() + slots.size() * T);
       slots.emplace_back(e, r);
-      if (slots.size() == size_t(B)) flush();
     }
   }
   flush();

@@ -86,6 +86,9 @@ TEST_CASE("multiple-choice eval: accuracy against answers computed one completio
     expected_correct += ex.index % 2 == 0;
     examples.push_back(ex);
   }
+  // 4 rows per example. B = 1 and 4: each example's last row fills a batch whose flush retires the
+  // example, which nothing may read afterwards (make sanitize's ASan build checks that); B = 3:
+  // examples straddle batches; B = 8: two examples per batch.
   for (int B : {1, 3, 4, 8}) {
     const llmc::EvalAccuracy acc = llmc::evaluate_multiple_choice(backend, examples, B, 8);
     CHECK_MESSAGE(acc.correct == expected_correct, "B=", B);
