@@ -55,8 +55,10 @@ sh1=("${base[@]}" -sh 1 -sl 1.0 -sg 0.5)
 skipped=$(grep -c 'skipped:1' "$tmp/ref1/main.log" || true)
 [ "$skipped" -gt 0 ] || fail "-sl 1.0 -sg 0.5 skipped no step: the resumed outlier window would go untested"
 
-# (A) SIGKILL at a random moment.
-./train_gpt2 "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
+# (A) SIGKILL at a random moment. Each checkpoint file waits 30 ms before its rename, so the 13
+# checkpoints after step 6 keep the run alive for over a second: a loaded machine that notices
+# DONE_00000006 late still kills a running process, not a finished one.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
 pid=$!
 wait_for "$tmp/A/DONE_00000006" || fail "A: no checkpoint 6 appeared"
 sleep "0.$((RANDOM % 30))"
@@ -82,8 +84,9 @@ resume "$tmp/B" "${sh1[@]}"
 grep -q 'removed [0-9]* unfinished .tmp' "$tmp/B.resume.out" || fail "B: the stale .tmp was not cleaned up"
 same_as_reference B "$tmp/ref1" "$tmp/B"
 
-# (C) SIGTERM: finish the step, checkpoint, exit 0.
-./train_gpt2 "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
+# (C) SIGTERM: finish the step, checkpoint, exit 0. Slowed down as (A) is, so the signal reaches a
+# running process.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
 pid=$!
 wait_for "$tmp/C/DONE_00000006" || fail "C: no checkpoint 6 appeared"
 sleep "0.$((RANDOM % 20))"

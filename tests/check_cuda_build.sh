@@ -26,11 +26,8 @@ mkdir -p build/test-logs
 : >"$log"
 failed=0
 built=0
-step() {  # step NAME COMMAND...: runs a build, keeps its output, fails on an error or a warning
-  local name=$1; shift
-  local out
-  out=$("$@" 2>&1)
-  local rc=$?
+record() {  # record NAME EXIT OUTPUT: logs a finished build and fails it on an error or a warning
+  local name=$1 rc=$2 out=$3
   printf '%s\n' "== $name" "$out" >>"$log"
   local warnings
   # "warning:" (gcc), "warning #N-D:" (nvcc), "ptxas warning :"; not the "-Werror all-warnings" flag.
@@ -43,6 +40,12 @@ step() {  # step NAME COMMAND...: runs a build, keeps its output, fails on an er
     echo "ok    $name"
     built=$((built + 1))
   fi
+}
+step() {  # step NAME COMMAND...: runs a build and records it
+  local name=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  record "$name" "$rc" "$out"
 }
 
 # This script drives its own parallel builds: drop the jobserver of a calling `make -j` (make test),
@@ -71,15 +74,32 @@ stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DE
   return 1
 }
 archs="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a"
+benchmark() {  # benchmark NAME: compiles and links dev/cuda/NAME.cu; a failed compile leaves no object
+  local obj=$dev/$1.o
+  # shellcheck disable=SC2086
+  $nvcc -std=c++17 -O3 $archs -I. -Xcompiler -Wall,-Wextra,-fopenmp -Werror all-warnings -Xcompiler -Werror \
+    -MMD -MP -MF "$obj.d" -c "dev/cuda/$1.cu" -o "$obj" &&
+    $nvcc $archs "$obj" -o "$dev/bin/$1" "$dev/libllmc_cuda.a" "$dev/libcpu_reference.a" -lfmt -lcublasLt -lcublas \
+      -lcudnn -lgomp || { rm -f "$obj"; return 1; }
+}
+pending=()
 for src in dev/cuda/*.cu; do
   name=$(basename "$src" .cu)
-  obj=$dev/$name.o
-  stale "$obj" "$obj.d" || continue
-  # shellcheck disable=SC2086
-  step "dev/cuda/$name (-Werror)" bash -c "$nvcc -std=c++17 -O3 $archs -I. -Xcompiler -Wall,-Wextra,-fopenmp \
-    -Werror all-warnings -Xcompiler -Werror -MMD -MP -MF $obj.d -c $src -o $obj && \
-    $nvcc $archs $obj -o $dev/bin/$name $dev/libllmc_cuda.a $dev/libcpu_reference.a -lfmt -lcublasLt -lcublas \
-    -lcudnn -lgomp || { rm -f $obj; exit 1; }"
+  stale "$dev/$name.o" "$dev/$name.o.d" && pending+=("$name")
+done
+# Each benchmark is one nvcc process at a time: $jobs of them run side by side, each with its own
+# output, recorded in order once the batch is done.
+for ((i = 0; i < ${#pending[@]}; i += jobs)); do
+  batch=("${pending[@]:i:jobs}")
+  pids=()
+  for name in "${batch[@]}"; do
+    benchmark "$name" >"$dev/$name.out" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    rc=0; wait "${pids[$k]}" || rc=$?
+    record "dev/cuda/${batch[$k]} (-Werror)" "$rc" "$(cat "$dev/${batch[$k]}.out")"
+  done
 done
 
 for p in bf16 fp32; do
