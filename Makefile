@@ -126,6 +126,13 @@ $(CUDA_DIR)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CUDA_NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
+# The two mains hold no device code (they reach the GPU through llmc/cuda/cuda_backend.h, a plain
+# C++ header): nvcc compiles them as C++, without a device pass per architecture over every header.
+CUDA_MAIN_OBJS := $(CUDA_DIR)/train_gpt2.o $(CUDA_DIR)/test_gpt2.o
+$(CUDA_MAIN_OBJS): $(CUDA_DIR)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CUDA_NVCCFLAGS) -x c++ -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
 $(CUDA_DIR)/train_gpt2cu: $(CUDA_DIR)/train_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
 	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
 

@@ -62,9 +62,12 @@ done
 # (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
 dev=build/cuda-check/dev_cuda
 mkdir -p "$dev/bin"
+# The CPU references are the trainer's host objects of llmc/cpu/, already compiled above with
+# dev/cuda's flags (-O3 -march=x86-64-v3) and -Werror: archived, not compiled again.
 step "dev/cuda libraries (-Werror)" \
   make --no-print-directory -j"$jobs" -C dev/cuda OBJDIR="$PWD/$dev" NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
-  CXX="${CXX:-g++} -Werror" "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
+  CXX="${CXX:-g++} -Werror" REF_OBJS="$(echo "$PWD"/build/cuda-check/cuda-host/llmc/cpu/*.o)" \
+  "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
 stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DEPFILE lists
   [ -f "$1" ] && [ -f "$2" ] || return 0
   local f

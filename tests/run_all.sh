@@ -29,10 +29,10 @@ run_check() {
 }
 
 # The CUDA compile check is the longest (minutes of nvcc) and shares no files with the others: it
-# runs beside them from the start, one compiler at a time, so that the two cores are both busy
-# while the single-threaded checks run. Its line is printed last.
+# runs beside them from the start, so that the cores the single-threaded checks leave idle compile.
+# Its line is printed last.
 background_check=cuda_build
-run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/check_$background_check.sh" >"$logs/background.txt" &
+run_check "$background_check" bash "tests/check_$background_check.sh" >"$logs/background.txt" &
 background_pid=$!
 
 run_check unit_tests build/unit_tests --no-intro --no-version
