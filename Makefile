@@ -57,7 +57,7 @@ run: data
 	@bash scripts/run.sh
 
 test: setup
-	@$(MAKE) --no-print-directory tokenize train_gpt2 test_gpt2 hf_convert $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory tokenize train_gpt2 test_gpt2 hf_convert
 	@bash tests/run_all.sh
 
 bench-tokenize: setup

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: runs the doctest unit tests and every tests/check_*.sh, one line per check, and ends
+# `make test`: runs every tests/check_*.sh (the doctest unit tests run in check_sanitize.sh, built
+# with AddressSanitizer and UndefinedBehaviorSanitizer), one line per check, and ends
 # with "N passed, N failed, N skipped". A check that exits 77 could not run here (e.g. no CUDA
 # toolkit) and says why on its last line; it counts as skipped, never as passed. Each check's full
 # output goes to build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
@@ -29,13 +30,12 @@ run_check() {
 }
 
 # The CUDA compile check is the longest (minutes of nvcc) and shares no files with the others: it
-# runs beside them from the start, so that the cores the single-threaded checks leave idle compile.
-# Its line is printed last.
+# runs beside them from the start, one compiler at a time, on the core that the single-threaded
+# checks leave idle. Its line is printed last.
 background_check=cuda_build
-run_check "$background_check" bash "tests/check_$background_check.sh" >"$logs/background.txt" &
+run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/check_$background_check.sh" >"$logs/background.txt" &
 background_pid=$!
 
-run_check unit_tests build/unit_tests --no-intro --no-version
 for check in tests/check_*.sh; do
   [ -e "$check" ] || continue
   name=$(basename "$check" .sh)
