@@ -52,21 +52,22 @@ step() {  # step NAME COMMAND...: runs a build and records it
 # whose nested `-j` would otherwise print a warning that the warning check counts.
 unset MAKEFLAGS MFLAGS MAKELEVEL
 jobs=${CUDA_BUILD_JOBS:-2}
+check_build=build/cuda-check
 for precision in BF16 FP32; do
   step "train_gpt2cu + test_gpt2cu ($precision, -Werror)" \
-    make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD=build/cuda-check CUDA_WERROR=1 PRECISION=$precision \
+    make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=$precision \
     cuda-binaries
 done
 # dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
 # the CPU references and llmc/cuda/*.cu archives, then each benchmark compiled and linked there too
 # (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
-dev=build/cuda-check/dev_cuda
+dev=$check_build/dev_cuda
 mkdir -p "$dev/bin"
 # The CPU references are the trainer's host objects of llmc/cpu/, already compiled above with
 # dev/cuda's flags (-O3 -march=x86-64-v3) and -Werror: archived, not compiled again.
 step "dev/cuda libraries (-Werror)" \
   make --no-print-directory -j"$jobs" -C dev/cuda OBJDIR="$PWD/$dev" NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
-  CXX="${CXX:-g++} -Werror" REF_OBJS="$(echo "$PWD"/build/cuda-check/cuda-host/llmc/cpu/*.o)" \
+  CXX="${CXX:-g++} -Werror" REF_OBJS="$(echo "$PWD/$check_build"/cuda-host/llmc/cpu/*.o)" \
   "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
 stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DEPFILE lists
   [ -f "$1" ] && [ -f "$2" ] || return 0
@@ -110,7 +111,7 @@ done
 
 for p in bf16 fp32; do
   for b in train_gpt2cu test_gpt2cu; do
-    [ -x "build/cuda-check/cuda-$p/$b" ] || { echo "FAIL  build/cuda-check/cuda-$p/$b was not built"; failed=$((failed + 1)); }
+    [ -x "$check_build/cuda-$p/$b" ] || { echo "FAIL  $check_build/cuda-$p/$b was not built"; failed=$((failed + 1)); }
   done
 done
 echo "full compiler output: $log"
