@@ -38,9 +38,14 @@ NcclCommunicator::NcclCommunicator(Communicator& host, int local_rank, cudaStrea
     ncclCommDestroy(comm_);
     throw;
   }
+  // ncclCommAbort is NCCL's way to end collectives that will never complete, from another thread.
+  abort_hook_ = abort_hooks().add([comm = comm_] { ncclCommAbort(comm); });
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  // Before the communicator goes: remove() waits for a running abort, so the hook never sees a
+  // destroyed communicator.
+  abort_hooks().remove(abort_hook_);
   cudaFree(scalar_);
   ncclCommDestroy(comm_);
 }

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "llmc/dist/abort_hooks.h"
 #include "llmc/dist/communicator.h"
 
 namespace llmc {
@@ -22,7 +23,8 @@ class NcclCommunicator final : public Communicator {
   // (MpiCommunicator, or SingleProcessCommunicator for one rank) broadcasts it to the others;
   // every rank then joins the NCCL communicator of host.world_size() ranks. `host` must outlive
   // this object (barrier() goes through it). Throws std::runtime_error with CUDA's or NCCL's
-  // message on failure.
+  // message on failure. While it exists, the process's abort hooks (llmc/dist/abort_hooks.h) hold
+  // an ncclCommAbort of it: the watchdog (--step-timeout) releases a GPU stuck in a collective.
   NcclCommunicator(Communicator& host, int local_rank, cudaStream_t stream);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
@@ -56,6 +58,7 @@ class NcclCommunicator final : public Communicator {
   int rank_ = 0;
   int world_size_ = 1;
   double* scalar_ = nullptr;  // device scratch for the scalar sums
+  AbortHooks::Id abort_hook_ = 0;
   double reduce_scalar(double value, ncclRedOp_t op);
 };
 

@@ -61,6 +61,10 @@ class ProcessGroup {
   // Ends every rank of the job with this exit code (MPI_Abort under a launcher, exit otherwise).
   // For the error path of a main: after printing "error: ...", so that no rank hangs waiting.
   [[noreturn]] void abort(int exit_code);
+  // abort() for a thread other than the main one (the watchdog, llmc/train/watchdog.h), while the
+  // main thread may be stuck inside a collective: no stdio flush and no exit handlers, which could
+  // wait on what the stuck thread holds; the process ends with std::_Exit.
+  [[noreturn]] void abort_from_any_thread(int exit_code);
 
  private:
   ProcessLayout layout_;

@@ -137,6 +137,7 @@ std::vector<float> Trainer::gather_parameters(Backend& backend) {
 }
 
 void Trainer::save_checkpoint(Backend& backend, int step) {
+  watchdog_.enter("checkpoint", step);
   const std::string& dir = o_.output_dir;
   // An older checkpoint at this step (from a run that was resumed before it) stops counting
   // before any of its files is replaced.

@@ -69,6 +69,8 @@ std::string non_empty(const std::string& flag, const std::string& text, const ch
 }
 
 constexpr int64_t kIntMax = 2147483647;
+// --step-timeout's ceiling: a week. A larger value is a typo, or a wish for 0 (off).
+constexpr double kMaxStepTimeout = 604800.0;
 
 // The type of every setter's flag and value arguments, short so that each row fits in a few lines.
 using Arg = const std::string&;
@@ -175,6 +177,13 @@ const std::vector<FlagSpec>& train_flags() {
        }},
       {"--top-k", "<int>", "0", "sample from the k most likely tokens, 0 = all",
        [](TrainOptions& o, Arg f, Arg v) { o.top_k = int_in(f, v, 0, kIntMax, "top-k must be >= 0 (0 = off)"); }},
+      {"--step-timeout", "<seconds>", "600", "end the job when a rank makes no progress for this long, 0 = off",
+       [](TrainOptions& o, Arg f, Arg v) {
+         const char* what = "the step timeout must be between 0 (off) and 604800 seconds (a week)";
+         const double seconds = parse_real(f, v);
+         if (seconds < 0 || seconds > kMaxStepTimeout) throw out_of_range(f, v, what);
+         o.step_timeout = seconds;
+       }},
   };
   return table;
 }

@@ -54,6 +54,7 @@ struct TrainOptions {
   uint64_t seed;                   // --seed
   float temperature;               // --temperature: 0 = greedy
   int top_k;                       // --top-k: 0 = off
+  double step_timeout;             // --step-timeout: seconds without progress before the job ends, 0 = off
   bool help = false;               // --help: takes no value, so it has no row
 };
 

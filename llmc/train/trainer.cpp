@@ -14,6 +14,7 @@
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
 #include "llmc/train/trainer_main.h"
+#include "llmc/train/watched_backend.h"
 
 namespace llmc {
 
@@ -26,11 +27,13 @@ constexpr uint64_t kSampleSeedTag = 0x53414D504C453031ull;
 
 }  // namespace
 
-Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host, const ProcessLayout& process)
+Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host, const ProcessLayout& process,
+                 Watchdog& watchdog)
     : o_(o),
       config_(model.config),
       host_(host),
       process_(process),
+      watchdog_(watchdog),
       rank_(host.rank()),
       world_size_(host.world_size()),
       lead_(host.rank() == 0),
@@ -138,6 +141,7 @@ void Trainer::print_summary(const Backend& backend) const {
 }
 
 void Trainer::evaluate(Backend& backend, int step) {
+  watchdog_.enter("evaluation", step);
   if (val_) {
     const float val_loss = validation_loss(backend, *val_, val_batches_, o_.batch_size, o_.seq_len, host_);
     say("step {} | val loss {:.6f}\n", step, val_loss);
@@ -193,8 +197,10 @@ void Trainer::run(const BackendFactory& make_backend) {
   placement.process = process_;
   placement.partition = partition_;
   placement.host = &host_;
+  watchdog_.enter("building the backend", start_step_);
   const std::unique_ptr<Backend> backend = make_backend(config_, o_, placement);
-  train(*backend);
+  WatchedBackend watched(*backend, watchdog_);
+  train(watched);
 }
 
 void Trainer::train(Backend& backend) {
@@ -209,6 +215,7 @@ void Trainer::train(Backend& backend) {
   double train_seconds = 0.0;
   int timed_steps = 0;
   for (int step = start_step_;; ++step) {
+    watchdog_.enter("step", step);
     const bool last = step == max_steps_;
     // Every rank stops at the same step: a signal that reached any rank stops them all.
     const int stop = int(host_.all_reduce_max(double(signals.received())));
@@ -229,10 +236,14 @@ void Trainer::train(Backend& backend) {
     if (o_.checkpoint_every > 0 && step > 0 && (step % o_.checkpoint_every == 0 || last) && step != resumed_step_)
       save_checkpoint(backend, step);
     // Only rank 0 samples; sampling involves no collective, so the others simply go on.
-    if (lead_ && o_.sample_every > 0 && ((step > 0 && step % o_.sample_every == 0) || last))
+    if (lead_ && o_.sample_every > 0 && ((step > 0 && step % o_.sample_every == 0) || last)) {
+      watchdog_.enter("sampling", step);
       print_sample(backend, config_.vocab_size, o_, sample_rng_, step);
+    }
     if (last) break;
 
+    watchdog_.enter("step", step);
+    stall_if_asked_by_test(step);
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = train_step(backend, step);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -23,6 +23,7 @@
 #include "llmc/train/outlier_detector.h"
 #include "llmc/train/run_log.h"
 #include "llmc/train/trainer_main.h"
+#include "llmc/train/watchdog.h"
 
 namespace llmc {
 
@@ -41,11 +42,13 @@ auto blame(const char* flag, F&& f) -> decltype(f()) {
 
 class Trainer {
  public:
-  // host: the ranks' communicator (SingleProcessCommunicator for one process) and process: this
-  // rank's place; both must outlive the trainer. Every rank constructs its Trainer and calls run()
-  // with the same options. Checks everything that needs the model, the data or the output dir,
-  // and resumes when -y is set.
-  Trainer(const TrainOptions& options, ModelFile model, Communicator& host, const ProcessLayout& process);
+  // host: the ranks' communicator (SingleProcessCommunicator for one process; trainer_main gives a
+  // WatchedCommunicator), process: this rank's place, watchdog: told the loop's phase and step and
+  // every backend call (--step-timeout); all must outlive the trainer. Every rank constructs its
+  // Trainer and calls run() with the same options. Checks everything that needs the model, the
+  // data or the output dir, and resumes when -y is set.
+  Trainer(const TrainOptions& options, ModelFile model, Communicator& host, const ProcessLayout& process,
+          Watchdog& watchdog);
   // Builds this rank's backend for the trainer's model and optimizer partition, then trains.
   void run(const BackendFactory& make_backend);
 
@@ -78,6 +81,7 @@ class Trainer {
   GPT2Config config_;
   Communicator& host_;
   ProcessLayout process_;
+  Watchdog& watchdog_;
   int rank_ = 0;
   int world_size_ = 1;
   bool lead_ = true;  // rank 0: writes main.log, the model file and the DONE marker, prints, samples

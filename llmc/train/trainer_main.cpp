@@ -3,9 +3,14 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <memory>
+#include <string>
+#include <unistd.h>
 
+#include "llmc/dist/abort_hooks.h"
 #include "llmc/train/trainer.h"
 #include "llmc/train/trainer_main.h"
+#include "llmc/train/watched_communicator.h"
+#include "llmc/train/watchdog.h"
 
 namespace llmc {
 
@@ -31,6 +36,21 @@ void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
   if (o.resume && o.output_dir.empty()) throw FlagError("-y: resuming needs the output dir (-o) of the checkpoints");
 }
 
+namespace {
+
+// The watchdog's stop action. It runs on the watchdog's thread while the main thread is stuck, in
+// a collective or waiting for the GPU: the message goes straight to stderr's descriptor (the stuck
+// thread may hold stdio's lock), the NCCL communicators are aborted first (ncclCommAbort, through
+// the abort hooks) so that no GPU stays blocked in a collective, then every rank ends.
+[[noreturn]] void stop_stuck_job(ProcessGroup& group, const std::string& message) {
+  const std::string line = fmt::format("error: {}\n", message);
+  (void)!::write(2, line.data(), line.size());
+  abort_hooks().run();
+  group.abort_from_any_thread(kStepTimeoutExitCode);
+}
+
+}  // namespace
+
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
   // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
   // default SIGXFSZ killing the process mid-checkpoint with a core dump.
@@ -43,7 +63,11 @@ int trainer_main(int argc, const char* const* argv, const BackendFactory& make_b
       if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
       return 0;
     }
-    Trainer trainer(options, resolve_model(options), group->communicator(), group->layout());
+    ProcessGroup& ranks = *group;
+    Watchdog watchdog(options.step_timeout, ranks.world_size() > 1 ? fmt::format("rank {}: ", ranks.rank()) : "",
+                      [&ranks](const std::string& message) { stop_stuck_job(ranks, message); });
+    WatchedCommunicator host(ranks.communicator(), watchdog);
+    Trainer trainer(options, resolve_model(options), host, ranks.layout(), watchdog);
     trainer.run(make_backend);
     return 0;
   } catch (const std::exception& e) {

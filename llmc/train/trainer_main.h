@@ -31,6 +31,9 @@ struct BackendPlacement {
   Communicator* host = nullptr;   // the ranks' host communicator (carries NCCL's id on GPUs)
 };
 
+// The exit status of a job that --step-timeout ended (llmc/train/watchdog.h); 1 is any other error.
+constexpr int kStepTimeoutExitCode = 3;
+
 using BackendFactory =
     std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&, const BackendPlacement&)>;
 
@@ -41,7 +44,8 @@ using BackendFactory =
 // failing rank then ends the whole job (ProcessGroup::abort) so that no rank waits forever in a
 // collective. A first SIGINT/SIGTERM during the run stops it after the current step with a
 // checkpoint (when -o is set) and exit code 0; a second one exits the process at once with status
-// 128 + signal. Returns the exit code.
+// 128 + signal. A rank that makes no progress for --step-timeout seconds prints where it waits and
+// ends the whole job with kStepTimeoutExitCode (llmc/train/watchdog.h). Returns the exit code.
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
 
 }  // namespace llmc

@@ -1,0 +1,88 @@
+// A Backend that tells the watchdog (llmc/train/watchdog.h) which backend call its rank is in: each
+// call marks its name, forwards to the wrapped backend and, on return, counts as progress. So every
+// micro-batch, evaluation batch, sampled token and checkpoint read of the parameters is a beat
+// without a mark in the loop, and a rank stuck on the GPU (a hung kernel, or an NCCL collective
+// whose peer is gone, which the host only notices when it next waits for the stream) reports e.g.
+// "inside the backend's grad_sum_of_squares". Every virtual method of Backend must be forwarded
+// here; the calls that only read fixed properties are not marked.
+#pragma once
+#include <cstddef>
+
+#include "llmc/backend.h"
+#include "llmc/train/watchdog.h"
+
+namespace llmc {
+
+class WatchedBackend final : public Backend {
+ public:
+  // Both must outlive this object.
+  WatchedBackend(Backend& inner, Watchdog& watchdog) : inner_(inner), watchdog_(watchdog) {}
+
+  using Backend::grad_sum_of_squares;
+  const GPT2Config& config() const override { return inner_.config(); }
+  const OptimizerPartition& partition() const override { return inner_.partition(); }
+  size_t optimizer_state_bytes() const override { return inner_.optimizer_state_bytes(); }
+
+  void set_parameters(const float* params) override {
+    const Watchdog::InBackendCall mark(watchdog_, "set_parameters");
+    inner_.set_parameters(params);
+  }
+  void get_parameters(float* params) override {
+    const Watchdog::InBackendCall mark(watchdog_, "get_parameters");
+    inner_.get_parameters(params);
+  }
+  void set_optimizer_state(const float* m, const float* v) override {
+    const Watchdog::InBackendCall mark(watchdog_, "set_optimizer_state");
+    inner_.set_optimizer_state(m, v);
+  }
+  void get_optimizer_state(float* m, float* v) override {
+    const Watchdog::InBackendCall mark(watchdog_, "get_optimizer_state");
+    inner_.get_optimizer_state(m, v);
+  }
+  void zero_grad() override {
+    const Watchdog::InBackendCall mark(watchdog_, "zero_grad");
+    inner_.zero_grad();
+  }
+  void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override {
+    const Watchdog::InBackendCall mark(watchdog_, "forward_backward");
+    inner_.forward_backward(inputs, targets, B, T, loss_scale);
+  }
+  float accumulated_loss() override {
+    const Watchdog::InBackendCall mark(watchdog_, "accumulated_loss");
+    return inner_.accumulated_loss();
+  }
+  void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override {
+    const Watchdog::InBackendCall mark(watchdog_, "forward_losses");
+    inner_.forward_losses(inputs, targets, B, T, losses);
+  }
+  void next_token_logits(const int* tokens, int T, float* logits) override {
+    const Watchdog::InBackendCall mark(watchdog_, "next_token_logits");
+    inner_.next_token_logits(tokens, T, logits);
+  }
+  float grad_sum_of_squares(ElementRange range) override {
+    const Watchdog::InBackendCall mark(watchdog_, "grad_sum_of_squares");
+    return inner_.grad_sum_of_squares(range);
+  }
+  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override {
+    const Watchdog::InBackendCall mark(watchdog_, "adamw_update");
+    inner_.adamw_update(hyper, lr, t, grad_scale);
+  }
+  void all_reduce_gradients(Communicator& host) override {
+    const Watchdog::InBackendCall mark(watchdog_, "all_reduce_gradients");
+    inner_.all_reduce_gradients(host);
+  }
+  void reduce_scatter_gradients(Communicator& host) override {
+    const Watchdog::InBackendCall mark(watchdog_, "reduce_scatter_gradients");
+    inner_.reduce_scatter_gradients(host);
+  }
+  void all_gather_parameters(Communicator& host) override {
+    const Watchdog::InBackendCall mark(watchdog_, "all_gather_parameters");
+    inner_.all_gather_parameters(host);
+  }
+
+ private:
+  Backend& inner_;
+  Watchdog& watchdog_;
+};
+
+}  // namespace llmc
