@@ -109,6 +109,8 @@ expect_error "-b: 0 is out of range" "${common[@]}" -b 0
 expect_error "-l: -1 is out of range" "${common[@]}" -l -1
 expect_error "-nk: -1 is out of range" "${common[@]}" -nk -1
 expect_error "-sl: -2 is out of range" "${common[@]}" -sl -2
+expect_error "--step-timeout: 'soon' is not a finite number" "${common[@]}" --step-timeout soon
+expect_error "--step-timeout: -5 is out of range" "${common[@]}" --step-timeout -5
 expect_error "-e:" "${common[@]}" -e d13
 expect_error "-n: checkpoints need an output dir" "${common[@]}" -n 5
 expect_error "-t: sequence length 64 exceeds the model's max_seq_len 32" "${common[@]}" -t 64

@@ -62,6 +62,7 @@ void for_each_flag(Row&& row) {
   row("-sl", "5", &O::skip_loss_z, 0.0f, 5.0f);
   row("-sg", "4.5", &O::skip_norm_z, 0.0f, 4.5f);
   row("--hellaswag-file", "hs.bin", &O::hellaswag_file, "data/hellaswag/hellaswag_val.bin", "hs.bin");
+  row("--step-timeout", "2.5", &O::step_timeout, 600.0, 2.5);
 }
 
 void check_documented_defaults(const llmc::TrainOptions& o) {
@@ -123,11 +124,20 @@ TEST_CASE("train options: each bad value is rejected naming its flag") {
       {"-v", "-1"}, {"-m", "0"}, {"-m", "-2"}, {"-s", "-1"}, {"-g", "0"}, {"-n", "-1"}, {"-y", "2"}, {"-z", "2"},
       {"-r", "3"}, {"-a", "yes"}, {"-h", "2"}, {"-sh", "2"}, {"--seed", "-1"}, {"--temperature", "-1"},
       {"--top-k", "-1"}, {"-i", ""}, {"-j", ""}, {"-e", ""}, {"-nk", "-1"}, {"-nm", "x"}, {"-sl", "-1"},
-      {"-sg", "nan"}, {"--hellaswag-file", ""}};
+      {"-sg", "nan"}, {"--hellaswag-file", ""}, {"--step-timeout", "-1"}, {"--step-timeout", "ten"},
+      {"--step-timeout", "inf"}, {"--step-timeout", "nan"}, {"--step-timeout", "1e9"}, {"--step-timeout", ""}};
   for (const auto& args : bad) {
     const std::string msg = flag_error(args);
     CHECK_MESSAGE(starts_with(msg, args[0] + ":"), args[0], " ", args[1], " -> '", msg, "'");
   }
+}
+
+TEST_CASE("train options: --step-timeout takes 0 (off) up to a week of seconds") {
+  CHECK(parse_train_options(std::vector<std::string>{"--step-timeout", "0"}).step_timeout == 0.0);
+  CHECK(parse_train_options(std::vector<std::string>{"--step-timeout", "604800"}).step_timeout == 604800.0);
+  CHECK(flag_error({"--step-timeout", "604801"}) ==
+        "--step-timeout: 604801 is out of range: the step timeout must be between 0 (off) and 604800 seconds (a week)");
+  CHECK(flag_error({"--step-timeout", "-0.5"}).find("out of range") != std::string::npos);
 }
 
 TEST_CASE("train options: unknown flags and missing values") {
