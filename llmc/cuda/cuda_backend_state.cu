@@ -1,9 +1,11 @@
 // CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
-// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging.
+// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging, blocking or
+// overlapped with the backward pass in buckets.
 #include <cstring>
 #include <vector>
 
 #include "llmc/cuda/adamw.cuh"
+#include "llmc/cuda/copy_spans.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/random.cuh"
@@ -156,6 +158,86 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
   d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
   host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
   d.upload(d.params, d.staging_host.data(), d.buffer_size);
+}
+
+void CudaBackend::Impl::setup_bucket_sync() {
+  std::vector<CopySpan> table;
+  auto longest = [](const std::vector<CopySpan>& spans) {
+    size_t most = 0;
+    for (const CopySpan& s : spans) most = std::max(most, s.count);
+    return most;
+  };
+  for (const GradientBucket& b : gradient_buckets(cfg)) {
+    const BucketTransfer t = plan_bucket_transfer(b, partition);
+    BucketSpans s;
+    s.pack_begin = int(table.size());
+    s.num_pack = int(t.pack.size());
+    table.insert(table.end(), t.pack.begin(), t.pack.end());
+    s.unpack_begin = int(table.size());
+    s.num_unpack = int(t.unpack.size());
+    table.insert(table.end(), t.unpack.begin(), t.unpack.end());
+    s.largest_pack = longest(t.pack);
+    s.largest_unpack = longest(t.unpack);
+    transfers.push_back(t);
+    bucket_spans.push_back(s);
+  }
+  spans_dev = alloc<CopySpan>(table.size(), "gradient bucket span tables");
+  CUDA_CHECK(cudaMemcpy(spans_dev, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
+  bucket_staging = alloc<floatX>(largest_bucket_staging(transfers), "gradient bucket staging");
+  CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&bucket_event, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
+}
+
+// Stage 0: pack, all-reduce in place, unpack. Stage 1: pack (the padding between ranks' parts
+// zeroed), reduce-scatter into the chunk after the packed buffer, unpack this rank's chunk.
+void CudaBackend::Impl::start_bucket(int bucket) {
+  if (bucket != buckets_started)
+    throw std::logic_error(fmt::format("CUDA backend: gradient bucket {} ready, expected {}", bucket, buckets_started));
+  const BucketTransfer& t = transfers[size_t(bucket)];
+  const BucketSpans& s = bucket_spans[size_t(bucket)];
+  CUDA_CHECK(cudaEventRecord(bucket_event, stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, bucket_event, 0));
+  floatX* packed = bucket_staging;
+  floatX* received = bucket_staging + t.packed_size;
+  if (t.reduce_scatter) CUDA_CHECK(cudaMemsetAsync(packed, 0, t.packed_size * sizeof(floatX), comm_stream));
+  copy_spans(grads, packed, spans_dev + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
+  if (t.reduce_scatter)
+    nccl->reduce_scatter_sum(packed, received, t.chunk, nccl_floatx(), comm_stream);
+  else
+    nccl->all_reduce_sum(packed, t.packed_size, nccl_floatx(), comm_stream);
+  copy_spans(grads, t.reduce_scatter ? received : packed, spans_dev + s.unpack_begin, s.num_unpack, s.largest_unpack,
+             false, comm_stream);
+  ++buckets_started;
+}
+
+void CudaBackend::begin_gradient_sync(Communicator& host) {
+  Impl& d = *impl_;
+  if (d.sync_host) throw std::logic_error("CUDA backend: gradient sync begun twice without finishing");
+  if (d.partition.sharded) d.partition.collective_chunk(host.world_size(), "begin_gradient_sync");
+  d.sync_host = &host;
+  d.buckets_started = 0;
+}
+
+void CudaBackend::finish_gradient_sync() {
+  Impl& d = *impl_;
+  if (!d.sync_host) throw std::logic_error("CUDA backend: finish_gradient_sync without begin_gradient_sync");
+  Communicator& host = *d.sync_host;
+  const bool overlapped = d.overlapping();
+  d.sync_host = nullptr;
+  if (!overlapped) {
+    if (d.partition.sharded)
+      reduce_scatter_gradients(host);
+    else
+      all_reduce_gradients(host);
+    return;
+  }
+  if (d.buckets_started != int(d.transfers.size()))
+    throw std::logic_error(fmt::format("CUDA backend: the backward pass finished {} of {} gradient buckets",
+                                       d.buckets_started, d.transfers.size()));
+  // The compute stream (the norm, AdamW, the next step) waits for the last bucket's unpack.
+  CUDA_CHECK(cudaEventRecord(d.comm_done, d.comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(d.stream, d.comm_done, 0));
 }
 
 void CudaBackend::get_gradients(float* grads) {

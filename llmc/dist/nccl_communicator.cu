@@ -55,12 +55,19 @@ void NcclCommunicator::all_gather(const float* send, float* recv, size_t send_co
   all_gather(send, recv, send_count, ncclFloat);
 }
 
-void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type) {
-  check_nccl(ncclAllReduce(buf, buf, n, type, ncclSum, comm_, stream_), "ncclAllReduce");
-}
+void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type) { all_reduce_sum(buf, n, type, stream_); }
 
 void NcclCommunicator::reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type) {
-  check_nccl(ncclReduceScatter(send, recv, recv_count, type, ncclSum, comm_, stream_), "ncclReduceScatter");
+  reduce_scatter_sum(send, recv, recv_count, type, stream_);
+}
+
+void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type, cudaStream_t stream) {
+  check_nccl(ncclAllReduce(buf, buf, n, type, ncclSum, comm_, stream), "ncclAllReduce");
+}
+
+void NcclCommunicator::reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type,
+                                          cudaStream_t stream) {
+  check_nccl(ncclReduceScatter(send, recv, recv_count, type, ncclSum, comm_, stream), "ncclReduceScatter");
 }
 
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type) {
