@@ -15,7 +15,8 @@ B=64, d48 B=16, T=1024) and runs one micro-batch per step, so the total batch gr
              end of their layer's backward pass (layers take equal time, the classifier's
              share first), the embeddings' bucket at the very end
   collective alpha(W) + f * S / busbw: S the buffer's bytes (bf16: 2 per element), f = 2(W-1)/W
-             for an all-reduce and (W-1)/W for a reduce-scatter or all-gather (ring), busbw the
+             for an all-reduce, (W-1)/W for a reduce-scatter or all-gather (ring) and 1 for the
+             reduces to the owners a ZeRO-1 bucket is sent as (one NCCL group), busbw the
              NVLink figure within one node and the per-GPU InfiniBand figure across nodes,
              alpha(W) = --latency-us * ceil(log2 W) (tree depth)
   AdamW      28 bytes of HBM traffic per owned parameter at --hbm-gbs (bf16 grad read, fp32
@@ -71,7 +72,7 @@ class Network:
     def seconds(self, kind, elements, W):
         if W == 1:
             return 0.0
-        factor = 2 * (W - 1) / W if kind == "all-reduce" else (W - 1) / W
+        factor = {"all-reduce": 2 * (W - 1) / W, "reduce": 1.0}.get(kind, (W - 1) / W)
         return self.alpha(W) + factor * elements * BF16_BYTES / self.busbw(W)
 
 
@@ -91,12 +92,8 @@ def step(model, W, zero, overlap, args):
     layer, embeddings, n = sizes(model)
     compute = compute_seconds(model, args)
     backward = compute * 2 / 3
-    grad_sum = "all-reduce" if zero == 0 else "reduce-scatter"
-    # Bucket sizes in backward order: layer L-1 with lnf, the other layers, the embeddings. In
-    # ZeRO-1 a bucket is packed into W chunks of its largest rank's part: about size/W each.
+    # Bucket sizes in backward order: layer L-1 with lnf, the other layers, the embeddings.
     buckets = [layer + 2 * C] + [layer] * (L - 1) + [embeddings]
-    if zero == 1:
-        buckets = [padded(b, W) for b in buckets]
     # Ready times from the start of the backward pass: the classifier's share first (its matmul
     # is C Vp of the N + LCT multiply-adds per token), then the layers, then the encoder.
     classifier = backward * (C * PADDED_VOCAB) / (n + L * C * SEQ_LEN)
@@ -107,21 +104,25 @@ def step(model, W, zero, overlap, args):
         if overlap:
             t = 0.0
             for r, b in zip(ready, buckets):
-                t = max(t, r) + net.seconds(grad_sum, b, W)
+                t = max(t, r) + net.seconds("all-reduce" if zero == 0 else "reduce", b, W)
             exposed = t - backward
+        elif zero == 0:
+            exposed = net.seconds("all-reduce", n, W)
         else:
-            whole = n if zero == 0 else padded(n, W)
-            exposed = net.seconds(grad_sum, whole, W)
+            exposed = net.seconds("reduce-scatter", padded(n, W), W)
     owned = n if zero == 0 else -(-n // W)
     adamw = owned * ADAMW_BYTES_PER_PARAM / (args.hbm_gbs * 1e9)
     gather = net.seconds("all-gather", padded(n, W), W) if zero == 1 and W > 1 else 0.0
     total = compute + adamw + exposed + gather
+    # Bytes each rank sends: ring all-reduce 2(W-1)/W of the buffer; reduce-scatter and all-gather
+    # (W-1)/W each; the overlapped ZeRO-1 reduces about the whole buffer.
     if W == 1:
         sent = 0.0
     elif zero == 0:
         sent = 2 * (W - 1) / W * n * BF16_BYTES
     else:
-        sent = 2 * (W - 1) / W * padded(n, W) * BF16_BYTES
+        gradients = n if overlap else (W - 1) / W * padded(n, W)
+        sent = (gradients + (W - 1) / W * padded(n, W)) * BF16_BYTES
     return {"compute": compute, "adamw": adamw, "exposed": exposed, "gather": gather, "total": total, "sent": sent}
 
 
@@ -186,7 +187,8 @@ def main():
     if any(g < 1 for g in gpus):
         p.error("--gpus: every count must be >= 1")
 
-    print("| model | GPUs | ZeRO | sent per rank per step | step, overlap 0 | step, overlap 1 | efficiency 0 / 1 |"
+    print("| model | GPUs | ZeRO | sent per rank per step, overlap 0 / 1 | step, overlap 0 | step, overlap 1 |"
+          " efficiency 0 / 1 |"
           " tokens/s, overlap 1 | memory per rank |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for model in models:
@@ -196,7 +198,8 @@ def main():
                 off, on = step(model, W, zero, False, args), step(model, W, zero, True, args)
                 memory = memory_per_rank(args.trainer, model, W, zero)
                 tokens = MICRO_BATCH[model] * SEQ_LEN * W / on["total"]
-                print(f"| {model} | {W} | {zero} | {on['sent'] / 1e6:,.0f} MB | {off['total'] * 1e3:,.1f} ms |"
+                print(f"| {model} | {W} | {zero} | {off['sent'] / 1e6:,.0f} / {on['sent'] / 1e6:,.0f} MB |"
+                      f" {off['total'] * 1e3:,.1f} ms |"
                       f" {on['total'] * 1e3:,.1f} ms | {one / off['total']:.0%} / {one / on['total']:.0%} |"
                       f" {tokens:,.0f} | {'' if memory is None else f'{memory:.1f} GiB'} |")
 

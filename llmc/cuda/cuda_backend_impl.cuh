@@ -90,9 +90,9 @@ struct CudaBackend::Impl {
   std::unique_ptr<NcclCommunicator> nccl;
   float* staging_dev = nullptr;
   std::vector<float> staging_host, staging_shard;
-  // Overlapped gradient sums (opt.overlap_gradients over NCCL): bucket b is packed, summed and
-  // unpacked on comm_stream after bucket_event, recorded on `stream` behind its last gradient
-  // kernel; one staging buffer serves every bucket because comm_stream runs them in order.
+  // Overlapped gradient sums (opt.overlap_gradients over NCCL): bucket b's messages run on
+  // comm_stream after bucket_event, recorded on `stream` behind its last gradient kernel; one
+  // staging buffer serves every bucket because comm_stream runs them in order.
   struct BucketSpans {
     int pack_begin = 0, num_pack = 0, unpack_begin = 0, num_unpack = 0;  // into spans_dev
     size_t largest_pack = 0, largest_unpack = 0;                          // longest span counts

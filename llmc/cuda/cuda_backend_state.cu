@@ -162,35 +162,32 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
 
 void CudaBackend::Impl::setup_bucket_sync() {
   std::vector<CopySpan> table;
-  auto longest = [](const std::vector<CopySpan>& spans) {
-    size_t most = 0;
-    for (const CopySpan& s : spans) most = std::max(most, s.count);
-    return most;
+  size_t staging = 0;
+  auto append = [&](const std::vector<CopySpan>& spans, int& begin, int& count, size_t& largest) {
+    begin = int(table.size());
+    count = int(spans.size());
+    for (const CopySpan& s : spans) largest = std::max(largest, s.count);
+    table.insert(table.end(), spans.begin(), spans.end());
   };
   for (const GradientBucket& b : gradient_buckets(cfg)) {
-    const BucketTransfer t = plan_bucket_transfer(b, partition);
+    transfers.push_back(plan_bucket_transfer(b, partition));
+    const BucketTransfer& t = transfers.back();
     BucketSpans s;
-    s.pack_begin = int(table.size());
-    s.num_pack = int(t.pack.size());
-    table.insert(table.end(), t.pack.begin(), t.pack.end());
-    s.unpack_begin = int(table.size());
-    s.num_unpack = int(t.unpack.size());
-    table.insert(table.end(), t.unpack.begin(), t.unpack.end());
-    s.largest_pack = longest(t.pack);
-    s.largest_unpack = longest(t.unpack);
-    transfers.push_back(t);
+    append(t.pack, s.pack_begin, s.num_pack, s.largest_pack);
+    append(t.unpack, s.unpack_begin, s.num_unpack, s.largest_unpack);
     bucket_spans.push_back(s);
+    staging = std::max(staging, t.staging);
   }
   spans_dev = alloc<CopySpan>(table.size(), "gradient bucket span tables");
   CUDA_CHECK(cudaMemcpy(spans_dev, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
-  bucket_staging = alloc<floatX>(largest_bucket_staging(transfers), "gradient bucket staging");
+  bucket_staging = alloc<floatX>(staging, "gradient bucket staging");
   CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&bucket_event, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
 }
 
-// Stage 0: pack, all-reduce in place, unpack. Stage 1: pack (the padding between ranks' parts
-// zeroed), reduce-scatter into the chunk after the packed buffer, unpack this rank's chunk.
+// Packs the messages of several spans into the staging, sums every message (in place on the
+// gradients when it is one span) in one NCCL group, and unpacks what this rank received.
 void CudaBackend::Impl::start_bucket(int bucket) {
   if (bucket != buckets_started)
     throw std::logic_error(fmt::format("CUDA backend: gradient bucket {} ready, expected {}", bucket, buckets_started));
@@ -198,16 +195,17 @@ void CudaBackend::Impl::start_bucket(int bucket) {
   const BucketSpans& s = bucket_spans[size_t(bucket)];
   CUDA_CHECK(cudaEventRecord(bucket_event, stream));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream, bucket_event, 0));
-  floatX* packed = bucket_staging;
-  floatX* received = bucket_staging + t.packed_size;
-  if (t.reduce_scatter) CUDA_CHECK(cudaMemsetAsync(packed, 0, t.packed_size * sizeof(floatX), comm_stream));
-  copy_spans(grads, packed, spans_dev + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
-  if (t.reduce_scatter)
-    nccl->reduce_scatter_sum(packed, received, t.chunk, nccl_floatx(), comm_stream);
-  else
-    nccl->all_reduce_sum(packed, t.packed_size, nccl_floatx(), comm_stream);
-  copy_spans(grads, t.reduce_scatter ? received : packed, spans_dev + s.unpack_begin, s.num_unpack, s.largest_unpack,
-             false, comm_stream);
+  copy_spans(grads, bucket_staging, spans_dev + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
+  nccl->group_start();
+  for (const BucketMessage& m : t.messages) {
+    floatX* buf = m.in_place() ? grads + m.spans[0].buffer_offset : bucket_staging + m.packed_offset;
+    if (m.root < 0)
+      nccl->all_reduce_sum(buf, m.count, nccl_floatx(), comm_stream);
+    else
+      nccl->reduce_sum(buf, m.count, nccl_floatx(), m.root, comm_stream);
+  }
+  nccl->group_end();
+  copy_spans(grads, bucket_staging, spans_dev + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
   ++buckets_started;
 }
 

@@ -52,10 +52,15 @@ class Communicator {
   // neither read nor written. Every rank starts the same operations in the same order, and may
   // call blocking collectives in between. progress() lets an implementation without a progress
   // thread (MPI's non-blocking collectives advance only inside MPI calls) move pending operations
-  // on; call it between pieces of work. Results are those of the blocking forms.
+  // on; call it between pieces of work.
+  // start_all_reduce_sum: as all_reduce_sum. start_reduce_sum: rank `root`'s buf becomes the sum
+  // over the ranks; the other ranks' buf is only read (the default, an all-reduce, writes the sum
+  // there too, which callers must allow).
   virtual void start_all_reduce_sum(float* buf, size_t n) { all_reduce_sum(buf, n); }
-  virtual void start_reduce_scatter_sum(const float* send, float* recv, size_t recv_count) {
-    reduce_scatter_sum(send, recv, recv_count);
+  virtual void start_reduce_sum(float* buf, size_t n, int root) {
+    if (root < 0 || root >= world_size())
+      throw std::invalid_argument("reduce: root " + std::to_string(root) + " is not a rank");
+    all_reduce_sum(buf, n);
   }
   virtual void progress() {}
   virtual void wait_all() {}

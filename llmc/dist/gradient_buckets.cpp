@@ -33,50 +33,56 @@ std::vector<GradientBucket> gradient_buckets(const GPT2Config& config) {
   return buckets;
 }
 
+namespace {
+
+// A message over `ranges`, adjacent ranges merged into one span (wte and wpe are one range).
+BucketMessage make_message(int root, const std::vector<ElementRange>& ranges) {
+  BucketMessage m;
+  m.root = root;
+  for (const ElementRange& r : ranges) {
+    if (!m.spans.empty() && m.spans.back().buffer_offset + m.spans.back().count == r.begin)
+      m.spans.back().count += r.size();
+    else
+      m.spans.push_back({r.begin, 0, r.size()});
+    m.count += r.size();
+  }
+  return m;
+}
+
+}  // namespace
+
 BucketTransfer plan_bucket_transfer(const GradientBucket& bucket, const OptimizerPartition& partition) {
-  BucketTransfer t;
   for (const ElementRange& s : bucket.segments)
     if (s.end < s.begin || s.end > partition.num_elements())
       throw std::logic_error(fmt::format("bucket {}: segment [{}, {}) outside the {} gradients", bucket.name, s.begin,
                                          s.end, partition.num_elements()));
+  BucketTransfer t;
   if (!partition.sharded) {
-    for (const ElementRange& s : bucket.segments) {
-      t.pack.push_back({s.begin, t.packed_size, s.size()});
-      t.packed_size += s.size();
+    t.messages.push_back(make_message(-1, bucket.segments));
+  } else {
+    const ZeroLayout& z = partition.layout;
+    for (int r = 0; r < z.world_size; ++r) {
+      const ElementRange owned = z.owned(r);
+      std::vector<ElementRange> parts;
+      for (const ElementRange& s : bucket.segments) {
+        const size_t begin = std::max(s.begin, owned.begin), end = std::min(s.end, owned.end);
+        if (begin < end) parts.push_back({begin, end});
+      }
+      if (!parts.empty()) t.messages.push_back(make_message(r, parts));
     }
-    t.unpack = t.pack;
-    return t;
   }
-  t.reduce_scatter = true;
-  const ZeroLayout& z = partition.layout;
-  // The parts of the segments inside each rank's owned range, counted first to size the chunk.
-  std::vector<std::vector<ElementRange>> parts(size_t(z.world_size));
-  for (int r = 0; r < z.world_size; ++r) {
-    const ElementRange owned = z.owned(r);
-    for (const ElementRange& s : bucket.segments) {
-      const size_t begin = std::max(s.begin, owned.begin), end = std::min(s.end, owned.end);
-      if (begin < end) parts[size_t(r)].push_back({begin, end});
-    }
-    size_t n = 0;
-    for (const ElementRange& p : parts[size_t(r)]) n += p.size();
-    t.chunk = std::max(t.chunk, n);
-  }
-  t.packed_size = t.chunk * size_t(z.world_size);
-  for (int r = 0; r < z.world_size; ++r) {
-    size_t at = 0;
-    for (const ElementRange& p : parts[size_t(r)]) {
-      t.pack.push_back({p.begin, size_t(r) * t.chunk + at, p.size()});
-      if (r == partition.rank) t.unpack.push_back({p.begin, at, p.size()});
-      at += p.size();
+  for (BucketMessage& m : t.messages) {
+    if (m.in_place()) continue;
+    m.packed_offset = t.staging;
+    const bool received = m.root < 0 || m.root == partition.rank;
+    for (CopySpan& s : m.spans) {
+      s.packed_offset = t.staging;
+      t.staging += s.count;
+      t.pack.push_back(s);
+      if (received) t.unpack.push_back(s);
     }
   }
   return t;
-}
-
-size_t largest_bucket_staging(const std::vector<BucketTransfer>& transfers) {
-  size_t most = 0;
-  for (const BucketTransfer& t : transfers) most = std::max(most, t.packed_size + (t.reduce_scatter ? t.chunk : 0));
-  return most;
 }
 
 }  // namespace llmc

@@ -30,8 +30,7 @@ class HostBucketSync {
   GPT2Config config_;
   OptimizerPartition partition_;
   std::vector<BucketTransfer> transfers_;
-  std::vector<std::vector<float>> packed_;    // one send buffer per bucket: all are in flight at once
-  std::vector<std::vector<float>> received_;  // ZeRO-1: each bucket's received chunk
+  std::vector<std::vector<float>> staging_;  // one per bucket: all buckets are in flight at once
   Communicator* host_ = nullptr;
   float* grads_ = nullptr;
   int started_ = 0;

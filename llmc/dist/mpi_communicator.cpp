@@ -128,15 +128,17 @@ void MpiCommunicator::start_all_reduce_sum(float* buf, size_t n) {
   }
 }
 
-void MpiCommunicator::start_reduce_scatter_sum(const float* send, float* recv, size_t recv_count) {
-  if (recv_count > max_elements_) {
-    reduce_scatter_sum(send, recv, recv_count);
-    return;
+void MpiCommunicator::start_reduce_sum(float* buf, size_t n, int root) {
+  if (root < 0 || root >= world_size_)
+    throw std::invalid_argument(fmt::format("reduce: root {} is not a rank of {}", root, world_size_));
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(max_elements_, n - done);
+    MPI_Request request;
+    const void* send = rank_ == root ? MPI_IN_PLACE : buf + done;
+    check_mpi(MPI_Ireduce(send, buf + done, int(m), MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "Ireduce");
+    pending_->requests.push_back(request);
+    done += m;
   }
-  MPI_Request request;
-  check_mpi(MPI_Ireduce_scatter_block(send, recv, int(recv_count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
-            "Ireduce_scatter_block");
-  pending_->requests.push_back(request);
 }
 
 void MpiCommunicator::progress() {

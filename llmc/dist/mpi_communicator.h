@@ -28,10 +28,9 @@ class MpiCommunicator final : public Communicator {
   void all_gather(const float* send, float* recv, size_t send_count) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void barrier() override;
-  // MPI_Iallreduce and MPI_Ireduce_scatter_block; a reduce-scatter chunk longer than one call
-  // allows runs blocking (its pieces would need staging that outlives the call).
+  // MPI_Iallreduce and MPI_Ireduce (in place at the root), in pieces like the blocking calls.
   void start_all_reduce_sum(float* buf, size_t n) override;
-  void start_reduce_scatter_sum(const float* send, float* recv, size_t recv_count) override;
+  void start_reduce_sum(float* buf, size_t n, int root) override;
   void progress() override;
   void wait_all() override;
 

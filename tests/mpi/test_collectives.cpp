@@ -93,19 +93,19 @@ void check_zero_step(Communicator& c, Checker& check, const std::string& name) {
 }
 
 // Non-blocking sums as the gradient buckets use them: several in flight at once, a blocking
-// collective and progress() between them, all complete after wait_all().
+// collective and progress() between them, all complete after wait_all(); a reduce writes only
+// its root's buffer.
 void check_non_blocking(Communicator& c, Checker& check, const std::string& name) {
   const int r = c.rank(), W = c.world_size();
   const float S = float(W * (W + 1) / 2);
-  std::vector<float> a(1003), b(17);
+  const int root = W - 1;
+  std::vector<float> a(1003), b(17), reduced(23);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(r + 1) * float(i % 97 + 1);
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(r + 1) * float(i + 3);
-  const size_t chunk = 11;
-  std::vector<float> send(chunk * size_t(W)), recv(chunk, -1.0f);
-  for (size_t i = 0; i < send.size(); ++i) send[i] = float(r + 1) * float(i % 5 + 2);
+  for (size_t i = 0; i < reduced.size(); ++i) reduced[i] = float(r + 1) * float(i % 5 + 2);
   c.start_all_reduce_sum(a.data(), a.size());
   c.progress();
-  c.start_reduce_scatter_sum(send.data(), recv.data(), chunk);
+  c.start_reduce_sum(reduced.data(), reduced.size(), root);
   const double blocking = c.all_reduce_sum(double(r + 1));
   c.start_all_reduce_sum(b.data(), b.size());
   c.progress();
@@ -113,9 +113,17 @@ void check_non_blocking(Communicator& c, Checker& check, const std::string& name
   check(blocking == double(S), name + ": a blocking sum between non-blocking ones");
   check(mismatches(a, [&](size_t i) { return S * float(i % 97 + 1); }) == 0, name + ": start_all_reduce_sum (first)");
   check(mismatches(b, [&](size_t i) { return S * float(i + 3); }) == 0, name + ": start_all_reduce_sum (last)");
-  check(mismatches(recv, [&](size_t j) { return S * float((size_t(r) * chunk + j) % 5 + 2); }) == 0,
-        name + ": start_reduce_scatter_sum");
+  const float factor = r == root ? S : float(r + 1);
+  check(mismatches(reduced, [&](size_t i) { return factor * float(i % 5 + 2); }) == 0,
+        name + ": start_reduce_sum (the root has the sum, the others their input)");
   c.wait_all();  // nothing pending: returns at once
+  bool threw = false;
+  try {
+    c.start_reduce_sum(reduced.data(), 1, W);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  check(threw, name + ": a reduce to a root that is not a rank throws");
 }
 
 void check_broadcast(Communicator& c, Checker& check, const std::string& name) {

@@ -1,9 +1,11 @@
 // Gradient buckets for communication overlapped with the backward pass (llmc/dist/gradient_buckets.h):
 // they cover the gradient buffer once, in the order the backward pass finishes it, and packing,
 // summing over simulated ranks and unpacking gives every rank the sums a whole-buffer collective
-// gives it (values chosen so that every sum is an exact small integer).
+// gives it (values chosen so that every sum is an exact small integer), with ZeRO-1 sending each
+// element once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -62,25 +64,60 @@ TEST_CASE("gradient buckets: the last layer with lnf first, the embeddings last,
   CHECK(once == covered.size());
 }
 
-TEST_CASE("gradient buckets: packed all-reduce gives every rank the whole sum") {
+namespace {
+
+// Runs one bucket's messages over W simulated ranks with the semantics of the communicator's
+// non-blocking sums: pack, then per message the sum over the ranks written to every rank's buffer
+// (all-reduce) or to the root's only (reduce), then unpack.
+void simulate(const GradientBucket& bucket, const std::vector<OptimizerPartition>& parts,
+              std::vector<std::vector<float>>& grads) {
+  const size_t W = parts.size();
+  std::vector<BucketTransfer> t;
+  for (const OptimizerPartition& p : parts) t.push_back(plan_bucket_transfer(bucket, p));
+  std::vector<std::vector<float>> staging(W);
+  for (size_t r = 0; r < W; ++r) {
+    staging[r].assign(t[r].staging, 0.0f);
+    for (const CopySpan& s : t[r].pack)
+      for (size_t k = 0; k < s.count; ++k) staging[r][s.packed_offset + k] = grads[r][s.buffer_offset + k];
+  }
+  for (size_t i = 0; i < t[0].messages.size(); ++i) {
+    auto buffer = [&](size_t r) {
+      const BucketMessage& m = t[r].messages[i];
+      return m.in_place() ? grads[r].data() + m.spans[0].buffer_offset : staging[r].data() + m.packed_offset;
+    };
+    const BucketMessage& m = t[0].messages[i];
+    std::vector<float> sum(m.count, 0.0f);
+    for (size_t r = 0; r < W; ++r) {
+      REQUIRE(t[r].messages[i].root == m.root);
+      REQUIRE(t[r].messages[i].count == m.count);
+      for (size_t k = 0; k < m.count; ++k) sum[k] += buffer(r)[k];
+    }
+    for (size_t r = 0; r < W; ++r)
+      if (m.root < 0 || size_t(m.root) == r) std::copy(sum.begin(), sum.end(), buffer(r));
+  }
+  for (size_t r = 0; r < W; ++r)
+    for (const CopySpan& s : t[r].unpack)
+      for (size_t k = 0; k < s.count; ++k) grads[r][s.buffer_offset + k] = staging[r][s.packed_offset + k];
+}
+
+}  // namespace
+
+TEST_CASE("gradient buckets: one all-reduce per bucket gives every rank the whole sum") {
   const GPT2Config c = small_config();
   const size_t n = num_parameters(c);
-  const OptimizerPartition p = unsharded_partition(n);
   for (int W : {1, 2, 3}) {
+    const std::vector<OptimizerPartition> parts(size_t(W), unsharded_partition(n));
     std::vector<std::vector<float>> grads(size_t(W), std::vector<float>(n, 0.0f));
     for (int r = 0; r < W; ++r)
       for (size_t i = 0; i < n; ++i) grads[size_t(r)][i] = rank_value(r, i);
     for (const GradientBucket& b : gradient_buckets(c)) {
-      const BucketTransfer t = plan_bucket_transfer(b, p);
-      CHECK_FALSE(t.reduce_scatter);
-      CHECK(t.packed_size == b.size());
-      std::vector<float> sum(t.packed_size, 0.0f);
-      for (int r = 0; r < W; ++r)
-        for (const CopySpan& s : t.pack)
-          for (size_t k = 0; k < s.count; ++k) sum[s.packed_offset + k] += grads[size_t(r)][s.buffer_offset + k];
-      for (int r = 0; r < W; ++r)
-        for (const CopySpan& s : t.unpack)
-          for (size_t k = 0; k < s.count; ++k) grads[size_t(r)][s.buffer_offset + k] = sum[s.packed_offset + k];
+      const BucketTransfer t = plan_bucket_transfer(b, parts[0]);
+      REQUIRE(t.messages.size() == 1);
+      CHECK(t.messages[0].root == -1);
+      CHECK(t.messages[0].count == b.size());
+      // The embeddings (wte then wpe) are one range of the buffer: summed in place.
+      CHECK(t.staging == (b.name == "embeddings" ? 0 : b.size()));
+      simulate(b, parts, grads);
     }
     for (int r = 0; r < W; ++r) {
       size_t wrong = 0;
@@ -90,7 +127,7 @@ TEST_CASE("gradient buckets: packed all-reduce gives every rank the whole sum") 
   }
 }
 
-TEST_CASE("gradient buckets: packed reduce-scatter gives each rank the sums of its owned range") {
+TEST_CASE("gradient buckets: ZeRO-1 reduces give each owner the sums of its range, each element sent once") {
   const GPT2Config c = small_config();
   const size_t n = num_parameters(c);
   // Alignment 1 and 5 ranks cut tensors at odd places; 32 is the trainer's alignment.
@@ -98,43 +135,29 @@ TEST_CASE("gradient buckets: packed reduce-scatter gives each rank the sums of i
     for (int W : {1, 2, 5}) {
       std::vector<OptimizerPartition> parts;
       for (int r = 0; r < W; ++r) parts.push_back(zero1_partition(n, W, r, alignment));
-      const size_t padded = parts[0].buffer_size();
-      std::vector<std::vector<float>> grads(size_t(W), std::vector<float>(padded, 0.0f));
+      std::vector<std::vector<float>> grads(size_t(W), std::vector<float>(parts[0].buffer_size(), 0.0f));
       for (int r = 0; r < W; ++r)
         for (size_t i = 0; i < n; ++i) grads[size_t(r)][i] = rank_value(r, i);
       for (const GradientBucket& b : gradient_buckets(c)) {
-        std::vector<BucketTransfer> t;
-        for (int r = 0; r < W; ++r) t.push_back(plan_bucket_transfer(b, parts[size_t(r)]));
-        const size_t chunk = t[0].chunk;
-        for (int r = 0; r < W; ++r) {
-          CHECK(t[size_t(r)].reduce_scatter);
-          CHECK(t[size_t(r)].chunk == chunk);
-          CHECK(t[size_t(r)].packed_size == chunk * size_t(W));
-          // Rank q's parts of the bucket go to the q-th chunk of the packed buffer.
-          for (const CopySpan& s : t[size_t(r)].pack) {
-            const size_t q = s.packed_offset / chunk;
-            CHECK(s.packed_offset + s.count <= (q + 1) * chunk);
-            CHECK(s.buffer_offset >= parts[q].owned().begin);
-            CHECK(s.buffer_offset + s.count <= parts[q].owned().end);
+        const BucketTransfer t = plan_bucket_transfer(b, parts[0]);
+        size_t sent = 0;
+        for (const BucketMessage& m : t.messages) {
+          CHECK(m.root >= 0);
+          for (const CopySpan& s : m.spans) {
+            CHECK(s.buffer_offset >= parts[size_t(m.root)].owned().begin);
+            CHECK(s.buffer_offset + s.count <= parts[size_t(m.root)].owned().end);
           }
+          sent += m.count;
         }
-        // Reduce-scatter: the packed buffers summed, chunk q to rank q.
-        std::vector<float> sum(t[0].packed_size, 0.0f);
-        for (int r = 0; r < W; ++r) {
-          std::vector<float> packed(t[size_t(r)].packed_size, 0.0f);
-          for (const CopySpan& s : t[size_t(r)].pack)
-            for (size_t k = 0; k < s.count; ++k) packed[s.packed_offset + k] = grads[size_t(r)][s.buffer_offset + k];
-          for (size_t k = 0; k < packed.size(); ++k) sum[k] += packed[k];
-        }
-        for (int r = 0; r < W; ++r)
-          for (const CopySpan& s : t[size_t(r)].unpack)
-            for (size_t k = 0; k < s.count; ++k)
-              grads[size_t(r)][s.buffer_offset + k] = sum[size_t(r) * chunk + s.packed_offset + k];
+        CHECK(sent == b.size());
+        CHECK(t.staging <= b.size());
+        simulate(b, parts, grads);
       }
       for (int r = 0; r < W; ++r) {
         const ElementRange owned = parts[size_t(r)].owned();
         size_t wrong = 0;
-        for (size_t i = owned.begin; i < owned.end; ++i) wrong += grads[size_t(r)][i] != summed_value(W, i);
+        for (size_t i = 0; i < n; ++i)
+          wrong += grads[size_t(r)][i] != (i >= owned.begin && i < owned.end ? summed_value(W, i) : rank_value(r, i));
         CHECK_MESSAGE(wrong == 0, "alignment ", alignment, " W=", W, " rank ", r);
       }
     }
