@@ -5,10 +5,12 @@ overlapped with the backward pass (--overlap 1) or after it (--overlap 0); memor
 the CUDA trainer's own plan (`train_gpt2cu --dry-run`) when --trainer is given.
 
   python3 scripts/scaling.py [--models d12,d48] [--gpus 8,64,512] [--trainer ./train_gpt2cu]
-                             [--step-ms d12=110,d48=430] [--mfu 0.4] [--nvlink-gbs 400] [--ib-gbs 45]
+                             [--step-ms d12=110,d48=430] [--micro-batch d12=8] [--mfu 0.4]
+                             [--nvlink-gbs 400] [--ib-gbs 45]
 
-The model, every number a flag: see --help. Weak scaling: each GPU keeps its micro-batch (d12
-B=64, d48 B=16, T=1024) and runs one micro-batch per step, so the total batch grows with W.
+The model, every number a flag: see --help. Each GPU runs one micro-batch per step (d12 B=64,
+d48 B=16, T=1024, or --micro-batch), so by default the total batch grows with W (weak scaling);
+to keep a total batch, give the smaller B and its step time.
   compute    the single-GPU step: --step-ms when given (a measured figure), otherwise
              tokens * (6N + 6LCT) flops / (MFU * peak), the accounting of docs/cuda-trainer.md
   backward   2/3 of the compute; the buckets of llmc/dist/gradient_buckets.h become ready at the
@@ -35,7 +37,7 @@ import sys
 # GPT-2 shapes of llmc/gpt2.cpp's descriptors: (layers, heads, channels), T = 1024, vocabulary
 # 50257 padded to 50304.
 MODELS = {"d12": (12, 12, 768), "d24": (24, 16, 1024), "d36": (36, 20, 1280), "d48": (48, 25, 1600)}
-MICRO_BATCH = {"d12": 64, "d24": 32, "d36": 16, "d48": 16}
+DEFAULT_MICRO_BATCH = {"d12": 64, "d24": 32, "d36": 16, "d48": 16}
 SEQ_LEN = 1024
 PADDED_VOCAB = 50304
 BF16_BYTES = 2
@@ -81,7 +83,7 @@ def compute_seconds(model, args):
         return args.step_ms[model] / 1e3
     L, _, C = MODELS[model]
     n = sizes(model)[2]
-    tokens = MICRO_BATCH[model] * SEQ_LEN
+    tokens = args.micro_batch[model] * SEQ_LEN
     return tokens * (6 * n + 6 * L * C * SEQ_LEN) / (args.mfu * args.peak_tflops * 1e12)
 
 
@@ -126,11 +128,11 @@ def step(model, W, zero, overlap, args):
     return {"compute": compute, "adamw": adamw, "exposed": exposed, "gather": gather, "total": total, "sent": sent}
 
 
-def memory_per_rank(trainer, model, W, zero):
+def memory_per_rank(trainer, model, W, zero, B):
     """The total line of the trainer's own plan, or None without a trainer."""
     if not trainer:
         return None
-    cmd = [trainer, "--dry-run", str(W), "-e", model, "-b", str(MICRO_BATCH[model]), "-t", str(SEQ_LEN),
+    cmd = [trainer, "--dry-run", str(W), "-e", model, "-b", str(B), "-t", str(SEQ_LEN),
            "-z", str(zero)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     match = re.search(r"total\D*?([\d.]+) (MiB|GiB)", out.stdout)
@@ -140,18 +142,23 @@ def memory_per_rank(trainer, model, W, zero):
     return value if match[2] == "GiB" else value / 1024
 
 
-def parse_step_ms(text):
+def per_model(flag, convert):
+    """A parser of "model=value,..." for `flag`, each value through convert (positive)."""
+    return lambda text: parse_per_model(flag, convert, text)
+
+
+def parse_per_model(flag, convert, text):
     result = {}
     for item in filter(None, text.split(",")):
         name, _, value = item.partition("=")
         if name not in MODELS:
-            raise argparse.ArgumentTypeError(f"--step-ms: unknown model '{name}' (one of {', '.join(MODELS)})")
+            raise argparse.ArgumentTypeError(f"{flag}: unknown model '{name}' (one of {', '.join(MODELS)})")
         try:
-            result[name] = float(value)
+            result[name] = convert(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"--step-ms: '{item}' is not model=milliseconds")
+            raise argparse.ArgumentTypeError(f"{flag}: '{item}' is not model=number")
         if not result[name] > 0:
-            raise argparse.ArgumentTypeError(f"--step-ms: '{item}' must be positive")
+            raise argparse.ArgumentTypeError(f"{flag}: '{item}' must be positive")
     return result
 
 
@@ -167,7 +174,10 @@ def main():
     p.add_argument("--models", default="d12,d48")
     p.add_argument("--gpus", default="8,64,512")
     p.add_argument("--trainer", default="", help="train_gpt2cu for the memory column (its --dry-run)")
-    p.add_argument("--step-ms", type=parse_step_ms, default={}, help="measured single-GPU step times, e.g. d12=110")
+    p.add_argument("--step-ms", type=per_model("--step-ms", float), default={},
+                   help="measured single-GPU step times, e.g. d12=110")
+    p.add_argument("--micro-batch", type=per_model("--micro-batch", int), default={},
+                   help="B per GPU instead of d12=64, d24=32, d36=16, d48=16")
     p.add_argument("--mfu", type=positive, default=0.4, help="MFU for the compute time when no --step-ms")
     p.add_argument("--peak-tflops", type=positive, default=989.0, help="dense bf16 peak (H100 SXM)")
     p.add_argument("--hbm-gbs", type=positive, default=2600.0, help="achieved HBM bandwidth, GB/s")
@@ -176,6 +186,7 @@ def main():
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--latency-us", type=positive, default=8.0, help="latency per tree level of a collective")
     args = p.parse_args()
+    args.micro_batch = {**DEFAULT_MICRO_BATCH, **args.micro_batch}
     models = args.models.split(",")
     for m in models:
         if m not in MODELS:
@@ -196,8 +207,8 @@ def main():
         for W in gpus:
             for zero in (0, 1):
                 off, on = step(model, W, zero, False, args), step(model, W, zero, True, args)
-                memory = memory_per_rank(args.trainer, model, W, zero)
-                tokens = MICRO_BATCH[model] * SEQ_LEN * W / on["total"]
+                memory = memory_per_rank(args.trainer, model, W, zero, args.micro_batch[model])
+                tokens = args.micro_batch[model] * SEQ_LEN * W / on["total"]
                 print(f"| {model} | {W} | {zero} | {off['sent'] / 1e6:,.0f} / {on['sent'] / 1e6:,.0f} MB |"
                       f" {off['total'] * 1e3:,.1f} ms |"
                       f" {on['total'] * 1e3:,.1f} ms | {one / off['total']:.0%} / {one / on['total']:.0%} |"

@@ -37,8 +37,9 @@ expect_error() {  # expect_error "message part" args...
   grep -qF -- "$want" <<<"$err" || fail "'$*': error does not say '$want': $err"
 }
 expect_error "--step-ms: unknown model 'd99'" --step-ms d99=100
-expect_error "--step-ms: 'd12=fast' is not model=milliseconds" --step-ms d12=fast
+expect_error "--step-ms: 'd12=fast' is not model=number" --step-ms d12=fast
+expect_error "--micro-batch: 'd12=0' must be positive" --micro-batch d12=0
 expect_error "--models: unknown model 'gpt5'" --models gpt5
 expect_error "--gpus: every count must be >= 1" --gpus 0,8
 expect_error "is not positive" --mfu 0
-echo "scaling.py: d12 on 1 and 8 GPUs as counted by hand, overlap never slower, 5 bad inputs rejected"
+echo "scaling.py: d12 on 1 and 8 GPUs as counted by hand, overlap never slower, 6 bad inputs rejected"
