@@ -25,6 +25,8 @@
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/dist/communicator.h"
+#include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 
@@ -291,6 +293,30 @@ int run(const Args& a) {
       check_gradients(report, "grad with the fallback attention", config, cuda_gradients(*variant, batch, B, T),
                       cpu_grads, false);
     }
+  }
+
+  // Gradient buckets sent over NCCL on a second stream while the backward pass runs (--overlap).
+  // One rank: every sum is the value itself, so a bucket packed, unpacked or ordered wrongly shows
+  // up as wrong gradients; stage 1 over one rank also goes through the reduce-scatter packing.
+  for (bool sharded : {false, true}) {
+    SingleProcessCommunicator one;
+    CudaBackendOptions o;
+    o.max_batch = B;
+    o.max_seq_len = T;
+    o.attention = attention;
+    o.seed = unsigned(a.seed);
+    o.nccl_host = &one;
+    o.overlap_gradients = true;
+    CudaBackend overlapped(config, o, sharded ? zero1_partition(n, 1, 0, kPartitionAlignment) : unsharded_partition(n));
+    overlapped.set_parameters(params.data());
+    overlapped.zero_grad();
+    overlapped.begin_gradient_sync(one);
+    overlapped.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 1.0f);
+    overlapped.finish_gradient_sync();
+    std::vector<float> g(n);
+    overlapped.get_gradients(g.data());
+    check_gradients(report, fmt::format("grad through overlapped NCCL buckets (ZeRO-{}, 1 rank)", sharded ? 1 : 0),
+                    config, g, cpu_grads, false);
   }
 
   // AdamW steps as the loop runs them: two micro-batches of 0.5, norm clipping at 1, weight decay.

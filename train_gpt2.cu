@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.local_rank = placement.process.local_rank;
     if (use_nccl(*placement.host, options.device)) options.nccl_host = placement.host;
+    options.overlap_gradients = o.overlap && placement.process.world_size > 1;
     auto backend = std::make_unique<llmc::CudaBackend>(config, options, placement.partition);
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;

@@ -8,6 +8,7 @@
 //   stage 0: all_reduce_gradients, grad_sum_of_squares(whole buffer), adamw_update (everything)
 //   stage 1: reduce_scatter_gradients, grad_sum_of_squares(owned) summed over the ranks,
 //            adamw_update (owned range only), all_gather_parameters
+// With --overlap 1 the gradient sum of either stage is begin/finish_gradient_sync instead.
 // The collectives take the ranks' host communicator (ProcessGroup's); a backend whose buffers live
 // elsewhere may use its own device communicator instead (CUDA: NCCL) or stage through host memory.
 #pragma once
@@ -95,6 +96,15 @@ class Backend {
   virtual void reduce_scatter_gradients(Communicator& host) = 0;
   // ZeRO stage 1, after adamw_update: every rank receives the parameters the others updated.
   virtual void all_gather_parameters(Communicator& host) = 0;
+
+  // The same sums overlapped with the backward pass (--overlap 1; llmc/dist/gradient_buckets.h):
+  // begin_gradient_sync before a step's last forward_backward, whose backward pass then starts
+  // each bucket's collective (all-reduce, or reduce-scatter for a sharded partition) as soon as the
+  // bucket's gradients are final; finish_gradient_sync waits for them all. Afterwards the
+  // gradients are what all_reduce_gradients (unsharded) or reduce_scatter_gradients (sharded)
+  // leave. A backend or communicator that cannot overlap runs the blocking call in finish.
+  virtual void begin_gradient_sync(Communicator& host) = 0;
+  virtual void finish_gradient_sync() = 0;
 
  private:
   std::vector<float> losses_;  // forward_loss's per-position losses

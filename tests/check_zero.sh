@@ -12,6 +12,8 @@
 #     (moments re-sharded): losses within 1e-5; a 1-rank checkpoint resumed by 2 ranks likewise;
 #     a shuffled (-sh 1) checkpoint resumed by another rank count is refused with the reason;
 #  4. SIGTERM to one rank only: every rank stops at the same step with one checkpoint, exit 0.
+# Every multi-rank run sends its gradients in buckets during the backward pass (--overlap 1, the
+# default); 1b checks that this is bit-identical to sending them after it on 2 ranks.
 # The shards hold a multiple of 8 windows, so the data order of 1, 2 and 4 ranks is the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +77,22 @@ for np in (1, 2, 4):
         sys.exit(f"np={np}: optimizer state {per} MiB per rank of {unsharded}, expected {whole / np:.1f}")
 print(f"optimizer state per rank: {state(1)[0]} / {state(2)[0]} / {state(4)[0]} MiB for 1 / 2 / 4 ranks")
 PY
+
+# --- 1b. gradient sums overlapped with the backward pass (the default) or after it ------------------
+# Two ranks sum each gradient element with one addition either way, so the runs are bit-identical:
+# the final model and every rank's optimizer state, byte for byte. -d 64 is one micro-batch per
+# rank, so the one backward pass of each step is the overlapped one.
+for z in 0 1; do
+  for overlap in 0 1; do run 2 "$work/overlap${overlap}_z$z" -x 4 -d 64 -z "$z" -n 4 --overlap "$overlap"; done
+  grep -q "gradient sums: 3 buckets, sent while the backward pass runs (--overlap 1)" "$work/overlap1_z$z.stdout" ||
+    fail "-z $z: --overlap 1 did not report its buckets"
+  grep -q "gradient sums: after the backward pass (--overlap 0)" "$work/overlap0_z$z.stdout" ||
+    fail "-z $z: --overlap 0 did not say so"
+  for f in main.log model_00000004.bin state_00000004_00000.bin state_00000004_00001.bin; do
+    cmp -s "$work/overlap0_z$z/$f" "$work/overlap1_z$z/$f" || fail "-z $z: $f differs between --overlap 0 and 1"
+  done
+done
+echo "--overlap 1 vs 0 on 2 ranks, -z 0 and -z 1: model, optimizer states and main.log byte-identical"
 
 # --- 2. np = 2 against the float64 reference with 2 ranks' data order -----------------------------
 (cd dev/pytorch && /usr/bin/python3 train_reference.py --model "../../$work/model.bin" --train "../../$work/train_*.bin" \

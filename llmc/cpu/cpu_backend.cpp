@@ -20,7 +20,7 @@ namespace llmc {
 CpuBackend::CpuBackend(const GPT2Config& config) : CpuBackend(config, unsharded_partition(num_parameters(config))) {}
 
 CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& partition)
-    : config_(config), partition_(partition), layout_(param_layout(config)) {
+    : config_(config), partition_(partition), layout_(param_layout(config)), bucket_sync_(config, partition) {
   if (partition.num_elements() != num_parameters(config))
     throw std::invalid_argument(fmt::format("CPU backend: optimizer partition of {} elements for a model of {}",
                                             partition.num_elements(), num_parameters(config)));
@@ -139,8 +139,11 @@ void CpuBackend::backward(const int* inputs, int B, int T) {
                     C, 3 * C);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), da, x, param(kLn1w, l),
                        a.ln1_mean.data() + l * N, a.ln1_rstd.data() + l * N, int(N), C);
+    // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
+    if (bucket_sync_.active()) bucket_sync_.bucket_ready(L - 1 - l);
   }
   encoder_backward(grad(kWte), grad(kWpe), dres, inputs, B, T, C);
+  if (bucket_sync_.active()) bucket_sync_.bucket_ready(L);
 }
 
 void CpuBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
@@ -215,6 +218,13 @@ void CpuBackend::reduce_scatter_gradients(Communicator& host) {
   host.reduce_scatter_sum(grads_.data(), shard_.data(), chunk.size());
   std::copy(shard_.begin(), shard_.end(), grads_.begin() + chunk.begin);
 }
+
+void CpuBackend::begin_gradient_sync(Communicator& host) {
+  if (partition_.sharded) partition_.collective_chunk(host.world_size(), "begin_gradient_sync");
+  bucket_sync_.begin(host, grads_.data());
+}
+
+void CpuBackend::finish_gradient_sync() { bucket_sync_.finish(); }
 
 void CpuBackend::all_gather_parameters(Communicator& host) {
   const ElementRange chunk = partition_.collective_chunk(host.world_size(), "all_gather_parameters");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "llmc/backend.h"
+#include "llmc/dist/host_bucket_sync.h"
 
 namespace llmc {
 
@@ -35,6 +36,8 @@ class CpuBackend : public Backend {
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;
   void all_gather_parameters(Communicator& host) override;
+  void begin_gradient_sync(Communicator& host) override;
+  void finish_gradient_sync() override;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass (valid until the
   // next call), and the gradient buffer in parameter layout.
@@ -64,6 +67,7 @@ class CpuBackend : public Backend {
   std::vector<float> m_, v_;           // partition_.owned()
   std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
   std::vector<double> partial_sums_;   // grad_sum_of_squares's per-chunk sums
+  HostBucketSync bucket_sync_;         // --overlap: buckets sent during the backward pass
   double loss_accumulator_ = 0.0;
   Activations acts_;
   size_t capacity_bt_ = 0, capacity_att_ = 0;

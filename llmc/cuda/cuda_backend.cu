@@ -159,6 +159,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
   }
 
+  if (nccl && opt.overlap_gradients) setup_bucket_sync();
   blas_workspace = alloc<unsigned char>(kBlasWorkspaceBytes, "cuBLASLt workspace");
   blas = std::make_unique<BlasContext>(blas_workspace, kBlasWorkspaceBytes);
 #if !defined(ENABLE_FP32)
@@ -184,6 +185,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
 }
 
 CudaBackend::Impl::~Impl() {
+  if (comm_stream) cudaStreamSynchronize(comm_stream);
   if (stream) cudaStreamSynchronize(stream);
   nccl.reset();
 #if !defined(ENABLE_FP32)
@@ -199,6 +201,9 @@ CudaBackend::Impl::~Impl() {
     if (buckets_copied[s]) cudaEventDestroy(buckets_copied[s]);
   }
   if (host_scalar) cudaFreeHost(host_scalar);
+  if (bucket_event) cudaEventDestroy(bucket_event);
+  if (comm_done) cudaEventDestroy(comm_done);
+  if (comm_stream) cudaStreamDestroy(comm_stream);
   if (stream) cudaStreamDestroy(stream);
 }
 
@@ -349,9 +354,12 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
                     BT, C, 3 * C, stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream);
+    // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
+    if (overlapping()) start_bucket(L - 1 - l);
   }
   encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C,
                    mix32(opt.seed ^ mix32(micro_steps)), stream);
+  if (overlapping()) start_bucket(L);
 }
 
 CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)

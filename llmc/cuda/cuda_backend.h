@@ -38,6 +38,10 @@ struct CudaBackendOptions {
   // and the communicator the loop passes (MPI), which also works for ranks sharing one GPU.
   Communicator* nccl_host = nullptr;
   int local_rank = 0;
+  // --overlap over NCCL: a second stream and a staging buffer of the largest gradient bucket
+  // (llmc/dist/gradient_buckets.h) so that begin/finish_gradient_sync overlap the backward pass.
+  // Without NCCL the sums wait for the backward pass (host staging must wait for the GPU anyway).
+  bool overlap_gradients = false;
 };
 
 // "fp32" or "bf16": the precision this binary was built with.
@@ -91,6 +95,8 @@ class CudaBackend : public Backend {
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;
   void all_gather_parameters(Communicator& host) override;
+  void begin_gradient_sync(Communicator& host) override;
+  void finish_gradient_sync() override;
   // "nccl", "host staging" (through the loop's communicator) or, with one rank, "none".
   const char* collectives_name() const;
 

@@ -17,6 +17,7 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/dist/gradient_buckets.h"
 #include "llmc/dist/nccl_communicator.h"
 #if !defined(ENABLE_FP32)
 #include "llmc/cuda/cudnn_attention.h"
@@ -89,6 +90,21 @@ struct CudaBackend::Impl {
   std::unique_ptr<NcclCommunicator> nccl;
   float* staging_dev = nullptr;
   std::vector<float> staging_host, staging_shard;
+  // Overlapped gradient sums (opt.overlap_gradients over NCCL): bucket b's messages run on
+  // comm_stream after bucket_event, recorded on `stream` behind its last gradient kernel; one
+  // staging buffer serves every bucket because comm_stream runs them in order.
+  struct BucketSpans {
+    int pack_begin = 0, num_pack = 0, unpack_begin = 0, num_unpack = 0;  // into spans_dev
+    size_t largest_pack = 0, largest_unpack = 0;                          // longest span counts
+  };
+  std::vector<BucketTransfer> transfers;
+  std::vector<BucketSpans> bucket_spans;
+  CopySpan* spans_dev = nullptr;
+  floatX* bucket_staging = nullptr;
+  cudaStream_t comm_stream = nullptr;
+  cudaEvent_t bucket_event = nullptr, comm_done = nullptr;
+  Communicator* sync_host = nullptr;  // between begin_ and finish_gradient_sync
+  int buckets_started = 0;
 
   // Activations; per-layer tensors are L consecutive slots of max_bt rows.
   floatX* residual = nullptr;  // (L+1) slots x C
@@ -182,6 +198,10 @@ struct CudaBackend::Impl {
   void backward(int B, int T, int num_buckets);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
+  void setup_bucket_sync();
+  bool overlapping() const { return sync_host != nullptr && comm_stream != nullptr; }
+  // The backward pass has finished bucket `bucket`'s gradients (kernels queued on `stream`).
+  void start_bucket(int bucket);
   // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
   void ensure_staging();
   void download(std::vector<float>& host, const floatX* device, size_t n);

@@ -1,9 +1,11 @@
 // CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
-// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging.
+// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging, blocking or
+// overlapped with the backward pass in buckets.
 #include <cstring>
 #include <vector>
 
 #include "llmc/cuda/adamw.cuh"
+#include "llmc/cuda/copy_spans.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/random.cuh"
@@ -156,6 +158,84 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
   d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
   host.all_gather(d.staging_shard.data(), d.staging_host.data(), layout.shard_size);
   d.upload(d.params, d.staging_host.data(), d.buffer_size);
+}
+
+void CudaBackend::Impl::setup_bucket_sync() {
+  std::vector<CopySpan> table;
+  size_t staging = 0;
+  auto append = [&](const std::vector<CopySpan>& spans, int& begin, int& count, size_t& largest) {
+    begin = int(table.size());
+    count = int(spans.size());
+    for (const CopySpan& s : spans) largest = std::max(largest, s.count);
+    table.insert(table.end(), spans.begin(), spans.end());
+  };
+  for (const GradientBucket& b : gradient_buckets(cfg)) {
+    transfers.push_back(plan_bucket_transfer(b, partition));
+    const BucketTransfer& t = transfers.back();
+    BucketSpans s;
+    append(t.pack, s.pack_begin, s.num_pack, s.largest_pack);
+    append(t.unpack, s.unpack_begin, s.num_unpack, s.largest_unpack);
+    bucket_spans.push_back(s);
+    staging = std::max(staging, t.staging);
+  }
+  spans_dev = alloc<CopySpan>(table.size(), "gradient bucket span tables");
+  CUDA_CHECK(cudaMemcpy(spans_dev, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
+  bucket_staging = alloc<floatX>(staging, "gradient bucket staging");
+  CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&bucket_event, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
+}
+
+// Packs the messages of several spans into the staging, sums every message (in place on the
+// gradients when it is one span) in one NCCL group, and unpacks what this rank received.
+void CudaBackend::Impl::start_bucket(int bucket) {
+  if (bucket != buckets_started)
+    throw std::logic_error(fmt::format("CUDA backend: gradient bucket {} ready, expected {}", bucket, buckets_started));
+  const BucketTransfer& t = transfers[size_t(bucket)];
+  const BucketSpans& s = bucket_spans[size_t(bucket)];
+  CUDA_CHECK(cudaEventRecord(bucket_event, stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, bucket_event, 0));
+  copy_spans(grads, bucket_staging, spans_dev + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
+  nccl->group_start();
+  for (const BucketMessage& m : t.messages) {
+    floatX* buf = m.in_place() ? grads + m.spans[0].buffer_offset : bucket_staging + m.packed_offset;
+    if (m.root < 0)
+      nccl->all_reduce_sum(buf, m.count, nccl_floatx(), comm_stream);
+    else
+      nccl->reduce_sum(buf, m.count, nccl_floatx(), m.root, comm_stream);
+  }
+  nccl->group_end();
+  copy_spans(grads, bucket_staging, spans_dev + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
+  ++buckets_started;
+}
+
+void CudaBackend::begin_gradient_sync(Communicator& host) {
+  Impl& d = *impl_;
+  if (d.sync_host) throw std::logic_error("CUDA backend: gradient sync begun twice without finishing");
+  if (d.partition.sharded) d.partition.collective_chunk(host.world_size(), "begin_gradient_sync");
+  d.sync_host = &host;
+  d.buckets_started = 0;
+}
+
+void CudaBackend::finish_gradient_sync() {
+  Impl& d = *impl_;
+  if (!d.sync_host) throw std::logic_error("CUDA backend: finish_gradient_sync without begin_gradient_sync");
+  Communicator& host = *d.sync_host;
+  const bool overlapped = d.overlapping();
+  d.sync_host = nullptr;
+  if (!overlapped) {
+    if (d.partition.sharded)
+      reduce_scatter_gradients(host);
+    else
+      all_reduce_gradients(host);
+    return;
+  }
+  if (d.buckets_started != int(d.transfers.size()))
+    throw std::logic_error(fmt::format("CUDA backend: the backward pass finished {} of {} gradient buckets",
+                                       d.buckets_started, d.transfers.size()));
+  // The compute stream (the norm, AdamW, the next step) waits for the last bucket's unpack.
+  CUDA_CHECK(cudaEventRecord(d.comm_done, d.comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(d.stream, d.comm_done, 0));
 }
 
 void CudaBackend::get_gradients(float* grads) {

@@ -45,6 +45,25 @@ class Communicator {
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;
   // Returns once every rank has entered it.
   virtual void barrier() = 0;
+
+  // Non-blocking sums, for gradient buckets sent while the backward pass goes on
+  // (llmc/dist/gradient_buckets.h). start_* returns at once, or once done for an implementation
+  // that has no non-blocking form (the defaults here); until wait_all() returns the buffers must be
+  // neither read nor written. Every rank starts the same operations in the same order, and may
+  // call blocking collectives in between. progress() lets an implementation without a progress
+  // thread (MPI's non-blocking collectives advance only inside MPI calls) move pending operations
+  // on; call it between pieces of work.
+  // start_all_reduce_sum: as all_reduce_sum. start_reduce_sum: rank `root`'s buf becomes the sum
+  // over the ranks; the other ranks' buf is only read (the default, an all-reduce, writes the sum
+  // there too, which callers must allow).
+  virtual void start_all_reduce_sum(float* buf, size_t n) { all_reduce_sum(buf, n); }
+  virtual void start_reduce_sum(float* buf, size_t n, int root) {
+    if (root < 0 || root >= world_size())
+      throw std::invalid_argument("reduce: root " + std::to_string(root) + " is not a rank");
+    all_reduce_sum(buf, n);
+  }
+  virtual void progress() {}
+  virtual void wait_all() {}
 };
 
 // One rank and no launcher: sums over one rank are the values themselves.

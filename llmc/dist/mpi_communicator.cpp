@@ -21,8 +21,13 @@ void check_mpi(int rc, const char* what) {
 
 }  // namespace
 
+struct MpiCommunicator::PendingRequests {
+  std::vector<MPI_Request> requests;
+};
+
 MpiCommunicator::MpiCommunicator(size_t max_elements_per_call)
-    : max_elements_(std::min<size_t>(std::max<size_t>(max_elements_per_call, 1), size_t(1) << 30)) {
+    : pending_(std::make_unique<PendingRequests>()),
+      max_elements_(std::min<size_t>(std::max<size_t>(max_elements_per_call, 1), size_t(1) << 30)) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MpiCommunicator: MPI is not initialised (create a ProcessGroup first)");
@@ -30,6 +35,10 @@ MpiCommunicator::MpiCommunicator(size_t max_elements_per_call)
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size_), "Comm_size");
 }
+
+// Operations still pending here were started by a caller that then failed; MPI_Finalize or
+// MPI_Abort follows, so they are only released, not waited for.
+MpiCommunicator::~MpiCommunicator() = default;
 
 void MpiCommunicator::all_reduce_sum(float* buf, size_t n) {
   for (size_t done = 0; done < n;) {
@@ -107,5 +116,44 @@ void MpiCommunicator::broadcast(void* buf, size_t bytes, int root) {
 }
 
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "Barrier"); }
+
+void MpiCommunicator::start_all_reduce_sum(float* buf, size_t n) {
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(max_elements_, n - done);
+    MPI_Request request;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf + done, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
+              "Iallreduce");
+    pending_->requests.push_back(request);
+    done += m;
+  }
+}
+
+void MpiCommunicator::start_reduce_sum(float* buf, size_t n, int root) {
+  if (root < 0 || root >= world_size_)
+    throw std::invalid_argument(fmt::format("reduce: root {} is not a rank of {}", root, world_size_));
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(max_elements_, n - done);
+    MPI_Request request;
+    const void* send = rank_ == root ? MPI_IN_PLACE : buf + done;
+    check_mpi(MPI_Ireduce(send, buf + done, int(m), MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "Ireduce");
+    pending_->requests.push_back(request);
+    done += m;
+  }
+}
+
+void MpiCommunicator::progress() {
+  std::vector<MPI_Request>& r = pending_->requests;
+  if (r.empty()) return;
+  int all_done = 0;
+  check_mpi(MPI_Testall(int(r.size()), r.data(), &all_done, MPI_STATUSES_IGNORE), "Testall");
+  if (all_done) r.clear();
+}
+
+void MpiCommunicator::wait_all() {
+  std::vector<MPI_Request>& r = pending_->requests;
+  if (r.empty()) return;
+  check_mpi(MPI_Waitall(int(r.size()), r.data(), MPI_STATUSES_IGNORE), "Waitall");
+  r.clear();
+}
 
 }  // namespace llmc

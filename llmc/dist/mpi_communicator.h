@@ -3,6 +3,7 @@
 // initialised first (ProcessGroup, llmc/dist/process_group.h, does that when a launcher started us).
 #pragma once
 #include <cstddef>
+#include <memory>
 
 #include "llmc/dist/communicator.h"
 
@@ -15,6 +16,7 @@ class MpiCommunicator final : public Communicator {
   // initialised. Errors in later calls are thrown as std::runtime_error with MPI's message
   // instead of MPI's default abort.
   explicit MpiCommunicator(size_t max_elements_per_call = size_t(1) << 30);
+  ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -26,8 +28,15 @@ class MpiCommunicator final : public Communicator {
   void all_gather(const float* send, float* recv, size_t send_count) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void barrier() override;
+  // MPI_Iallreduce and MPI_Ireduce (in place at the root), in pieces like the blocking calls.
+  void start_all_reduce_sum(float* buf, size_t n) override;
+  void start_reduce_sum(float* buf, size_t n, int root) override;
+  void progress() override;
+  void wait_all() override;
 
  private:
+  struct PendingRequests;  // MPI_Request values (mpi.h stays out of this header)
+  std::unique_ptr<PendingRequests> pending_;
   size_t max_elements_;
   int rank_ = 0;
   int world_size_ = 1;

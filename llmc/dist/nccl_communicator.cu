@@ -60,13 +60,25 @@ void NcclCommunicator::all_gather(const float* send, float* recv, size_t send_co
   all_gather(send, recv, send_count, ncclFloat);
 }
 
-void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type) {
-  check_nccl(ncclAllReduce(buf, buf, n, type, ncclSum, comm_, stream_), "ncclAllReduce");
-}
+void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type) { all_reduce_sum(buf, n, type, stream_); }
 
 void NcclCommunicator::reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type) {
   check_nccl(ncclReduceScatter(send, recv, recv_count, type, ncclSum, comm_, stream_), "ncclReduceScatter");
 }
+
+void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type, cudaStream_t stream) {
+  check_nccl(ncclAllReduce(buf, buf, n, type, ncclSum, comm_, stream), "ncclAllReduce");
+}
+
+void NcclCommunicator::reduce_sum(void* buf, size_t n, ncclDataType_t type, int root, cudaStream_t stream) {
+  if (root < 0 || root >= world_size_)
+    throw std::invalid_argument(fmt::format("reduce: root {} is not a rank of {}", root, world_size_));
+  check_nccl(ncclReduce(buf, buf, n, type, ncclSum, root, comm_, stream), "ncclReduce");
+}
+
+void NcclCommunicator::group_start() { check_nccl(ncclGroupStart(), "ncclGroupStart"); }
+
+void NcclCommunicator::group_end() { check_nccl(ncclGroupEnd(), "ncclGroupEnd"); }
 
 void NcclCommunicator::all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type) {
   check_nccl(ncclAllGather(send, recv, send_count, type, comm_, stream_), "ncclAllGather");

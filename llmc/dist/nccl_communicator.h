@@ -45,6 +45,14 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_sum(void* buf, size_t n, ncclDataType_t type);
   void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type);
   void all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t type);
+  // Gradient buckets overlapped with the backward pass (llmc/dist/gradient_buckets.h), on a
+  // second stream of this GPU: an all-reduce, and a reduce in place whose sum lands in root's buf
+  // (the other ranks' buf is only read); between group_start and group_end NCCL launches the
+  // calls together.
+  void all_reduce_sum(void* buf, size_t n, ncclDataType_t type, cudaStream_t stream);
+  void reduce_sum(void* buf, size_t n, ncclDataType_t type, int root, cudaStream_t stream);
+  void group_start();
+  void group_end();
   // Host values, staged through a small device buffer; these synchronise the stream.
   double all_reduce_sum(double value) override;
   float all_reduce_sum(float value) override;

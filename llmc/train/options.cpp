@@ -149,6 +149,8 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.resume = boolean(f, v); }},
       {"-z", "<0|1>", "0", "ZeRO stage; with one rank both are the same, -z 1 runs as -z 0",
        [](TrainOptions& o, Arg f, Arg v) { o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1"); }},
+      {"--overlap", "<0|1>", "1", "sum gradients over the ranks while the backward pass runs; 0 = after it",
+       [](TrainOptions& o, Arg f, Arg v) { o.overlap = boolean(f, v); }},
       {"-r", "<0|1|2>", "1", "activation recompute; the CPU backend has nothing to recompute",
        [](TrainOptions& o, Arg f, Arg v) { o.recompute = int_in(f, v, 0, 2, "recompute must be 0, 1 or 2"); }},
       {"-a", "<0|1>", "0", "overfit a single batch",

@@ -44,6 +44,7 @@ struct TrainOptions {
   int major_checkpoint_every;      // -nm: steps % M == 0 are never deleted
   bool resume;                     // -y
   int zero_stage;                  // -z
+  bool overlap;                    // --overlap
   int recompute;                   // -r
   bool overfit_single_batch;       // -a
   bool hellaswag;                  // -h

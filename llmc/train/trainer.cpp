@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "llmc/data/shard.h"
+#include "llmc/dist/gradient_buckets.h"
 #include "llmc/io/checkpoint_files.h"
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
@@ -38,6 +39,7 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host, con
       world_size_(host.world_size()),
       lead_(host.rank() == 0),
       zero1_(o.zero_stage == 1),
+      overlap_(o.overlap && host.world_size() > 1),
       params_(std::move(model.params)),
       sample_rng_(o.seed ^ kSampleSeedTag) {
   check_options_for_model(o, config_);
@@ -131,6 +133,10 @@ void Trainer::print_summary(const Backend& backend) const {
                world_size_, world_size_ == 1 ? "" : "s", whole / mib);
   else
     fmt::print("optimizer state: {:.1f} MiB per rank (ZeRO stage 0: every rank holds all of it)\n", bytes / mib);
+  if (world_size_ > 1)
+    fmt::print("gradient sums: {}\n", overlap_ ? fmt::format("{} buckets, sent while the backward pass runs (--overlap 1)",
+                                                             gradient_buckets(config_).size())
+                                               : std::string("after the backward pass (--overlap 0)"));
   if (zero1_ && world_size_ == 1)
     fmt::print("note: -z 1 with one rank has no optimizer state to shard: it runs exactly as -z 0\n");
   if (o_.skip_loss_z > 0 || o_.skip_norm_z > 0)
@@ -160,17 +166,22 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
   backend.zero_grad();
   for (int micro = 0; micro < accum_; ++micro) {
     train_->next_batch(inputs_.data(), targets_.data());
+    // Only the last micro-batch's backward pass makes gradients final, so only it can send them.
+    if (overlap_ && micro == accum_ - 1) backend.begin_gradient_sync(host_);
     backend.forward_backward(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len, loss_scale);
   }
   StepResult r;
   r.loss = float(host_.all_reduce_sum(double(backend.accumulated_loss())));
-  if (zero1_) {
+  if (overlap_)
+    backend.finish_gradient_sync();
+  else if (zero1_)
     backend.reduce_scatter_gradients(host_);
-    r.norm = std::sqrt(float(host_.all_reduce_sum(double(backend.grad_sum_of_squares(partition_.owned())))));
-  } else {
+  else
     backend.all_reduce_gradients(host_);
+  if (zero1_)
+    r.norm = std::sqrt(float(host_.all_reduce_sum(double(backend.grad_sum_of_squares(partition_.owned())))));
+  else
     r.norm = std::sqrt(backend.grad_sum_of_squares());
-  }
   // Every rank holds the same loss and norm, so every rank stops here, or skips, alike.
   if (!std::isfinite(r.loss) || !std::isfinite(r.norm))
     throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "

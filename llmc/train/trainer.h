@@ -86,6 +86,7 @@ class Trainer {
   int world_size_ = 1;
   bool lead_ = true;  // rank 0: writes main.log, the model file and the DONE marker, prints, samples
   bool zero1_ = false;
+  bool overlap_ = false;  // --overlap with several ranks: gradient sums during the last backward pass
   OptimizerPartition partition_;
   std::vector<float> params_;  // the initial parameters, handed to the backend by run()
   std::vector<float> m_, v_;   // resumed AdamW moments of the owned range

@@ -79,6 +79,14 @@ class WatchedBackend final : public Backend {
     const Watchdog::InBackendCall mark(watchdog_, "all_gather_parameters");
     inner_.all_gather_parameters(host);
   }
+  void begin_gradient_sync(Communicator& host) override {
+    const Watchdog::InBackendCall mark(watchdog_, "begin_gradient_sync");
+    inner_.begin_gradient_sync(host);
+  }
+  void finish_gradient_sync() override {
+    const Watchdog::InBackendCall mark(watchdog_, "finish_gradient_sync");
+    inner_.finish_gradient_sync();
+  }
 
  private:
   Backend& inner_;

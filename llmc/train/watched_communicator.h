@@ -50,6 +50,22 @@ class WatchedCommunicator final : public Communicator {
     const Watchdog::InCollective mark(watchdog_, "barrier");
     inner_.barrier();
   }
+  void start_all_reduce_sum(float* buf, size_t n) override {
+    const Watchdog::InCollective mark(watchdog_, "start_all_reduce_sum");
+    inner_.start_all_reduce_sum(buf, n);
+  }
+  void start_reduce_sum(float* buf, size_t n, int root) override {
+    const Watchdog::InCollective mark(watchdog_, "start_reduce_sum");
+    inner_.start_reduce_sum(buf, n, root);
+  }
+  void progress() override {
+    const Watchdog::InCollective mark(watchdog_, "progress");
+    inner_.progress();
+  }
+  void wait_all() override {
+    const Watchdog::InCollective mark(watchdog_, "wait_all (the gradient buckets' sums)");
+    inner_.wait_all();
+  }
 
  private:
   Communicator& inner_;

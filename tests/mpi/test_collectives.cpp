@@ -92,6 +92,40 @@ void check_zero_step(Communicator& c, Checker& check, const std::string& name) {
   check(mismatches(all, [&](size_t j) { return float(int(j / 5) * 1000 + int(j % 5)); }) == 0, name + ": all_gather");
 }
 
+// Non-blocking sums as the gradient buckets use them: several in flight at once, a blocking
+// collective and progress() between them, all complete after wait_all(); a reduce writes only
+// its root's buffer.
+void check_non_blocking(Communicator& c, Checker& check, const std::string& name) {
+  const int r = c.rank(), W = c.world_size();
+  const float S = float(W * (W + 1) / 2);
+  const int root = W - 1;
+  std::vector<float> a(1003), b(17), reduced(23);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(r + 1) * float(i % 97 + 1);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(r + 1) * float(i + 3);
+  for (size_t i = 0; i < reduced.size(); ++i) reduced[i] = float(r + 1) * float(i % 5 + 2);
+  c.start_all_reduce_sum(a.data(), a.size());
+  c.progress();
+  c.start_reduce_sum(reduced.data(), reduced.size(), root);
+  const double blocking = c.all_reduce_sum(double(r + 1));
+  c.start_all_reduce_sum(b.data(), b.size());
+  c.progress();
+  c.wait_all();
+  check(blocking == double(S), name + ": a blocking sum between non-blocking ones");
+  check(mismatches(a, [&](size_t i) { return S * float(i % 97 + 1); }) == 0, name + ": start_all_reduce_sum (first)");
+  check(mismatches(b, [&](size_t i) { return S * float(i + 3); }) == 0, name + ": start_all_reduce_sum (last)");
+  const float factor = r == root ? S : float(r + 1);
+  check(mismatches(reduced, [&](size_t i) { return factor * float(i % 5 + 2); }) == 0,
+        name + ": start_reduce_sum (the root has the sum, the others their input)");
+  c.wait_all();  // nothing pending: returns at once
+  bool threw = false;
+  try {
+    c.start_reduce_sum(reduced.data(), 1, W);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  check(threw, name + ": a reduce to a root that is not a rank throws");
+}
+
 void check_broadcast(Communicator& c, Checker& check, const std::string& name) {
   const int r = c.rank(), W = c.world_size();
   const int root = W - 1;
@@ -198,6 +232,7 @@ int main(int argc, char** argv) {
     check_all_reduce(c, check, "default");
     check_zero_step(c, check, "default");
     check_broadcast(c, check, "default");
+    check_non_blocking(c, check, "default");
     check_random_sum(c, check, "default");
     check_barrier(c, check, "default", argv[3]);
     if (group.layout().launcher != Launcher::kNone) {
@@ -206,6 +241,7 @@ int main(int argc, char** argv) {
       check_all_reduce(split, check, "split");
       check_zero_step(split, check, "split");
       check_broadcast(split, check, "split");
+      check_non_blocking(split, check, "split");
       check_random_sum(split, check, "split");
     }
     const double failures = c.all_reduce_sum(double(check.failures));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "llmc/dist/abort_hooks.h"
+#include "llmc/train/watched_communicator.h"
 #include "llmc/train/watchdog.h"
 
 namespace {
@@ -139,4 +140,43 @@ TEST_CASE("abort hooks: remove() waits for a hook that is running") {
   hooks.remove(id);
   CHECK(finished);
   aborting.join();
+}
+
+namespace {
+
+// A communicator of one rank that records which of its methods ran (the non-blocking ones have
+// blocking defaults in Communicator, so a decorator that forgot to forward them would still work,
+// only without overlap).
+class CallRecorder final : public llmc::Communicator {
+ public:
+  std::vector<std::string> calls;
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  void all_reduce_sum(float*, size_t) override { calls.emplace_back("all_reduce_sum"); }
+  double all_reduce_sum(double value) override { return value; }
+  float all_reduce_sum(float value) override { return value; }
+  double all_reduce_max(double value) override { return value; }
+  void reduce_scatter_sum(const float*, float*, size_t) override { calls.emplace_back("reduce_scatter_sum"); }
+  void all_gather(const float*, float*, size_t) override { calls.emplace_back("all_gather"); }
+  void broadcast(void*, size_t, int) override { calls.emplace_back("broadcast"); }
+  void barrier() override { calls.emplace_back("barrier"); }
+  void start_all_reduce_sum(float*, size_t) override { calls.emplace_back("start_all_reduce_sum"); }
+  void start_reduce_sum(float*, size_t, int) override { calls.emplace_back("start_reduce_sum"); }
+  void progress() override { calls.emplace_back("progress"); }
+  void wait_all() override { calls.emplace_back("wait_all"); }
+};
+
+}  // namespace
+
+TEST_CASE("watched communicator: the non-blocking sums reach the wrapped communicator's own") {
+  StopRecorder stops;
+  llmc::Watchdog watchdog(0.0, "", stops.action());
+  CallRecorder inner;
+  llmc::WatchedCommunicator watched(inner, watchdog);
+  float x[4] = {};
+  watched.start_all_reduce_sum(x, 4);
+  watched.start_reduce_sum(x, 4, 0);
+  watched.progress();
+  watched.wait_all();
+  CHECK(inner.calls == std::vector<std::string>{"start_all_reduce_sum", "start_reduce_sum", "progress", "wait_all"});
 }

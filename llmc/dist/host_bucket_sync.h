@@ -1,0 +1,39 @@
+// Overlapped gradient communication for a backend whose gradients are a host buffer (the CPU
+// backend): the buckets of llmc/dist/gradient_buckets.h packed and sent with the host
+// communicator's non-blocking sums while the backward pass computes the next ones.
+#pragma once
+#include <vector>
+
+#include "llmc/dist/communicator.h"
+#include "llmc/dist/gradient_buckets.h"
+
+namespace llmc {
+
+class HostBucketSync {
+ public:
+  // The buckets of this model and how they travel for this rank's partition (worked out, and
+  // their buffers allocated, by the first begin()).
+  HostBucketSync(const GPT2Config& config, const OptimizerPartition& partition)
+      : config_(config), partition_(partition) {}
+
+  // Arms the sync for one backward pass over `grads` (partition.buffer_size() floats).
+  void begin(Communicator& host, float* grads);
+  bool active() const { return host_ != nullptr; }
+  // The backward pass has finished bucket `bucket` (buckets come in order 0, 1, ...): packs it and
+  // starts its collective.
+  void bucket_ready(int bucket);
+  // Waits for every bucket and writes the sums into the gradients; throws std::logic_error if the
+  // backward pass did not finish every bucket.
+  void finish();
+
+ private:
+  GPT2Config config_;
+  OptimizerPartition partition_;
+  std::vector<BucketTransfer> transfers_;
+  std::vector<std::vector<float>> staging_;  // one per bucket: all buckets are in flight at once
+  Communicator* host_ = nullptr;
+  float* grads_ = nullptr;
+  int started_ = 0;
+};
+
+}  // namespace llmc
