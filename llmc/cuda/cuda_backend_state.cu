@@ -11,9 +11,9 @@
 namespace llmc {
 
 void CudaBackend::Impl::ensure_staging() {
-  if (staging_dev) return;
-  staging_dev = alloc<float>(buffer_size, "collective staging");
-  staging_host.resize(buffer_size);
+  if (staging_dev == nullptr)
+    throw std::logic_error("CUDA backend: collectives through host memory, but the memory plan has no staging buffer "
+                           "(CudaBackendOptions::world_size and nccl_host must describe the run)");
 }
 
 void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
