@@ -41,18 +41,22 @@ void CudaBackend::set_parameters(const float* params) {
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
-  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
-  // of the whole model when the master holds only a shard).
-  const bool whole = d.owned.size() == d.num_params;
-  float* full = d.master;
-  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
-  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  convert(d.params, full, d.num_params, d.stream);
-  if (!whole) {
-    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
-                               d.stream));
-    CUDA_CHECK(cudaStreamSynchronize(d.stream));
-    CUDA_CHECK(cudaFree(full));
+  // The master copy of the owned range in fp32, and every parameter in bf16 (rounded to nearest).
+  // When the master holds the whole model it is the source of the conversion; a ZeRO-1 shard is
+  // not, and then the fp32 parameters travel in chunks through the logits buffer, free outside a
+  // forward pass (each one writes it first), so that loading needs no memory beyond the plan's.
+  CUDA_CHECK(cudaMemcpyAsync(d.master, params + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice,
+                             d.stream));
+  if (d.owned.size() == d.num_params) {
+    convert(d.params, d.master, d.num_params, d.stream);
+  } else {
+    float* chunk = reinterpret_cast<float*>(d.logits);
+    const size_t capacity = d.buffers->plan().find(BufferId::kLogits)->bytes() / sizeof(float);
+    for (size_t begin = 0; begin < d.num_params; begin += capacity) {
+      const size_t count = std::min(capacity, d.num_params - begin);
+      CUDA_CHECK(cudaMemcpyAsync(chunk, params + begin, count * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+      convert(d.params + begin, chunk, count, d.stream);
+    }
   }
 #endif
   CUDA_CHECK(cudaStreamSynchronize(d.stream));

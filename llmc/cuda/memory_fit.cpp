@@ -14,10 +14,10 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0, kGiB = kMiB * 1024.0;
 
-MemoryBudget budget_after_reserve(size_t memory, size_t reserve, const std::string& what) {
+MemoryBudget budget_after_reserve(size_t memory, const std::string& what, size_t reserve, const std::string& reserved_for) {
   MemoryBudget b;
   b.available = memory > reserve ? memory - reserve : 0;
-  b.source = fmt::format("{} less a {} reserve", what, format_bytes(reserve));
+  b.source = fmt::format("{} {} less {} for {}", what, format_bytes(memory), format_bytes(reserve), reserved_for);
   return b;
 }
 
@@ -38,14 +38,14 @@ MemoryPlanInputs with_zero1(MemoryPlanInputs in, int ranks) {
   return in;
 }
 
-size_t peak(const MemoryPlanInputs& in) { return plan_memory(in).peak_bytes(); }
+size_t needs(const MemoryPlanInputs& in) { return plan_memory(in).total_bytes(); }
 
 // The largest B in 1..in.batch whose plan fits, or 0 when not even B=1 does. The peak grows with B.
 int largest_batch(const MemoryPlanInputs& in, size_t available) {
   int lo = 0, hi = in.batch;  // lo fits (0: nothing known to), every B above hi is not tried
   while (lo < hi) {
     const int mid = lo + (hi - lo + 1) / 2;
-    if (peak(with_batch(in, mid)) <= available)
+    if (needs(with_batch(in, mid)) <= available)
       lo = mid;
     else
       hi = mid - 1;
@@ -56,7 +56,7 @@ int largest_batch(const MemoryPlanInputs& in, size_t available) {
 // One line of advice for an alternative run: what it needs, what it saves against `needed`, and
 // whether it fits (else the largest -b that does with it).
 std::string alternative(const char* what, const MemoryPlanInputs& alt, size_t needed, size_t available) {
-  const size_t alt_peak = peak(alt);
+  const size_t alt_peak = needs(alt);
   const std::string saving = alt_peak < needed ? fmt::format("saves {}", format_bytes(needed - alt_peak))
                                                : std::string("saves nothing");
   if (alt_peak <= available)
@@ -70,16 +70,14 @@ std::string alternative(const char* what, const MemoryPlanInputs& alt, size_t ne
 
 MemoryBudget budget_from_device_memory(size_t device_memory, bool nccl_pending) {
   const size_t reserve = kContextReserveBytes + (nccl_pending ? kNcclReserveBytes : 0);
-  return budget_after_reserve(device_memory, reserve,
-                              fmt::format("--device-memory {} (CUDA context, cuBLAS, cuDNN{})",
-                                          format_bytes(device_memory), nccl_pending ? ", NCCL" : ""));
+  return budget_after_reserve(device_memory, "--device-memory", reserve,
+                              nccl_pending ? "the CUDA context, cuBLAS, cuDNN and NCCL" : "the CUDA context, cuBLAS and cuDNN");
 }
 
 MemoryBudget budget_from_free_memory(size_t free_bytes, bool nccl_pending) {
   const size_t reserve = kLibraryReserveBytes + (nccl_pending ? kNcclReserveBytes : 0);
-  return budget_after_reserve(free_bytes, reserve,
-                              fmt::format("the GPU's free {} (library kernels{})", format_bytes(free_bytes),
-                                          nccl_pending ? ", NCCL" : ""));
+  return budget_after_reserve(free_bytes, "the GPU's free", reserve,
+                              nccl_pending ? "library kernels and NCCL" : "library kernels");
 }
 
 MemoryBudget tighter(const MemoryBudget& a, const MemoryBudget& b) { return b.available < a.available ? b : a; }
@@ -104,16 +102,11 @@ std::string describe_plan(const MemoryPlanInputs& in, const MemoryPlan& plan, in
   for (const PlannedBuffer& b : plan.buffers) row(b);
   text += fmt::format("  {:<28} {:>14} {:>3} {:>12.1f}  ({})\n", "total", "", "", double(plan.total_bytes()) / kMiB,
                       format_bytes(plan.total_bytes()));
-  for (const PlannedBuffer& b : plan.transient) {
-    row(b);
-    text += fmt::format("  {:<28} {:>14} {:>3} {:>12.1f}  ({}, while the upload lasts)\n", "start-up peak", "", "",
-                        double(plan.peak_bytes()) / kMiB, format_bytes(plan.peak_bytes()));
-  }
   return text;
 }
 
 std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int ranks, const MemoryBudget& budget) {
-  const size_t needed = plan.peak_bytes(), available = budget.available;
+  const size_t needed = plan.total_bytes(), available = budget.available;
   const std::string figures = fmt::format("needs {} per rank, {} available ({})", format_bytes(needed),
                                           format_bytes(available), budget.source);
   if (needed <= available)
@@ -145,7 +138,7 @@ std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int r
 }
 
 void check_memory_fits(const MemoryPlanInputs& in, const MemoryPlan& plan, int ranks, const MemoryBudget& budget) {
-  if (plan.peak_bytes() <= budget.available) return;
+  if (plan.total_bytes() <= budget.available) return;
   throw std::runtime_error(fmt::format(
       "not enough GPU memory for B={} T={} -r {} -z {} over {} rank(s) ({}, {} attention); stopped before "
       "allocating: {}  (./train_gpt2cu --dry-run {} with the same flags prints the whole plan)",

@@ -26,7 +26,7 @@ constexpr size_t kNcclReserveBytes = size_t(512) << 20;
 // The memory a plan's peak must fit in, and where the figure comes from.
 struct MemoryBudget {
   size_t available = 0;
-  std::string source;  // e.g. "--device-memory 40.00 GiB less a 1.50 GiB reserve (...)"
+  std::string source;  // e.g. "--device-memory 40.00 GiB less 1536.0 MiB for the CUDA context, ..."
 };
 
 // A card of `device_memory` bytes in all (--device-memory), with nothing allocated yet.
@@ -40,7 +40,7 @@ MemoryBudget tighter(const MemoryBudget& a, const MemoryBudget& b);
 std::string format_bytes(size_t bytes);
 
 // The plan as a table (one row per buffer: elements, bytes per element, MiB, what it scales with),
-// its total and start-up peak, after a header line naming the run (`ranks` ranks).
+// and its total, after a header line naming the run (`ranks` ranks).
 std::string describe_plan(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks);
 
 // "fits: ..." with the margin, or "does not fit: ..." with the figures (needed vs available), the
@@ -48,7 +48,7 @@ std::string describe_plan(const MemoryPlanInputs& inputs, const MemoryPlan& plan
 // fit. `ranks` is the number of ranks, for -z 1.
 std::string fit_report(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks, const MemoryBudget& budget);
 
-// Throws std::runtime_error naming the run, with fit_report's text, when plan.peak_bytes() >
+// Throws std::runtime_error naming the run, with fit_report's text, when plan.total_bytes() >
 // budget.available.
 void check_memory_fits(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks, const MemoryBudget& budget);
 

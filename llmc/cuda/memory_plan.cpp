@@ -58,12 +58,6 @@ size_t MemoryPlan::total_bytes() const {
   return total;
 }
 
-size_t MemoryPlan::peak_bytes() const {
-  size_t extra = 0;
-  for (const PlannedBuffer& b : transient) extra = std::max(extra, b.bytes());
-  return total_bytes() + extra;
-}
-
 MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   const GPT2Config& cfg = in.config;
   if (in.batch <= 0 || in.seq_len <= 0 || in.seq_len > cfg.max_seq_len)
@@ -79,7 +73,7 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   const size_t L = size_t(cfg.num_layers), C = size_t(cfg.channels), NH = size_t(cfg.num_heads);
   const size_t Vp = size_t(cfg.padded_vocab_size), B = size_t(in.batch), T = size_t(in.seq_len), BT = B * T;
   const size_t X = bf16 ? 2 : 4, F = sizeof(float), I = sizeof(int);
-  const size_t n = in.partition.num_elements(), padded = in.partition.buffer_size(), owned = in.partition.owned().size();
+  const size_t padded = in.partition.buffer_size(), owned = in.partition.owned().size();
   // -r 2 recomputes ln1/ln2 into one slot; -r 1 and 2 recompute the GELU into one slot.
   const size_t ln_slots = in.recompute >= 2 ? 1 : L, gelu_slots = in.recompute >= 1 ? 1 : L;
   const size_t scores = B * NH * T * T;  // one layer's attention matrix (fallback)
@@ -145,8 +139,6 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
         in.cudnn_workspace_bytes > 0 ? in.cudnn_workspace_bytes
                                      : cudnn_workspace_estimate(cfg, in.batch, in.seq_len),
         1, in.cudnn_workspace_bytes > 0 ? "cuDNN's answer" : "B*T*C (estimate)");
-  if (bf16 && owned != n)
-    plan.transient.push_back({BufferId::kParamUpload, "parameter upload (start-up)", n, F, "parameters"});
   return plan;
 }
 

@@ -28,7 +28,6 @@ enum class BufferId {
   kQkv, kAtty, kRes2, kFch, kFchGelu, kBranch, kLnf, kLogits, kLosses,
   kAttStats, kAttProbs, kAttQ, kAttK, kAttV, kAttVaccum, kAttDq, kAttDk, kAttDv, kAttScores,
   kDres, kDln, kDbig, kScratch, kScalars, kTokens, kBuckets, kBlasWorkspace, kCudnnWorkspace,
-  kParamUpload,  // transient: set_parameters' fp32 copy of the whole model (bf16, ZeRO-1)
 };
 
 // 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes (shared with cuBLAS proper).
@@ -83,16 +82,14 @@ struct PlannedBuffer {
   size_t bytes() const { return elements * element_bytes; }
 };
 
+// Nothing else is allocated on the device for the run's lifetime, nor for a moment: loading the
+// parameters stages them through the logits buffer (CudaBackend::set_parameters).
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;  // what the backend allocates and keeps, in allocation order
-  // Allocated for a moment at start-up on top of the buffers: set_parameters' fp32 copy of the
-  // whole model when the fp32 master holds only a ZeRO-1 shard (bf16); else none.
-  std::vector<PlannedBuffer> transient;
 
   // The planned buffer `id`, or null when this configuration does not allocate it.
   const PlannedBuffer* find(BufferId id) const;
-  size_t total_bytes() const;  // the buffers (what CudaBackend::device_bytes() reports)
-  size_t peak_bytes() const;   // total_bytes() plus the largest transient
+  size_t total_bytes() const;  // what CudaBackend::device_bytes() reports
 };
 
 // Throws std::invalid_argument for inputs the backend would reject (non-positive B or T, T above
