@@ -112,7 +112,7 @@ std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int r
   if (needed <= available)
     return fmt::format("fits: {}; {} to spare\n", figures, format_bytes(available - needed));
 
-  std::string text = fmt::format("does not fit: {}\n", figures);
+  std::string text = fmt::format("does not fit: {}; {} short\n", figures, format_bytes(needed - available));
   std::vector<PlannedBuffer> biggest = plan.buffers;
   std::sort(biggest.begin(), biggest.end(),
             [](const PlannedBuffer& a, const PlannedBuffer& b) { return a.bytes() > b.bytes(); });
