@@ -5,7 +5,8 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2 and (bf16) both
-// attention kernels. One PASS/FAIL line per check, then a summary.
+// attention kernels, and the memory plan (device_bytes equals the plan's total; the drop in free
+// memory is that plus at most the libraries' reserve). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -25,6 +26,7 @@
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
 #include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
@@ -234,7 +236,22 @@ int run(const Args& a) {
 
   CpuBackend cpu(config);
   cpu.set_parameters(params.data());
+  // The memory plan: the backend allocates exactly the plan's buffers, and the device's free memory
+  // drops by that much plus at most the reserve the plan keeps for the libraries' handles and
+  // kernels (kLibraryReserveBytes, llmc/cuda/memory_fit.h). The first query creates the context.
+  cuda_free_memory();
+  const size_t free_before = cuda_free_memory().value_or(0);
   auto cuda = make_cuda(config, a, 1, attention, params);
+  const size_t free_after = cuda_free_memory().value_or(0), allocated = cuda->device_bytes();
+  const double mib = 1024.0 * 1024.0;
+  report.check(fmt::format("device_bytes {} = the memory plan's total {}", allocated, cuda->memory_plan().total_bytes()),
+               std::fabs(double(allocated) - double(cuda->memory_plan().total_bytes())), 0.5, "bytes off");
+  const double drop = double(free_before) - double(free_after);
+  report.check(fmt::format("free memory drop {:.1f} MiB >= device_bytes {:.1f} MiB", drop / mib, allocated / mib),
+               drop >= double(allocated) ? 0.0 : (double(allocated) - drop) / mib, 0.5, "MiB short");
+  report.check(fmt::format("free memory drop beyond device_bytes (bar: the {:.0f} MiB reserve)",
+                           kLibraryReserveBytes / mib),
+               (drop - double(allocated)) / mib, kLibraryReserveBytes / mib, "MiB");
 
   std::vector<float> round(n);
   cuda->get_parameters(round.data());

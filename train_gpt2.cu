@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/memory_fit.h"
+#include "llmc/cuda/memory_plan.h"
 #include "llmc/train/trainer_main.h"
 
 namespace {
@@ -55,6 +58,26 @@ bool use_nccl(llmc::Communicator& host, int device) {
   return choice == "nccl" || host.world_size() > 1;
 }
 
+// --dry-run N: rank 0's plan (the largest ZeRO-1 chunk) for this build's precision and attention,
+// checked against --device-memory, else the free memory of a GPU if this machine has one. Several
+// ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them.
+std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
+  llmc::MemoryPlanInputs in =
+      llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, o.recompute, o.zero_stage, ranks,
+                             llmc::cuda_precision(), llmc::default_attention_kind());
+  in.overlap_buckets = in.overlap_buckets && o.overlap;
+  const llmc::MemoryPlan plan = llmc::plan_memory(in);
+  const std::string text = llmc::describe_plan(in, plan, ranks);
+  const bool nccl = ranks > 1;
+  if (o.device_memory > 0)
+    return text + llmc::fit_report(in, plan, ranks, llmc::budget_from_device_memory(o.device_memory, nccl));
+  if (const std::optional<size_t> free_bytes = llmc::cuda_free_memory())
+    return text + llmc::fit_report(in, plan, ranks, llmc::budget_from_free_memory(*free_bytes, nccl));
+  return text + fmt::format("no limit given (no --device-memory, no GPU here): it needs {} per rank; "
+                            "--device-memory 80GiB checks it against an 80 GiB card\n",
+                            llmc::format_bytes(plan.total_bytes()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,15 +91,18 @@ int main(int argc, char** argv) {
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.local_rank = placement.process.local_rank;
+    options.world_size = placement.process.world_size;
+    options.device_memory = o.device_memory;
     if (use_nccl(*placement.host, options.device)) options.nccl_host = placement.host;
     options.overlap_gradients = o.overlap && placement.process.world_size > 1;
     auto backend = std::make_unique<llmc::CudaBackend>(config, options, placement.partition);
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;
-      fmt::print("cuda: {} | precision {} | attention {} | recompute {} | {:.1f} MiB allocated | {}\n",
+      const double mib = 1024.0 * 1024.0;
+      fmt::print("cuda: {} | precision {} | attention {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB allocated | {}\n",
                  llmc::cuda_device_description(), llmc::cuda_precision_name(),
                  llmc::attention_kind_name(options.attention), options.recompute,
-                 double(backend->device_bytes()) / (1024.0 * 1024.0),
+                 double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
                                    : std::string("one rank"));
@@ -84,5 +110,5 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     return backend;
-  });
+  }, dry_run_plan);
 }

@@ -219,7 +219,12 @@ float bf16_to_float(uint16_t x) {
   return f;
 }
 
-ModelFile load_model(const std::string& path) {
+namespace {
+
+// Opens a model file and reads and checks its header: magic, version, shape, and that the file's
+// size is the header plus exactly the parameters it implies. Returns the stream positioned at the
+// parameters; `model` gets the config and version, not the parameters.
+std::ifstream open_model(const std::string& path, ModelFile& model) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error(fmt::format("cannot open model file '{}'", path));
   const auto file_size = static_cast<unsigned long long>(in.tellg());
@@ -237,7 +242,6 @@ ModelFile load_model(const std::string& path) {
   if (header[1] != kModelVersionFp32 && header[1] != kModelVersionBf16)
     throw std::runtime_error(fmt::format("model file '{}' has version {}, expected {} (fp32) or {} (bf16)",
                                          path, header[1], kModelVersionFp32, kModelVersionBf16));
-  ModelFile model;
   model.version = header[1];
   model.config.max_seq_len = header[2];
   model.config.vocab_size = header[3];
@@ -256,6 +260,21 @@ ModelFile load_model(const std::string& path) {
     throw std::runtime_error(fmt::format(
         "model file '{}' is {} bytes but its header (version {}, {} parameters) needs {} bytes",
         path, file_size, model.version, n, expected));
+  return in;
+}
+
+}  // namespace
+
+GPT2Config load_model_config(const std::string& path) {
+  ModelFile model;
+  open_model(path, model);
+  return model.config;
+}
+
+ModelFile load_model(const std::string& path) {
+  ModelFile model;
+  std::ifstream in = open_model(path, model);
+  const size_t n = num_parameters(model.config);
   model.params.resize(n);
   if (model.version == kModelVersionFp32) {
     in.read(reinterpret_cast<char*>(model.params.data()), std::streamsize(n * 4));

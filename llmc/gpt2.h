@@ -76,6 +76,9 @@ struct ModelFile {
 // Reads a version 3 (fp32) or 5 (bf16) model file; throws std::runtime_error naming the file on a
 // bad magic/version/shape or a size that does not match the header.
 ModelFile load_model(const std::string& path);
+// The shape in a model file's header, with the same checks as load_model (magic, version, shape,
+// file size), without reading the parameters.
+GPT2Config load_model_config(const std::string& path);
 // Writes crash-safely (path + ".tmp", fsync, rename, fsync of the directory: see
 // llmc/io/checkpoint_files.h); version 5 rounds to bf16 to nearest even. Returns the Checksum64 of
 // the file's bytes (checkpoints store it in their state file; the model file format has no room

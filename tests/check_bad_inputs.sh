@@ -115,6 +115,10 @@ expect_error "-e:" "${common[@]}" -e d13
 expect_error "-n: checkpoints need an output dir" "${common[@]}" -n 5
 expect_error "-t: sequence length 64 exceeds the model's max_seq_len 32" "${common[@]}" -t 64
 expect_error "-d: total batch of 100 tokens is not divisible" "${common[@]}" -d 100
+# GPU memory is train_gpt2cu's business: the CPU trainer points there instead of ignoring the flags.
+expect_error "--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N" "${common[@]}" --dry-run 8
+expect_error "--device-memory: this trainer runs on the CPU" "${common[@]}" --device-memory 40GiB
+expect_error "--device-memory: '80' has no unit" "${common[@]}" --device-memory 80
 expect_error "-b: B*T = 2147483647*2" "${common[@]}" -b 2147483647 -t 2
 # A batch the shards cannot hold: names the shard and the tokens one step needs.
 expect_error "it needs at least 1601 tokens" "${common[@]}" -b 100

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
-# BF16 and FP32 for sm_80 and sm_90a, and the dev/cuda kernel benchmarks for sm_90a.
+# BF16 and FP32 for sm_80 and sm_90a, and the dev/cuda kernel benchmarks for sm_90a. Then runs the
+# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh).
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
 # no nvcc.
 #
@@ -114,9 +115,21 @@ for p in bf16 fp32; do
     [ -x "$check_build/cuda-$p/$b" ] || { echo "FAIL  $check_build/cuda-$p/$b was not built"; failed=$((failed + 1)); }
   done
 done
+# A dry run needs no GPU: the bf16 trainer just built plans its memory here (a few seconds).
+dry_run="not run (no bf16 train_gpt2cu)"
+if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
+  if out=$(bash tests/lib/dry_run_checks.sh "$check_build/cuda-bf16/train_gpt2cu" 2>&1); then
+    echo "ok    train_gpt2cu --dry-run"
+  else
+    echo "FAIL  train_gpt2cu --dry-run"
+    sed 's/^/      /' <<<"$out"
+    failed=$((failed + 1))
+  fi
+  dry_run=$(tail -n 1 <<<"$out")
+fi
 echo "full compiler output: $log"
 if [ "$failed" -ne 0 ]; then
-  echo "cuda build: $failed of $((failed + built)) builds failed or warned"
+  echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries"
+echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $dry_run"

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,15 +40,14 @@
 #include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/layernorm.cuh"
 #include "llmc/cuda/matmul.cuh"
+#include "llmc/cuda/memory_fit.h"
+#include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/random.cuh"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
 namespace {
-
-// 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes.
-constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
 
 // accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
 // the reported loss is reproducible and never needs the host.
@@ -69,7 +69,7 @@ void accumulate_loss(float* accumulator, const float* losses, int n, float scale
 CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
                         const OptimizerPartition& partition_)
     : cfg(config), opt(options), partition(partition_) {
-  const int C = cfg.channels, L = cfg.num_layers, NH = cfg.num_heads;
+  const int C = cfg.channels, NH = cfg.num_heads;
   if (opt.max_batch <= 0 || opt.max_seq_len <= 0 || opt.max_seq_len > cfg.max_seq_len)
     throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} is not within 1..{} tokens per row",
                                          opt.max_batch, opt.max_seq_len, cfg.max_seq_len));
@@ -97,90 +97,59 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   owned = partition.owned();
   owned_slices = tensor_slices(layout, owned);
   max_bt = size_t(opt.max_batch) * opt.max_seq_len;
-  const size_t BT = max_bt, Cs = size_t(C), Vp = size_t(cfg.padded_vocab_size);
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-
   if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, opt.local_rank, stream);
-  params = alloc<floatX>(buffer_size, "parameters");
-#if !defined(ENABLE_FP32)
-  master = alloc<float>(owned.size(), "master weights");
-#endif
-  grads = alloc<floatX>(buffer_size, "gradients");
-  m = alloc<float>(owned.size(), "AdamW m");
-  v = alloc<float>(owned.size(), "AdamW v");
 
-  const size_t ln_slots = opt.recompute >= 2 ? 1 : size_t(L);
-  const size_t gelu_slots = opt.recompute >= 1 ? 1 : size_t(L);
-  residual = alloc<floatX>((L + 1) * BT * Cs, "residual stream");
-  ln1 = alloc<floatX>(ln_slots * BT * Cs, "ln1");
-  ln2 = alloc<floatX>(ln_slots * BT * Cs, "ln2");
-  ln1_mean = alloc<float>(L * BT, "ln1 mean");
-  ln1_rstd = alloc<float>(L * BT, "ln1 rstd");
-  ln2_mean = alloc<float>(L * BT, "ln2 mean");
-  ln2_rstd = alloc<float>(L * BT, "ln2 rstd");
-  lnf_mean = alloc<float>(BT, "lnf mean");
-  lnf_rstd = alloc<float>(BT, "lnf rstd");
-  qkv = alloc<floatX>(L * BT * 3 * Cs, "qkv");
-  atty = alloc<floatX>(L * BT * Cs, "attention output");
-  res2 = alloc<floatX>(L * BT * Cs, "residual after attention");
-  fch = alloc<floatX>(L * BT * 4 * Cs, "fc pre-GELU");
-  fch_gelu = alloc<floatX>(gelu_slots * BT * 4 * Cs, "fc GELU");
-  branch = alloc<floatX>(BT * Cs, "projection outputs");
-  lnf = alloc<floatX>(BT * Cs, "lnf");
-  logits = alloc<floatX>(BT * Vp, "logits");
-  losses = alloc<float>(BT, "losses");
-  if (cudnn_attention()) {
-    att_stats = alloc<float>(L * BT * NH, "attention statistics");
-  } else {
-    const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
-    att = alloc<floatX>(L * scores, "attention probabilities");
-    att_buffers.q = alloc<floatX>(BT * Cs, "attention q");
-    att_buffers.k = alloc<floatX>(BT * Cs, "attention k");
-    att_buffers.v = alloc<floatX>(BT * Cs, "attention v");
-    att_buffers.vaccum = alloc<floatX>(BT * Cs, "attention vaccum");
-    att_buffers.dq = alloc<floatX>(BT * Cs, "attention dq");
-    att_buffers.dk = alloc<floatX>(BT * Cs, "attention dk");
-    att_buffers.dv = alloc<floatX>(BT * Cs, "attention dv");
-    att_buffers.scratch = alloc<floatX>(scores, "attention scores");
-  }
-  dres = alloc<floatX>(BT * Cs, "residual gradient");
-  d_ln = alloc<floatX>(BT * Cs, "layer gradient");
-  d_big = alloc<floatX>(BT * 4 * Cs, "fc/qkv gradient");
-  scratch = alloc<float>(std::max(layernorm_backward_scratch_floats(C), matmul_bias_grad_scratch_floats(int(BT), 4 * C)),
-                         "gradient partial sums");
-  scalars = alloc<float>(kScalars + kGlobalNormBlocks, "scalars");
-  tokens_dev = alloc<int>(2 * BT, "tokens");
-  buckets_dev = alloc<int>(3 * BT + 1, "encoder buckets");
-  CUDA_CHECK(cudaMallocHost(&host_scalar, sizeof(float)));
-  for (int s = 0; s < 2; ++s) {
-    CUDA_CHECK(cudaMallocHost(&tokens_host[s], 2 * BT * sizeof(int)));
-    CUDA_CHECK(cudaMallocHost(&buckets_host[s], (3 * BT + 1) * sizeof(int)));
-    CUDA_CHECK(cudaEventCreateWithFlags(&tokens_copied[s], cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
-  }
-
-  if (nccl && opt.overlap_gradients) setup_bucket_sync();
-  blas_workspace = alloc<unsigned char>(kBlasWorkspaceBytes, "cuBLASLt workspace");
-  blas = std::make_unique<BlasContext>(blas_workspace, kBlasWorkspaceBytes);
+  plan_inputs.config = cfg;
+  plan_inputs.batch = opt.max_batch;
+  plan_inputs.seq_len = opt.max_seq_len;
+  plan_inputs.recompute = opt.recompute;
+  plan_inputs.precision = cuda_precision();
+  plan_inputs.attention = opt.attention;
+  plan_inputs.partition = partition;
+  // all_reduce_gradients stages with several ranks, the ZeRO-1 collectives with any number.
+  plan_inputs.host_staging = nccl == nullptr && (opt.world_size > 1 || partition.sharded);
+  plan_inputs.overlap_buckets = nccl != nullptr && opt.overlap_gradients;
 #if !defined(ENABLE_FP32)
   if (cudnn_attention()) {
-    // Plans for the training shape and for sampling (B=1 at the longest T), built now so that
-    // their workspace is allocated once.
+    // cuDNN's workspace is known only once its plans exist: for the training shape and for sampling
+    // (B=1 at the longest T), built now, so that the plan holds the real size.
     cudnn = std::make_unique<CudnnAttention>();
     const int HS = C / NH;
     size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
     bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
     bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS, true));
-    ensure_cudnn_workspace(bytes);
+    plan_inputs.cudnn_workspace_bytes = bytes;
   }
 #endif
+  MemoryPlan plan = plan_memory(plan_inputs);
+  // The free memory now (the context, NCCL and cuDNN's handle exist), and --device-memory's card.
+  const std::optional<size_t> free_bytes = cuda_free_memory();
+  if (!free_bytes) throw std::runtime_error("CUDA backend: cannot query the device's free memory");
+  MemoryBudget budget = budget_from_free_memory(*free_bytes, false);
+  if (opt.device_memory > 0) budget = tighter(budget, budget_from_device_memory(opt.device_memory, nccl != nullptr));
+  check_memory_fits(plan_inputs, plan, opt.world_size, budget);
+
+  buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
+  allocate_backend_buffers<floatX>(*buffers, *this, opt.attention);
+  if (bucket_staging) setup_bucket_sync();
+  if (staging_dev) staging_host.resize(buffer_size);
+  if (cudnn_attention()) cudnn_workspace_bytes = buffers->plan().find(BufferId::kCudnnWorkspace)->bytes();
+  CUDA_CHECK(cudaMallocHost(&host_scalar, sizeof(float)));
+  for (int s = 0; s < 2; ++s) {
+    CUDA_CHECK(cudaMallocHost(&tokens_host[s], 2 * max_bt * sizeof(int)));
+    CUDA_CHECK(cudaMallocHost(&buckets_host[s], (3 * max_bt + 1) * sizeof(int)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&tokens_copied[s], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
+  }
+  blas = std::make_unique<BlasContext>(blas_workspace, buffers->plan().find(BufferId::kBlasWorkspace)->bytes());
 
   CUDA_CHECK(cudaMemsetAsync(params, 0, buffer_size * sizeof(floatX), stream));
   if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
   CUDA_CHECK(cudaMemsetAsync(m, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(v, 0, owned.size() * sizeof(float), stream));
-  CUDA_CHECK(cudaMemsetAsync(scalars, 0, (kScalars + kGlobalNormBlocks) * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -192,8 +161,7 @@ CudaBackend::Impl::~Impl() {
   cudnn.reset();
 #endif
   blas.reset();
-  for (void* p : allocations) cudaFree(p);
-  if (cudnn_workspace) cudaFree(cudnn_workspace);
+  buffers.reset();
   for (int s = 0; s < 2; ++s) {
     if (tokens_host[s]) cudaFreeHost(tokens_host[s]);
     if (buckets_host[s]) cudaFreeHost(buckets_host[s]);
@@ -211,21 +179,9 @@ CudaBackend::Impl::~Impl() {
 // never does in practice); growing it frees the old buffer, which waits for the GPU once.
 void CudaBackend::Impl::ensure_cudnn_workspace(size_t bytes) {
   if (bytes <= cudnn_workspace_bytes) return;
-  if (cudnn_workspace) {
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    CUDA_CHECK(cudaFree(cudnn_workspace));
-    allocated_bytes -= cudnn_workspace_bytes;
-    cudnn_workspace = nullptr;
-    cudnn_workspace_bytes = 0;
-  }
-  const cudaError_t err = cudaMalloc(&cudnn_workspace, bytes);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    throw std::runtime_error(fmt::format("CUDA backend: cannot allocate {} of cuDNN attention workspace: {}",
-                                         mib(bytes), cudaGetErrorString(err)));
-  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudnn_workspace = buffers->regrow(BufferId::kCudnnWorkspace, bytes);
   cudnn_workspace_bytes = bytes;
-  allocated_bytes += bytes;
 }
 
 // tokens_dev = inputs then targets (targets may be null: sampling).
@@ -375,7 +331,15 @@ const GPT2Config& CudaBackend::config() const { return impl_->cfg; }
 
 const OptimizerPartition& CudaBackend::partition() const { return impl_->partition; }
 
-size_t CudaBackend::device_bytes() const { return impl_->allocated_bytes; }
+size_t CudaBackend::device_bytes() const { return impl_->buffers->allocated_bytes(); }
+
+const MemoryPlan& CudaBackend::memory_plan() const { return impl_->buffers->plan(); }
+
+size_t CudaBackend::planned_bytes() const {
+  MemoryPlanInputs estimated = impl_->plan_inputs;
+  estimated.cudnn_workspace_bytes = 0;
+  return plan_memory(estimated).total_bytes();
+}
 
 size_t CudaBackend::optimizer_state_bytes() const {
   const Impl& d = *impl_;

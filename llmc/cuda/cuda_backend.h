@@ -11,17 +11,14 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llmc/backend.h"
+#include "llmc/cuda/memory_plan.h"
 
 namespace llmc {
-
-enum class AttentionKind {
-  kCudnn,     // cuDNN flash attention (bf16 builds only)
-  kFallback,  // llmc/cuda/attention.cuh: explicit T x T scores, exact; the only kind in the FP32 build
-};
 
 struct CudaBackendOptions {
   int max_batch = 4;     // the largest B of any call (activations are allocated once for it)
@@ -42,6 +39,13 @@ struct CudaBackendOptions {
   // (llmc/dist/gradient_buckets.h) so that begin/finish_gradient_sync overlap the backward pass.
   // Without NCCL the sums wait for the backward pass (host staging must wait for the GPU anyway).
   bool overlap_gradients = false;
+  // The run's ranks: without nccl_host, several ranks (or ZeRO-1 on one) send the collectives
+  // through a device fp32 staging buffer, planned and allocated up front; also the -z 1 advice.
+  int world_size = 1;
+  // Before allocating, the memory plan (llmc/cuda/memory_plan.h) must fit the GPU's free memory and,
+  // when this is not 0, this many bytes per GPU (--device-memory), each less its reserve
+  // (llmc/cuda/memory_fit.h); otherwise the constructor throws with the figures and advice.
+  size_t device_memory = 0;
 };
 
 // "fp32" or "bf16": the precision this binary was built with.
@@ -49,7 +53,8 @@ const char* cuda_precision_name();
 // The attention a build uses by default: cuDNN in bf16, the fallback in fp32. The environment
 // variable LLMC_ATTENTION=fallback|cudnn overrides it (cudnn is refused in the FP32 build).
 AttentionKind default_attention_kind();
-const char* attention_kind_name(AttentionKind kind);
+// The build's precision as the memory plan names it.
+Precision cuda_precision();
 // Number of CUDA devices, 0 when there is none or no working driver (never throws).
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
@@ -62,11 +67,15 @@ std::string cuda_library_versions();
 int cuda_device_for_local_rank(int local_rank);
 // The device's UUID as 32 hex digits: ranks that print the same UUID share one GPU.
 std::string cuda_device_uuid(int device);
+// The current device's free memory (cudaMemGetInfo, which creates the CUDA context), or nothing
+// without a device or a working driver (never throws).
+std::optional<size_t> cuda_free_memory();
 
 class CudaBackend : public Backend {
  public:
-  // Allocates everything on the current device; throws std::runtime_error (naming the shape and
-  // the bytes asked for) when the model or batch does not fit or the shape is unsupported.
+  // Plans the device memory, checks that the plan fits (options.device_memory), then allocates
+  // exactly the plan's buffers on the device; throws std::runtime_error (the figures, the largest -b
+  // that fits, what -r 2 and -z 1 would save) when it does not fit, or the shape is unsupported.
   CudaBackend(const GPT2Config& config, const CudaBackendOptions& options);
   // For one rank of several: gradients and parameters padded to partition.buffer_size(), AdamW m,
   // v and (bf16) the fp32 master weights only for partition.owned().
@@ -104,8 +113,13 @@ class CudaBackend : public Backend {
   // gradients in parameter layout, both converted to fp32.
   std::vector<float> forward_logits(const int* inputs, int B, int T);
   void get_gradients(float* grads);
-  // Device bytes this backend allocated itself (parameters, state, activations, workspaces).
+  // Device bytes this backend allocated itself (parameters, state, activations, workspaces): the
+  // sum of its memory plan's buffers, cuDNN's workspace at the size cuDNN asked for.
   size_t device_bytes() const;
+  // The plan it allocated from, and its total with cuDNN's workspace estimated instead (what
+  // `train_gpt2cu --dry-run` prints).
+  const MemoryPlan& memory_plan() const;
+  size_t planned_bytes() const;
 
  private:
   struct Impl;

@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "llmc/cuda/attention_buffers.cuh"
+#include "llmc/cuda/backend_buffers.h"
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/memory_plan.h"
+#include "llmc/cuda/planned_allocator.h"
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/dist/nccl_communicator.h"
 #if !defined(ENABLE_FP32)
@@ -65,7 +68,25 @@ inline ncclDataType_t nccl_floatx() {
 
 inline std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
 
-struct CudaBackend::Impl {
+// cudaMalloc and cudaFree behind the memory plan's allocator interface.
+class CudaDeviceAllocator final : public DeviceAllocator {
+ public:
+  void* allocate(size_t bytes, const char* name) override {
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error(
+          fmt::format("CUDA backend: cannot allocate {} for {}: {}", mib(bytes), name, cudaGetErrorString(err)));
+    }
+    return p;
+  }
+  void release(void* pointer) override { cudaFree(pointer); }
+};
+
+// The device buffers (parameters, optimizer state, activations, workspaces) are the members of
+// BackendBuffers<floatX> (llmc/cuda/backend_buffers.h), allocated from the memory plan.
+struct CudaBackend::Impl : BackendBuffers<floatX> {
   GPT2Config cfg;
   CudaBackendOptions opt;
   OptimizerPartition partition;
@@ -76,69 +97,35 @@ struct CudaBackend::Impl {
   std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
   size_t max_bt = 0;  // max_batch * max_seq_len
   cudaStream_t stream = nullptr;
-  std::vector<void*> allocations;
-  size_t allocated_bytes = 0;
+  MemoryPlanInputs plan_inputs;  // the plan allocated from (cuDNN's workspace as cuDNN asked for it)
+  CudaDeviceAllocator device_allocator;
+  std::unique_ptr<PlannedAllocator> buffers;  // owns the device buffers; frees them when reset
 
-  // Parameters and optimizer state, each one contiguous buffer in checkpoint order; master, m and v
-  // hold only the owned range (element owned.begin is their element 0).
-  floatX* params = nullptr;
-  float* master = nullptr;  // fp32 master weights (bf16 build; in fp32 the parameters are the master)
-  floatX* grads = nullptr;
-  float* m = nullptr;
-  float* v = nullptr;
-  // Collectives: NCCL on the device buffers, or fp32 staging through the host (allocated on first use).
+  // Collectives: NCCL on the device buffers, or fp32 staging through the host (staging_dev).
   std::unique_ptr<NcclCommunicator> nccl;
-  float* staging_dev = nullptr;
   std::vector<float> staging_host, staging_shard;
   // Overlapped gradient sums (opt.overlap_gradients over NCCL): bucket b's messages run on
   // comm_stream after bucket_event, recorded on `stream` behind its last gradient kernel; one
   // staging buffer serves every bucket because comm_stream runs them in order.
   struct BucketSpans {
-    int pack_begin = 0, num_pack = 0, unpack_begin = 0, num_unpack = 0;  // into spans_dev
+    int pack_begin = 0, num_pack = 0, unpack_begin = 0, num_unpack = 0;  // into bucket_span_table
     size_t largest_pack = 0, largest_unpack = 0;                          // longest span counts
   };
   std::vector<BucketTransfer> transfers;
   std::vector<BucketSpans> bucket_spans;
-  CopySpan* spans_dev = nullptr;
-  floatX* bucket_staging = nullptr;
   cudaStream_t comm_stream = nullptr;
   cudaEvent_t bucket_event = nullptr, comm_done = nullptr;
   Communicator* sync_host = nullptr;  // between begin_ and finish_gradient_sync
   int buckets_started = 0;
 
-  // Activations; per-layer tensors are L consecutive slots of max_bt rows.
-  floatX* residual = nullptr;  // (L+1) slots x C
-  floatX* ln1 = nullptr;       // L slots (1 with recompute 2) x C
-  floatX* ln2 = nullptr;       // likewise
-  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;  // L slots x 1
-  float *lnf_mean = nullptr, *lnf_rstd = nullptr;
-  floatX* qkv = nullptr;       // L slots x 3C
-  floatX* atty = nullptr;      // L slots x C
-  floatX* res2 = nullptr;      // L slots x C
-  floatX* fch = nullptr;       // L slots x 4C: the pre-GELU
-  floatX* fch_gelu = nullptr;  // L slots (1 with recompute >= 1) x 4C
-  floatX* branch = nullptr;    // max_bt x C: attproj and fcproj outputs, consumed at once
-  floatX* lnf = nullptr;       // max_bt x C
-  floatX* logits = nullptr;    // max_bt x Vp, then their gradient
-  float* losses = nullptr;     // max_bt
-  float* att_stats = nullptr;  // cuDNN: L slots x NH log-sum-exp rows
-  floatX* att = nullptr;       // fallback: L slots x NH x T probabilities
-  AttentionBuffers att_buffers{};
-  // Backward: dres is the gradient of the residual stream; d_ln and d_big are reused per layer.
-  floatX* dres = nullptr;   // max_bt x C
-  floatX* d_ln = nullptr;   // max_bt x C
-  floatX* d_big = nullptr;  // max_bt x 4C (the fc pre-activation gradient, then dqkv)
-  float* scratch = nullptr;  // fp32 partial sums of the LayerNorm and bias gradients (never both at once)
-
-  // fp32 scalars: the step's loss, a validation loss, the squared norm; then the norm's partials.
-  enum { kLossAccum, kNormSquared, kScalars = 4 };
-  float* scalars = nullptr;
+  // The fp32 scalars (`scalars`): the step's loss, the squared norm; the norm's partials follow.
+  enum { kLossAccum, kNormSquared };
+  static constexpr size_t kScalars = kScalarSlots;
   float* host_scalar = nullptr;  // pinned
 
-  // Token staging: the host writes a pinned slot, one async copy moves it. Two slots alternate, and
-  // a slot is rewritten only after the event recorded behind its previous copy has fired.
-  int* tokens_dev = nullptr;   // inputs (max_bt) then targets (max_bt)
-  int* buckets_dev = nullptr;  // encoder backward buckets, up to 3 * max_bt + 1 ints
+  // Token staging: the host writes a pinned slot, one async copy moves it into tokens_dev (or
+  // buckets_dev). Two slots alternate, and a slot is rewritten only after the event recorded behind
+  // its previous copy has fired.
   std::array<int*, 2> tokens_host{};
   std::array<int*, 2> buckets_host{};
   std::array<cudaEvent_t, 2> tokens_copied{};
@@ -146,33 +133,14 @@ struct CudaBackend::Impl {
   int slot = 0;
   unsigned micro_steps = 0;
 
-  void* blas_workspace = nullptr;
   std::unique_ptr<BlasContext> blas;
 #if !defined(ENABLE_FP32)
   std::unique_ptr<CudnnAttention> cudnn;
 #endif
-  void* cudnn_workspace = nullptr;
   size_t cudnn_workspace_bytes = 0;
 
   Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~Impl();
-
-  template <class T>
-  T* alloc(size_t count, const char* what) {
-    void* p = nullptr;
-    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
-    const cudaError_t err = cudaMalloc(&p, bytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error(fmt::format(
-          "CUDA backend: cannot allocate {} for {} (L={} C={} B={} T={}; {} allocated so far): {}", mib(bytes), what,
-          cfg.num_layers, cfg.channels, opt.max_batch, opt.max_seq_len, mib(allocated_bytes),
-          cudaGetErrorString(err)));
-    }
-    allocations.push_back(p);
-    allocated_bytes += bytes;
-    return static_cast<T*>(p);
-  }
 
   int L() const { return cfg.num_layers; }
   int C() const { return cfg.channels; }
@@ -202,7 +170,8 @@ struct CudaBackend::Impl {
   bool overlapping() const { return sync_host != nullptr && comm_stream != nullptr; }
   // The backward pass has finished bucket `bucket`'s gradients (kernels queued on `stream`).
   void start_bucket(int bucket);
-  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path.
+  // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path; throws
+  // std::logic_error when the plan has no staging buffer (options.world_size/nccl_host are wrong).
   void ensure_staging();
   void download(std::vector<float>& host, const floatX* device, size_t n);
   void upload(floatX* device, const float* host, size_t n);

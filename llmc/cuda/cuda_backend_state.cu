@@ -13,9 +13,9 @@
 namespace llmc {
 
 void CudaBackend::Impl::ensure_staging() {
-  if (staging_dev) return;
-  staging_dev = alloc<float>(buffer_size, "collective staging");
-  staging_host.resize(buffer_size);
+  if (staging_dev == nullptr)
+    throw std::logic_error("CUDA backend: collectives through host memory, but the memory plan has no staging buffer "
+                           "(CudaBackendOptions::world_size and nccl_host must describe the run)");
 }
 
 void CudaBackend::Impl::download(std::vector<float>& host, const floatX* device, size_t n) {
@@ -43,18 +43,22 @@ void CudaBackend::set_parameters(const float* params) {
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
-  // Every parameter in bf16; the master copy of the owned range in fp32 (a temporary fp32 buffer
-  // of the whole model when the master holds only a shard).
-  const bool whole = d.owned.size() == d.num_params;
-  float* full = d.master;
-  if (!whole) CUDA_CHECK(cudaMalloc(&full, d.num_params * sizeof(float)));
-  CUDA_CHECK(cudaMemcpyAsync(full, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  convert(d.params, full, d.num_params, d.stream);
-  if (!whole) {
-    CUDA_CHECK(cudaMemcpyAsync(d.master, full + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyDeviceToDevice,
-                               d.stream));
-    CUDA_CHECK(cudaStreamSynchronize(d.stream));
-    CUDA_CHECK(cudaFree(full));
+  // The master copy of the owned range in fp32, and every parameter in bf16 (rounded to nearest).
+  // When the master holds the whole model it is the source of the conversion; a ZeRO-1 shard is
+  // not, and then the fp32 parameters travel in chunks through the logits buffer, free outside a
+  // forward pass (each one writes it first), so that loading needs no memory beyond the plan's.
+  CUDA_CHECK(cudaMemcpyAsync(d.master, params + d.owned.begin, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice,
+                             d.stream));
+  if (d.owned.size() == d.num_params) {
+    convert(d.params, d.master, d.num_params, d.stream);
+  } else {
+    float* chunk = reinterpret_cast<float*>(d.logits);
+    const size_t capacity = d.buffers->plan().find(BufferId::kLogits)->bytes() / sizeof(float);
+    for (size_t begin = 0; begin < d.num_params; begin += capacity) {
+      const size_t count = std::min(capacity, d.num_params - begin);
+      CUDA_CHECK(cudaMemcpyAsync(chunk, params + begin, count * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+      convert(d.params + begin, chunk, count, d.stream);
+    }
   }
 #endif
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
@@ -160,6 +164,8 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
   d.upload(d.params, d.staging_host.data(), d.buffer_size);
 }
 
+// The span table goes into its planned buffer once; the plan sized it and the staging from the
+// same transfers (llmc/cuda/memory_plan.cpp), which the check below holds it to.
 void CudaBackend::Impl::setup_bucket_sync() {
   std::vector<CopySpan> table;
   size_t staging = 0;
@@ -178,9 +184,13 @@ void CudaBackend::Impl::setup_bucket_sync() {
     bucket_spans.push_back(s);
     staging = std::max(staging, t.staging);
   }
-  spans_dev = alloc<CopySpan>(table.size(), "gradient bucket span tables");
-  CUDA_CHECK(cudaMemcpy(spans_dev, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
-  bucket_staging = alloc<floatX>(staging, "gradient bucket staging");
+  const MemoryPlan& plan = buffers->plan();
+  if (plan.find(BufferId::kBucketSpans)->elements != table.size() ||
+      plan.find(BufferId::kBucketStaging)->elements != staging)
+    throw std::logic_error(fmt::format("CUDA backend: {} bucket spans and {} staging elements, planned {} and {}",
+                                       table.size(), staging, plan.find(BufferId::kBucketSpans)->elements,
+                                       plan.find(BufferId::kBucketStaging)->elements));
+  CUDA_CHECK(cudaMemcpy(bucket_span_table, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&bucket_event, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
@@ -195,7 +205,7 @@ void CudaBackend::Impl::start_bucket(int bucket) {
   const BucketSpans& s = bucket_spans[size_t(bucket)];
   CUDA_CHECK(cudaEventRecord(bucket_event, stream));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream, bucket_event, 0));
-  copy_spans(grads, bucket_staging, spans_dev + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
+  copy_spans(grads, bucket_staging, bucket_span_table + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
   nccl->group_start();
   for (const BucketMessage& m : t.messages) {
     floatX* buf = m.in_place() ? grads + m.spans[0].buffer_offset : bucket_staging + m.packed_offset;
@@ -205,7 +215,7 @@ void CudaBackend::Impl::start_bucket(int bucket) {
       nccl->reduce_sum(buf, m.count, nccl_floatx(), m.root, comm_stream);
   }
   nccl->group_end();
-  copy_spans(grads, bucket_staging, spans_dev + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
+  copy_spans(grads, bucket_staging, bucket_span_table + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
   ++buckets_started;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -14,15 +15,15 @@
 
 namespace llmc {
 
-const char* cuda_precision_name() {
+const char* cuda_precision_name() { return precision_name(cuda_precision()); }
+
+Precision cuda_precision() {
 #if defined(ENABLE_FP32)
-  return "fp32";
+  return Precision::kFp32;
 #else
-  return "bf16";
+  return Precision::kBf16;
 #endif
 }
-
-const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKind::kCudnn ? "cudnn" : "fallback"; }
 
 AttentionKind default_attention_kind() {
 #if defined(ENABLE_FP32)
@@ -82,6 +83,16 @@ std::string cuda_device_uuid(int device) {
   std::string hex;
   for (char byte : prop.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
   return hex;
+}
+
+std::optional<size_t> cuda_free_memory() {
+  if (cuda_device_count() == 0) return std::nullopt;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return free_bytes;
 }
 
 }  // namespace llmc

@@ -4,12 +4,13 @@
 // caller reads the value when it needs it.
 #pragma once
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
-// The grid never depends on the device, so the result is the same on any GPU for the same input.
-constexpr int kGlobalNormBlocks = 1024;
+// The grid (kGlobalNormBlocks, kernel_scratch.h) never depends on the device, so the result is the
+// same on any GPU for the same input.
 constexpr int kGlobalNormThreads = 512;
 
 // partials[blockIdx] (+)= this block's sum of squares over its grid-stride 16-byte vectors. With

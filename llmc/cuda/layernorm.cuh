@@ -12,6 +12,7 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
@@ -105,9 +106,8 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
   CUDA_CHECK_LAST();
 }
 
-// The backward grid is fixed by (N, C) alone, so the summation order (and the result) is too.
-constexpr int kLayerNormBackwardMaxBlocks = 512;
-
+// The backward grid is fixed by (N, C) alone (at most kLayerNormBackwardMaxBlocks, kernel_scratch.h),
+// so the summation order (and the result) is too.
 inline int layernorm_backward_warps(int C) {
   require_whole_vectors("layernorm_backward", "channels", C);
   return std::clamp(kLayerNormSharedBudget / (2 * C * static_cast<int>(sizeof(float))), 1, 8);
@@ -115,11 +115,6 @@ inline int layernorm_backward_warps(int C) {
 
 inline int layernorm_backward_blocks(int N, int C) {
   return std::min(ceil_div(N, layernorm_backward_warps(C)), kLayerNormBackwardMaxBlocks);
-}
-
-// fp32 scratch the caller provides to layernorm_backward (enough for any N).
-inline size_t layernorm_backward_scratch_floats(int C) {
-  return static_cast<size_t>(kLayerNormBackwardMaxBlocks) * 2 * C;
 }
 
 // Shared layout per warp: dweight then dbias sums, each stored as [k][vector] (channel v*S+k at

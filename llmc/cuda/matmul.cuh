@@ -19,6 +19,7 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/gelu.cuh"
+#include "llmc/cuda/kernel_scratch.h"
 
 namespace llmc {
 
@@ -148,12 +149,9 @@ inline void matmul_backward_weight_bgradb(BlasContext& ctx, floatX* dweight, flo
 // columns) and the 8 warp sums are added in warp order. Pass 2 adds the slices in slice order.
 // Every sum's order depends only on (BT, OC), never on scheduling, so results are bitwise
 // reproducible.
+// kBiasRowsPerSlice, bias_grad_slices and the scratch size are in kernel_scratch.h (the memory plan
+// needs them too).
 constexpr int kBiasWarps = 8;
-constexpr int kBiasRowsPerSlice = 64;
-
-inline int bias_grad_slices(int BT) { return ceil_div(BT, kBiasRowsPerSlice); }
-// fp32 scratch the bias gradient needs.
-inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bias_grad_slices(BT)) * OC; }
 
 template <class T>
 __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC) {

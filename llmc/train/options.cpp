@@ -71,11 +71,50 @@ std::string non_empty(const std::string& flag, const std::string& text, const ch
 constexpr int64_t kIntMax = 2147483647;
 // --step-timeout's ceiling: a week. A larger value is a typo, or a wish for 0 (off).
 constexpr double kMaxStepTimeout = 604800.0;
+// --dry-run: more ranks than any cluster has would only make the plan's padding absurd.
+constexpr int64_t kMaxDryRunRanks = 1 << 20;
 
 // The type of every setter's flag and value arguments, short so that each row fits in a few lines.
 using Arg = const std::string&;
 
 }  // namespace
+
+uint64_t parse_memory_size(const std::string& flag, const std::string& text) {
+  static const struct {
+    const char* name;
+    double bytes;
+  } units[] = {{"B", 1.0},           {"KB", 1e3},           {"MB", 1e6},
+               {"GB", 1e9},          {"TB", 1e12},          {"KiB", 1024.0},
+               {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  const char* unit_list = "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB";
+  // The number: digits with at most one '.', so that signs, exponents, hex, inf and nan never parse.
+  size_t end = 0, digits = 0;
+  bool dot = false;
+  for (; end < text.size(); ++end) {
+    const char c = text[end];
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits == 0)
+    throw FlagError(fmt::format("{}: '{}' is not a memory size: write a number and a unit, e.g. 80GiB or 40GB", flag,
+                                text));
+  const std::string unit = text.substr(end);
+  if (unit.empty())
+    throw FlagError(fmt::format("{}: '{}' has no unit: write e.g. {}GiB ({})", flag, text, text, unit_list));
+  for (const auto& u : units) {
+    if (unit != u.name) continue;
+    const double bytes = std::strtod(text.substr(0, end).c_str(), nullptr) * u.bytes;
+    if (!(bytes >= 1.0)) throw out_of_range(flag, text, "the memory must be more than 0 bytes");
+    if (!(bytes <= 9223372036854775808.0)) throw out_of_range(flag, text, "the memory must be at most 2^63 bytes");
+    return uint64_t(bytes);
+  }
+  throw FlagError(fmt::format("{}: unknown unit '{}' in '{}' (use {})", flag, unit, text, unit_list));
+}
 
 const std::vector<FlagSpec>& train_flags() {
   static const std::vector<FlagSpec> table = {
@@ -185,6 +224,14 @@ const std::vector<FlagSpec>& train_flags() {
          const double seconds = parse_real(f, v);
          if (seconds < 0 || seconds > kMaxStepTimeout) throw out_of_range(f, v, what);
          o.step_timeout = seconds;
+       }},
+      {"--device-memory", "<size>", "",
+       "GPU memory per rank to plan against, e.g. 80GiB, 40GB, 81920MiB; none = the GPU's free memory (train_gpt2cu)",
+       [](TrainOptions& o, Arg f, Arg v) { o.device_memory = v.empty() ? 0 : parse_memory_size(f, v); }},
+      {"--dry-run", "<ranks>", "0",
+       "print the GPU memory plan per rank for this many ranks and exit; needs no GPU (train_gpt2cu); 0 = train",
+       [](TrainOptions& o, Arg f, Arg v) {
+         o.dry_run_ranks = int_in(f, v, 0, kMaxDryRunRanks, "the number of ranks must be in 0..1048576 (0 = train)");
        }},
   };
   return table;

@@ -56,6 +56,8 @@ struct TrainOptions {
   float temperature;               // --temperature: 0 = greedy
   int top_k;                       // --top-k: 0 = off
   double step_timeout;             // --step-timeout: seconds without progress before the job ends, 0 = off
+  uint64_t device_memory;          // --device-memory: bytes per GPU to plan against; 0 = the GPU's free memory
+  int dry_run_ranks;               // --dry-run: print the memory plan for this many ranks and exit; 0 = train
   bool help = false;               // --help: takes no value, so it has no row
 };
 
@@ -68,6 +70,12 @@ struct FlagSpec {
   // Parses and range-checks `value` into the flag's field; throws FlagError naming `flag`.
   void (*set)(TrainOptions& options, const std::string& flag, const std::string& value);
 };
+
+// A memory size such as "80GiB", "40GB", "81920MiB" or "1.5TiB": a decimal number and a unit, B, KB,
+// MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024); the bytes, rounded down.
+// Throws FlagError naming `flag` for a missing number or unit, an unknown unit, zero, or more than
+// 2^63 bytes.
+uint64_t parse_memory_size(const std::string& flag, const std::string& text);
 
 // Every flag that takes a value, in --help order.
 const std::vector<FlagSpec>& train_flags();

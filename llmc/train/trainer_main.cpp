@@ -24,6 +24,10 @@ ModelFile resolve_model(const TrainOptions& o) {
   });
 }
 
+GPT2Config resolve_model_config(const TrainOptions& o) {
+  return blame("-e", [&] { return is_descriptor(o.model) ? config_from_descriptor(o.model) : load_model_config(o.model); });
+}
+
 void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
   if (o.seq_len > config.max_seq_len)
     throw FlagError(fmt::format("-t: sequence length {} exceeds the model's max_seq_len {} (-e {})", o.seq_len,
@@ -49,9 +53,19 @@ namespace {
   group.abort_from_any_thread(kStepTimeoutExitCode);
 }
 
+// The CPU trainer has no device memory: its flags belong to train_gpt2cu, which plans without a GPU.
+void reject_device_flags(const TrainOptions& o) {
+  if (o.dry_run_ranks > 0)
+    throw FlagError("--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N prints the GPU "
+                    "memory plan per rank, and runs without a GPU");
+  if (o.device_memory > 0)
+    throw FlagError("--device-memory: this trainer runs on the CPU, without device memory; the flag is train_gpt2cu's");
+}
+
 }  // namespace
 
-int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend) {
+int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend,
+                 const MemoryPlanner& plan_memory) {
   // Past `ulimit -f` a write should fail with EFBIG (reported, .tmp removed) instead of the
   // default SIGXFSZ killing the process mid-checkpoint with a core dump.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -61,6 +75,13 @@ int trainer_main(int argc, const char* const* argv, const BackendFactory& make_b
     const TrainOptions options = parse_train_options(argc, argv);
     if (options.help) {
       if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
+      return 0;
+    }
+    if (!plan_memory) reject_device_flags(options);
+    if (options.dry_run_ranks > 0) {
+      const GPT2Config config = resolve_model_config(options);
+      check_options_for_model(options, config);
+      if (group->rank() == 0) fmt::print("{}", plan_memory(config, options, options.dry_run_ranks));
       return 0;
     }
     ProcessGroup& ranks = *group;

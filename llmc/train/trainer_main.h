@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "llmc/backend.h"
 #include "llmc/dist/process_group.h"
@@ -17,6 +18,9 @@ namespace llmc {
 // -e: a descriptor is initialised from --seed, anything else is loaded as a model file. Throws
 // std::runtime_error starting with "-e:".
 ModelFile resolve_model(const TrainOptions& options);
+// -e's shape only: a descriptor's, or a model file's checked header (no parameters are read or
+// initialised). Throws std::runtime_error starting with "-e:".
+GPT2Config resolve_model_config(const TrainOptions& options);
 
 // Checks the flags that need the model (-t against max_seq_len) or each other (-n and -y need
 // -o); throws FlagError naming the flag.
@@ -37,6 +41,11 @@ constexpr int kStepTimeoutExitCode = 3;
 using BackendFactory =
     std::function<std::unique_ptr<Backend>(const GPT2Config&, const TrainOptions&, const BackendPlacement&)>;
 
+// What --dry-run N prints for a main whose backend has device memory (train_gpt2cu): the memory
+// plan per rank for `ranks` ranks and whether it fits --device-memory (or the GPU's free memory).
+// Called without a device being needed, without data files, MPI or the model's parameters.
+using MemoryPlanner = std::function<std::string(const GPT2Config&, const TrainOptions&, int ranks)>;
+
 // A trainer's whole main: sets up the ranks (ProcessGroup: mpirun, srun or a single process),
 // parses argv (printing --help), resolves the model and trains with a backend from make_backend.
 // Ignores SIGXFSZ, so that a write past `ulimit -f` fails with a message. Errors are printed as
@@ -46,6 +55,10 @@ using BackendFactory =
 // checkpoint (when -o is set) and exit code 0; a second one exits the process at once with status
 // 128 + signal. A rank that makes no progress for --step-timeout seconds prints where it waits and
 // ends the whole job with kStepTimeoutExitCode (llmc/train/watchdog.h). Returns the exit code.
-int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend);
+// With --dry-run N, prints plan_memory's text for N ranks (rank 0 only) and returns 0 without
+// training; a main without a planner (the CPU trainer) rejects --dry-run and --device-memory with
+// a FlagError that points to train_gpt2cu.
+int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend,
+                 const MemoryPlanner& plan_memory = nullptr);
 
 }  // namespace llmc

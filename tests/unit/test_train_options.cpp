@@ -63,6 +63,8 @@ void for_each_flag(Row&& row) {
   row("-sg", "4.5", &O::skip_norm_z, 0.0f, 4.5f);
   row("--hellaswag-file", "hs.bin", &O::hellaswag_file, "data/hellaswag/hellaswag_val.bin", "hs.bin");
   row("--step-timeout", "2.5", &O::step_timeout, 600.0, 2.5);
+  row("--device-memory", "40GB", &O::device_memory, uint64_t(0), uint64_t(40000000000));
+  row("--dry-run", "8", &O::dry_run_ranks, 0, 8);
 }
 
 void check_documented_defaults(const llmc::TrainOptions& o) {
@@ -125,7 +127,11 @@ TEST_CASE("train options: each bad value is rejected naming its flag") {
       {"-r", "3"}, {"-a", "yes"}, {"-h", "2"}, {"-sh", "2"}, {"--seed", "-1"}, {"--temperature", "-1"},
       {"--top-k", "-1"}, {"-i", ""}, {"-j", ""}, {"-e", ""}, {"-nk", "-1"}, {"-nm", "x"}, {"-sl", "-1"},
       {"-sg", "nan"}, {"--hellaswag-file", ""}, {"--step-timeout", "-1"}, {"--step-timeout", "ten"},
-      {"--step-timeout", "inf"}, {"--step-timeout", "nan"}, {"--step-timeout", "1e9"}, {"--step-timeout", ""}};
+      {"--step-timeout", "inf"}, {"--step-timeout", "nan"}, {"--step-timeout", "1e9"}, {"--step-timeout", ""},
+      {"--device-memory", "80"}, {"--device-memory", "80XB"},
+      {"--device-memory", "-1GiB"}, {"--device-memory", "0GiB"}, {"--device-memory", "GiB"},
+      {"--device-memory", "1e400GiB"}, {"--device-memory", "inf"}, {"--device-memory", "1.2.3GiB"},
+      {"--device-memory", "99999999999TiB"}, {"--dry-run", "-1"}, {"--dry-run", "x"}, {"--dry-run", "2000000"}};
   for (const auto& args : bad) {
     const std::string msg = flag_error(args);
     CHECK_MESSAGE(starts_with(msg, args[0] + ":"), args[0], " ", args[1], " -> '", msg, "'");
@@ -168,4 +174,21 @@ TEST_CASE("train options: checks that need the model name their flag") {
   CHECK_THROWS_AS(llmc::check_options_for_model(o, config), llmc::FlagError);
   o.output_dir = "out";
   CHECK_NOTHROW(llmc::check_options_for_model(o, config));
+}
+
+TEST_CASE("train options: --device-memory sizes, decimal and binary units") {
+  using llmc::parse_memory_size;
+  CHECK(parse_memory_size("--device-memory", "80GiB") == 80ull << 30);
+  CHECK(parse_memory_size("--device-memory", "40GB") == 40000000000ull);
+  CHECK(parse_memory_size("--device-memory", "81920MiB") == 80ull << 30);
+  CHECK(parse_memory_size("--device-memory", "1.5TiB") == 3ull << 39);
+  CHECK(parse_memory_size("--device-memory", "512B") == 512);
+  CHECK(parse_memory_size("--device-memory", "2.5KB") == 2500);
+  CHECK(flag_error({"--device-memory", "80"}) ==
+        "--device-memory: '80' has no unit: write e.g. 80GiB (B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+  CHECK(flag_error({"--device-memory", "80XB"}) ==
+        "--device-memory: unknown unit 'XB' in '80XB' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+  CHECK(flag_error({"--device-memory", "0GiB"}) == "--device-memory: 0GiB is out of range: the memory must be more than 0 bytes");
+  CHECK(flag_error({"--device-memory", "-1GiB"}).find("is not a memory size") != std::string::npos);
+  CHECK(flag_error({"--device-memory", "99999999999TiB"}).find("at most 2^63 bytes") != std::string::npos);
 }

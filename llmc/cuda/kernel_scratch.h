@@ -1,0 +1,24 @@
+// Sizes of the fp32 scratch the CUDA kernels need from their caller, in a plain C++ header: the
+// memory plan (llmc/cuda/memory_plan.h, host code) sizes the backend's buffers from the same
+// constants the kernels (layernorm.cuh, matmul.cuh, global_norm.cuh) launch their grids with.
+#pragma once
+#include <cstddef>
+
+namespace llmc {
+
+// layernorm_backward's grid is at most this many blocks (fixed by (N, C), so its sums are
+// reproducible); each block leaves 2*C partial sums (dweight, dbias).
+constexpr int kLayerNormBackwardMaxBlocks = 512;
+// The deterministic bias gradient sums fixed slices of this many rows, each slice OC partial sums.
+constexpr int kBiasRowsPerSlice = 64;
+// The global norm's first pass runs this many blocks, one fp32 partial sum each.
+constexpr int kGlobalNormBlocks = 1024;
+
+// fp32 scratch the caller provides to layernorm_backward (enough for any N).
+inline size_t layernorm_backward_scratch_floats(int C) { return size_t(kLayerNormBackwardMaxBlocks) * 2 * size_t(C); }
+
+inline int bias_grad_slices(int BT) { return (BT + kBiasRowsPerSlice - 1) / kBiasRowsPerSlice; }
+// fp32 scratch the bias gradient of a (BT, OC) output needs.
+inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bias_grad_slices(BT)) * size_t(OC); }
+
+}  // namespace llmc

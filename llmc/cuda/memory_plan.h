@@ -1,0 +1,107 @@
+// The CUDA backend's memory plan: every device buffer one rank allocates, worked out on the host
+// before anything is allocated (plain C++, no CUDA headers, so a dry run and the unit tests need no
+// GPU). The backend allocates exactly these buffers with these sizes (llmc/cuda/backend_buffers.h),
+// so the plan and the allocations cannot drift apart. What each buffer holds: docs/cuda-trainer.md.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "llmc/dist/zero_sharding.h"
+#include "llmc/gpt2.h"
+
+namespace llmc {
+
+enum class AttentionKind {
+  kCudnn,     // cuDNN flash attention (bf16 builds only)
+  kFallback,  // llmc/cuda/attention.cuh: explicit T x T scores, exact; the only kind in the FP32 build
+};
+
+// The build's precision: bf16 keeps parameters, gradients and activations in bf16 and adds fp32
+// master weights; fp32 (PRECISION=FP32) keeps everything in fp32 and has no master copy.
+enum class Precision { kBf16, kFp32 };
+
+// Every device buffer of the backend, in allocation order.
+enum class BufferId {
+  kParams, kMaster, kGrads, kAdamM, kAdamV, kStaging, kBucketStaging, kBucketSpans,
+  kResidual, kLn1, kLn2, kLn1Mean, kLn1Rstd, kLn2Mean, kLn2Rstd, kLnfMean, kLnfRstd,
+  kQkv, kAtty, kRes2, kFch, kFchGelu, kBranch, kLnf, kLogits, kLosses,
+  kAttStats, kAttProbs, kAttQ, kAttK, kAttV, kAttVaccum, kAttDq, kAttDk, kAttDv, kAttScores,
+  kDres, kDln, kDbig, kScratch, kScalars, kTokens, kBuckets, kBlasWorkspace, kCudnnWorkspace,
+};
+
+// 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes (shared with cuBLAS proper).
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+// The backend's fp32 scalars before the global norm's partial sums: the step's loss accumulator,
+// the squared norm, two spare.
+constexpr size_t kScalarSlots = 4;
+// The part of cuDNN's attention workspace the engine itself asks for, which only the GPU can tell
+// (CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE): the fused flash-attention engines ask for little or
+// nothing beyond the fp32 dQ accumulator and row sums that llmc/cuda/cudnn_attention.cu adds; 16 MiB
+// is the allowance the plan makes for it until a GPU run measures it (the start-up line prints the
+// planned and the allocated MiB).
+constexpr size_t kCudnnEngineWorkspaceEstimate = size_t(16) << 20;
+
+// What one rank runs: the model, the batch it is allocated for, recompute, ZeRO, precision,
+// attention and how the collectives travel.
+struct MemoryPlanInputs {
+  GPT2Config config;
+  int batch = 4;     // B (-b)
+  int seq_len = 64;  // T (-t)
+  int recompute = 1;  // -r 0/1/2
+  Precision precision = Precision::kBf16;
+  AttentionKind attention = AttentionKind::kCudnn;
+  // The optimizer state this rank keeps (-z): unsharded, or a ZeRO-1 chunk with padded buffers.
+  OptimizerPartition partition;
+  // The collectives stage through a device fp32 buffer (the MPI path: ranks sharing a GPU, or -z 1
+  // on one rank without NCCL) instead of running over NCCL on the bf16 buffers.
+  bool host_staging = false;
+  // The gradient sums overlap the backward pass over NCCL (--overlap with several ranks): a
+  // staging buffer of the largest packed gradient bucket and the buckets' span table
+  // (llmc/dist/gradient_buckets.h).
+  bool overlap_buckets = false;
+  // cuDNN's real workspace bytes once the GPU has told them; 0 = the estimate
+  // (cudnn_workspace_estimate).
+  size_t cudnn_workspace_bytes = 0;
+};
+
+// Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
+// plan is every rank's upper bound); host_staging as the trainer picks it with one GPU per rank:
+// NCCL for several ranks, the staging buffer for -z 1 on one rank; overlap_buckets as --overlap's
+// default (several ranks).
+MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_len, int recompute, int zero_stage,
+                                  int ranks, Precision precision, AttentionKind attention);
+
+// cuDNN's workspace at (B, T) for `config` before the GPU is asked: the largest of the forward
+// (training and B=1 sampling) and backward needs, the backward's being the engine's part (the
+// estimate above) plus the fp32 dQ accumulator (B*NH*T*HS floats) and row sums (B*NH*T floats) that
+// cudnn_attention.cu places after it, each start rounded up to 256 bytes.
+size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len);
+
+struct PlannedBuffer {
+  BufferId id;
+  const char* name;
+  size_t elements;
+  size_t element_bytes;
+  const char* depends_on;  // what its size scales with, e.g. "L*B*T*4C"
+  size_t bytes() const { return elements * element_bytes; }
+};
+
+// Nothing else is allocated on the device for the run's lifetime, nor for a moment: loading the
+// parameters stages them through the logits buffer (CudaBackend::set_parameters).
+struct MemoryPlan {
+  std::vector<PlannedBuffer> buffers;  // what the backend allocates and keeps, in allocation order
+
+  // The planned buffer `id`, or null when this configuration does not allocate it.
+  const PlannedBuffer* find(BufferId id) const;
+  size_t total_bytes() const;  // what CudaBackend::device_bytes() reports
+};
+
+// Throws std::invalid_argument for inputs the backend would reject (non-positive B or T, T above
+// max_seq_len, recompute outside 0..2, cuDNN attention in fp32).
+MemoryPlan plan_memory(const MemoryPlanInputs& inputs);
+
+const char* attention_kind_name(AttentionKind kind);
+const char* precision_name(Precision precision);
+
+}  // namespace llmc

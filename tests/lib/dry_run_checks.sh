@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# train_gpt2cu --dry-run and --device-memory, on the binary given as $1 (tests/check_cuda_build.sh
+# runs it on the build it just made; it needs no GPU). A few seconds: every run only plans.
+# Asserts the exit codes, the messages of malformed values, a plan that fits, one that does not
+# (with the advice), GPT-2 XL on eight 40 GiB cards with ZeRO-1, and that a dry run reads neither
+# data nor parameters (missing shards, a model file that holds only its header and zeros).
+# Prints "FAIL: ..." per problem and ends with one summary line; exit 1 on any failure.
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+cases=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+run() {  # run <args...>: sets rc, stdout in $tmp/out, stderr in $tmp/err
+  cases=$((cases + 1))
+  rc=0
+  timeout 60 "$bin" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+expect_flag_error() {  # expect_flag_error <flag> <value> <text the message must contain>
+  run "$1" "$2"
+  [ "$rc" -eq 1 ] || fail "$1 $2: exit $rc, expected 1"
+  grep -qF -- "error: $1: " "$tmp/err" && grep -qF -- "$3" "$tmp/err" ||
+    fail "$1 $2: stderr does not say 'error: $1: ... $3': $(cat "$tmp/err")"
+}
+expect_out() {  # expect_out <text stdout must contain> (after a run that must have exited 0)
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$tmp/err")"
+  grep -qF -- "$1" "$tmp/out" || fail "stdout does not say '$1': $(cat "$tmp/out")"
+}
+
+expect_flag_error --device-memory 80 "'80' has no unit"
+expect_flag_error --device-memory 80XB "unknown unit 'XB'"
+expect_flag_error --device-memory -1GiB "is not a memory size"
+expect_flag_error --device-memory 0GiB "must be more than 0 bytes"
+expect_flag_error --device-memory GiB "is not a memory size"
+expect_flag_error --device-memory 1e400GiB "unknown unit 'e400GiB'"
+expect_flag_error --dry-run -1 "out of range"
+expect_flag_error --dry-run x "is not an integer"
+
+# Shards that do not exist: a dry run never opens them.
+nodata=(-i "$tmp/none_*.bin" -j "$tmp/none_*.bin")
+
+# GPT-2 small at B=4 fits an 80 GiB card: 80 GiB less the 1 GiB reserve of one rank = 79.00 GiB.
+run --dry-run 1 -e d12 -b 4 -t 1024 --device-memory 80GiB "${nodata[@]}"
+expect_out "memory plan per rank: L=12 H=12 C=768"
+expect_out "124475904 parameters; B=4 T=1024 -r 1 -z 0 over 1 rank;"
+expect_out "79.00 GiB available (--device-memory 80.00 GiB less 1024.0 MiB"
+grep -q '^fits: needs ' "$tmp/out" || fail "d12 B=4 on 80 GiB: no 'fits:' line: $(cat "$tmp/out")"
+
+# At B=64 on a 16 GiB card it does not (it needs about 23 GiB): the advice names a smaller -b,
+# what -r 2 saves, and that -z 1 cannot help one rank.
+run --dry-run 1 -e d12 -b 64 -t 1024 --device-memory 16GiB "${nodata[@]}"
+expect_out "does not fit: needs "
+expect_out "15.00 GiB available"
+expect_out "biggest buffers: logits"
+expect_out "largest -b that fits: "
+expect_out "-r 2: saves "
+expect_out "-z 1: no help with one rank"
+b=$(sed -n 's/.*largest -b that fits: \([0-9]*\).*/\1/p' "$tmp/out")
+[ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 64 ] || fail "d12 B=64 on 16 GiB: largest -b '$b' is not in 1..63"
+
+# The question of the README: GPT-2 XL (d48: 1,557,686,400 parameters) at B=16 T=1024 on eight
+# 40 GiB cards with ZeRO-1: 40 GiB less 1 GiB (context) and 512 MiB (NCCL) leaves 38.50 GiB.
+run --dry-run 8 -e d48 -b 16 -t 1024 -z 1 --device-memory 40GiB "${nodata[@]}"
+expect_out "1557686400 parameters; B=16 T=1024 -r 1 -z 1 over 8 ranks;"
+expect_out "38.50 GiB available"
+grep -qE '^(fits|does not fit): needs [0-9.]+ GiB per rank' "$tmp/out" || fail "d48: no verdict: $(cat "$tmp/out")"
+if grep -q '^does not fit' "$tmp/out"; then
+  expect_out "largest -b that fits: "
+  expect_out "-r 2: saves "
+fi
+cp "$tmp/out" "$tmp/d48.txt"
+
+# Without --device-memory and without a GPU there is no limit to check against.
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  run --dry-run 2 -e d12 "${nodata[@]}"
+  expect_out "no limit given"
+fi
+
+# A model file is only read for its header: header + zeros (a sparse file), L1 H2 C64 T32.
+python3 - "$tmp/model.bin" <<'PY'
+import struct, sys
+C, L, T, V, Vp = 64, 1, 32, 50257, 50304
+n = Vp * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<8i", 20240326, 3, T, V, L, 2, C, Vp) + bytes(4 * 248))
+    f.truncate(1024 + 4 * n)
+PY
+run --dry-run 1 -e "$tmp/model.bin" -b 2 -t 32 --device-memory 1GiB "${nodata[@]}"
+expect_out "memory plan per rank: L=1 H=2 C=64 maxT=32"
+truncate -s -4 "$tmp/model.bin"
+run --dry-run 1 -e "$tmp/model.bin" -b 2 -t 32 "${nodata[@]}"
+[ "$rc" -eq 1 ] && grep -qF "error: -e: model file" "$tmp/err" || fail "a truncated model file: exit $rc, $(cat "$tmp/err")"
+run --dry-run 1 -e d12 -t 2048 "${nodata[@]}"
+[ "$rc" -eq 1 ] && grep -qF "error: -t: " "$tmp/err" || fail "-t beyond max_seq_len: exit $rc, $(cat "$tmp/err")"
+
+if [ "$failures" -ne 0 ]; then
+  echo "dry run: $failures of $cases runs failed"
+  exit 1
+fi
+echo "dry run: $cases runs of $(basename "$bin") as expected; d48 B=16 on 8x40GiB -z 1: $(grep -E '^(fits|does not fit)' "$tmp/d48.txt" | cut -c1-60)"
