@@ -102,7 +102,7 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
       spans += t.pack.size() + t.unpack.size();
     }
     add(BufferId::kBucketStaging, "gradient bucket staging", staging, X, "12C^2+13C (a layer)");
-    add(BufferId::kBucketSpans, "gradient bucket spans", spans, sizeof(CopySpan), "L*(12+ranks)");
+    add(BufferId::kBucketSpans, "gradient bucket spans", spans, sizeof(CopySpan), "L, ranks");
   }
 
   add(BufferId::kResidual, "residual stream", (L + 1) * BT * C, X, "(L+1)*B*T*C");

@@ -71,6 +71,11 @@ if grep -q '^does not fit' "$tmp/out"; then
   expect_out "-r 2: saves "
 fi
 cp "$tmp/out" "$tmp/d48.txt"
+# Several ranks send the gradient buckets during the backward pass through a staging buffer of the
+# largest bucket (d48: 12 * 1600^2 + 15 * 1600 = 30,744,000 bf16 elements); --overlap 0 has none.
+expect_out "gradient bucket staging            30744000   2"
+run --dry-run 8 -e d48 -b 16 -t 1024 -z 1 --device-memory 40GiB --overlap 0 "${nodata[@]}"
+! grep -q "gradient bucket" "$tmp/out" || fail "--overlap 0 still plans the gradient buckets: $(cat "$tmp/out")"
 
 # Without --device-memory and without a GPU there is no limit to check against.
 if ! command -v nvidia-smi >/dev/null 2>&1; then
