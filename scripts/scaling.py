@@ -135,11 +135,10 @@ def memory_per_rank(trainer, model, W, zero, B):
     cmd = [trainer, "--dry-run", str(W), "-e", model, "-b", str(B), "-t", str(SEQ_LEN),
            "-z", str(zero)]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    match = re.search(r"total\D*?([\d.]+) (MiB|GiB)", out.stdout)
+    match = re.search(r"^  total\s+[\d.]+\s+\(([\d.]+) GiB\)$", out.stdout, re.M)
     if out.returncode != 0 or not match:
         sys.exit(f"scaling.py: no memory total from {' '.join(cmd)}:\n{out.stdout}{out.stderr}")
-    value = float(match[1])
-    return value if match[2] == "GiB" else value / 1024
+    return float(match[1])
 
 
 def per_model(flag, convert):

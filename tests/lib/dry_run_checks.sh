@@ -77,6 +77,12 @@ expect_out "gradient bucket staging            30744000   2"
 run --dry-run 8 -e d48 -b 16 -t 1024 -z 1 --device-memory 40GiB --overlap 0 "${nodata[@]}"
 ! grep -q "gradient bucket" "$tmp/out" || fail "--overlap 0 still plans the gradient buckets: $(cat "$tmp/out")"
 
+# scripts/scaling.py's memory column is this plan's total: d12 B=64 over 8 ranks, -z 0 with the
+# gradient buckets, 24,723,203,348 bytes (tests/unit/test_memory_fit.cpp) = 23.0 GiB.
+cases=$((cases + 1))
+row=$(python3 "$(dirname "$0")/../../scripts/scaling.py" --trainer "$bin" --models d12 --gpus 8 | grep -F "| d12 | 8 | 0 |")
+[[ "$row" == *"| 23.0 GiB |" ]] || fail "scaling.py --trainer: d12 on 8 GPUs, -z 0: '$row' does not end with 23.0 GiB"
+
 # Without --device-memory and without a GPU there is no limit to check against.
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   run --dry-run 2 -e d12 "${nodata[@]}"
