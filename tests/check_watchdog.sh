@@ -5,7 +5,8 @@
 #     and mpirun) is gone within the timeout plus a few seconds, mpirun's status is the watchdog's
 #     (3), and the surviving rank's message names --step-timeout and where it waited (phase "step",
 #     the step, the collective). Its watchdog calls MPI_Abort from its own thread while the main
-#     thread waits in MPI_Allreduce: this is also the check of that (llmc/dist/process_group.cpp);
+#     thread waits in MPI_Allreduce or MPI_Waitall: this is also the check of that
+#     (llmc/dist/process_group.cpp);
 #  2. one process stalled inside a step (test hook LLMC_TEST_STALL_AT_STEP): it exits with status 3
 #     within the timeout plus a few seconds, naming the step;
 #  3. a healthy run that lasts several timeouts is never stopped: the timeout bounds the time
@@ -82,7 +83,7 @@ if [ -n "$stopped" ]; then
   [ "$rc" -eq 3 ] || fail "mpirun exited with $rc, not the watchdog's 3"
   message=$(grep "^error: rank 0: " "$out" || true)
   echo "message: $message"
-  want='^error: rank 0: no progress for [0-9.]+ s \(--step-timeout 3 s\): phase "step", step [0-9]+, waiting in (all_reduce_sum|all_reduce_max)'
+  want='^error: rank 0: no progress for [0-9.]+ s \(--step-timeout 3 s\): phase "step", step [0-9]+, waiting in (all_reduce_sum|all_reduce_max|wait_all \(the gradient buckets. sums\))'
   grep -Eq "$want" <<<"$message" || { cat "$out"; fail "rank 0's message does not say where it waited"; }
 fi
 
