@@ -178,15 +178,19 @@ std::vector<float> test_parameters(const GPT2Config& config, uint64_t seed) {
   return params;
 }
 
-std::unique_ptr<CudaBackend> make_cuda(const GPT2Config& config, const Args& a, int recompute, AttentionKind attention,
-                                       const std::vector<float>& params) {
+CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind attention) {
   CudaBackendOptions o;
   o.max_batch = a.B;
   o.max_seq_len = a.T;
   o.recompute = recompute;
   o.attention = attention;
   o.seed = unsigned(a.seed);
-  auto backend = std::make_unique<CudaBackend>(config, o);
+  return o;
+}
+
+std::unique_ptr<CudaBackend> make_cuda(const GPT2Config& config, const Args& a, int recompute, AttentionKind attention,
+                                       const std::vector<float>& params) {
+  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention));
   backend->set_parameters(params.data());
   return backend;
 }
@@ -317,11 +321,7 @@ int run(const Args& a) {
   // up as wrong gradients; stage 1 over one rank also goes through the reduce-scatter packing.
   for (bool sharded : {false, true}) {
     SingleProcessCommunicator one;
-    CudaBackendOptions o;
-    o.max_batch = B;
-    o.max_seq_len = T;
-    o.attention = attention;
-    o.seed = unsigned(a.seed);
+    CudaBackendOptions o = cuda_options(a, 1, attention);
     o.nccl_host = &one;
     o.overlap_gradients = true;
     CudaBackend overlapped(config, o, sharded ? zero1_partition(n, 1, 0, kPartitionAlignment) : unsharded_partition(n));

@@ -167,23 +167,21 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
 // The span table goes into its planned buffer once; the plan sized it and the staging from the
 // same transfers (llmc/cuda/memory_plan.cpp), which the check below holds it to.
 void CudaBackend::Impl::setup_bucket_sync() {
+  transfers = plan_bucket_transfers(cfg, partition);
   std::vector<CopySpan> table;
-  size_t staging = 0;
   auto append = [&](const std::vector<CopySpan>& spans, int& begin, int& count, size_t& largest) {
     begin = int(table.size());
     count = int(spans.size());
     for (const CopySpan& s : spans) largest = std::max(largest, s.count);
     table.insert(table.end(), spans.begin(), spans.end());
   };
-  for (const GradientBucket& b : gradient_buckets(cfg)) {
-    transfers.push_back(plan_bucket_transfer(b, partition));
-    const BucketTransfer& t = transfers.back();
+  for (const BucketTransfer& t : transfers) {
     BucketSpans s;
     append(t.pack, s.pack_begin, s.num_pack, s.largest_pack);
     append(t.unpack, s.unpack_begin, s.num_unpack, s.largest_unpack);
     bucket_spans.push_back(s);
-    staging = std::max(staging, t.staging);
   }
+  const size_t staging = largest_staging(transfers);
   const MemoryPlan& plan = buffers->plan();
   if (plan.find(BufferId::kBucketSpans)->elements != table.size() ||
       plan.find(BufferId::kBucketStaging)->elements != staging)

@@ -95,13 +95,10 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   if (in.overlap_buckets) {
     // The buckets go one after another through one staging buffer of the largest packed bucket
     // (a layer's 12 slices: about 12C^2); their pack and unpack spans sit in one table.
-    size_t staging = 0, spans = 0;
-    for (const GradientBucket& b : gradient_buckets(cfg)) {
-      const BucketTransfer t = plan_bucket_transfer(b, in.partition);
-      staging = std::max(staging, t.staging);
-      spans += t.pack.size() + t.unpack.size();
-    }
-    add(BufferId::kBucketStaging, "gradient bucket staging", staging, X, "12C^2+13C (a layer)");
+    const std::vector<BucketTransfer> transfers = plan_bucket_transfers(cfg, in.partition);
+    size_t spans = 0;
+    for (const BucketTransfer& t : transfers) spans += t.pack.size() + t.unpack.size();
+    add(BufferId::kBucketStaging, "gradient bucket staging", largest_staging(transfers), X, "12C^2+13C (a layer)");
     add(BufferId::kBucketSpans, "gradient bucket spans", spans, sizeof(CopySpan), "L, ranks");
   }
 

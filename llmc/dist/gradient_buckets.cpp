@@ -85,4 +85,16 @@ BucketTransfer plan_bucket_transfer(const GradientBucket& bucket, const Optimize
   return t;
 }
 
+std::vector<BucketTransfer> plan_bucket_transfers(const GPT2Config& config, const OptimizerPartition& partition) {
+  std::vector<BucketTransfer> transfers;
+  for (const GradientBucket& b : gradient_buckets(config)) transfers.push_back(plan_bucket_transfer(b, partition));
+  return transfers;
+}
+
+size_t largest_staging(const std::vector<BucketTransfer>& transfers) {
+  size_t most = 0;
+  for (const BucketTransfer& t : transfers) most = std::max(most, t.staging);
+  return most;
+}
+
 }  // namespace llmc

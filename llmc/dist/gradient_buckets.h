@@ -67,4 +67,9 @@ struct BucketTransfer {
 // to the owners for a ZeRO-1 one. Throws std::logic_error if a segment lies outside the buffer.
 BucketTransfer plan_bucket_transfer(const GradientBucket& bucket, const OptimizerPartition& partition);
 
+// Every bucket of `config` (gradient_buckets) planned for `partition`, in backward order.
+std::vector<BucketTransfer> plan_bucket_transfers(const GPT2Config& config, const OptimizerPartition& partition);
+// The staging the largest bucket needs: the buckets go one after another through one buffer.
+size_t largest_staging(const std::vector<BucketTransfer>& transfers);
+
 }  // namespace llmc

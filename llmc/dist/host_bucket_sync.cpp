@@ -9,10 +9,8 @@ namespace llmc {
 void HostBucketSync::begin(Communicator& host, float* grads) {
   if (active()) throw std::logic_error("gradient sync: begun twice without finishing");
   if (transfers_.empty()) {
-    for (const GradientBucket& b : gradient_buckets(config_)) {
-      transfers_.push_back(plan_bucket_transfer(b, partition_));
-      staging_.emplace_back(transfers_.back().staging);
-    }
+    transfers_ = plan_bucket_transfers(config_, partition_);
+    for (const BucketTransfer& t : transfers_) staging_.emplace_back(t.staging);
   }
   host_ = &host;
   grads_ = grads;
