@@ -28,7 +28,6 @@
 #include "llmc/cuda/cuda_backend.h"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
-#include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 
@@ -324,7 +323,7 @@ int run(const Args& a) {
     CudaBackendOptions o = cuda_options(a, 1, attention);
     o.nccl_host = &one;
     o.overlap_gradients = true;
-    CudaBackend overlapped(config, o, sharded ? zero1_partition(n, 1, 0, kPartitionAlignment) : unsharded_partition(n));
+    CudaBackend overlapped(config, o, optimizer_partition(n, sharded ? 1 : 0, 1, 0));
     overlapped.set_parameters(params.data());
     overlapped.zero_grad();
     overlapped.begin_gradient_sync(one);

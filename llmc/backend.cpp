@@ -11,6 +11,11 @@ float Backend::forward_loss(const int* inputs, const int* targets, int B, int T)
   return float(mean_in_order(losses_.data(), n));
 }
 
+OptimizerPartition optimizer_partition(size_t num_elements, int zero_stage, int world_size, int rank) {
+  return zero_stage == 1 ? zero1_partition(num_elements, world_size, rank, kPartitionAlignment)
+                         : unsharded_partition(num_elements);
+}
+
 double mean_in_order(const float* values, size_t n) {
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += values[i];

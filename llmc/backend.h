@@ -27,6 +27,10 @@ namespace llmc {
 // kernels (norm, AdamW, conversions) read, so no backend needs a scalar path for a chunk's start.
 constexpr size_t kPartitionAlignment = 32;
 
+// The partition the loop builds for -z `zero_stage` (0 or 1): rank `rank`'s ZeRO-1 chunk of
+// `num_elements` over `world_size` ranks, or everything for stage 0.
+OptimizerPartition optimizer_partition(size_t num_elements, int zero_stage, int world_size, int rank);
+
 struct AdamWHyper {
   float beta1 = 0.9f;
   float beta2 = 0.95f;
@@ -102,7 +106,8 @@ class Backend {
   // each bucket's collective (all-reduce, or reduce-scatter for a sharded partition) as soon as the
   // bucket's gradients are final; finish_gradient_sync waits for them all. Afterwards the
   // gradients are what all_reduce_gradients (unsharded) or reduce_scatter_gradients (sharded)
-  // leave. A backend or communicator that cannot overlap runs the blocking call in finish.
+  // leave. A backend that cannot overlap runs the blocking call in finish; a communicator without
+  // non-blocking sums runs each bucket's sum when it is started (Communicator::start_*).
   virtual void begin_gradient_sync(Communicator& host) = 0;
   virtual void finish_gradient_sync() = 0;
 

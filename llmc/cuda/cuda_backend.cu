@@ -70,21 +70,20 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                         const OptimizerPartition& partition_)
     : cfg(config), opt(options), partition(partition_) {
   const int C = cfg.channels, NH = cfg.num_heads;
-  if (opt.max_batch <= 0 || opt.max_seq_len <= 0 || opt.max_seq_len > cfg.max_seq_len)
-    throw std::runtime_error(fmt::format("CUDA backend: batch B={} T={} is not within 1..{} tokens per row",
-                                         opt.max_batch, opt.max_seq_len, cfg.max_seq_len));
+  plan_inputs.config = cfg;
+  plan_inputs.batch = opt.max_batch;
+  plan_inputs.seq_len = opt.max_seq_len;
+  plan_inputs.recompute = opt.recompute;
+  plan_inputs.precision = cuda_precision();
+  plan_inputs.attention = opt.attention;
+  plan_inputs.partition = partition;
+  check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
   if (C % 8 != 0 || NH <= 0 || C % NH != 0 || (C / NH) % 8 != 0)
     throw std::runtime_error(fmt::format(
         "CUDA backend: channels {} and heads {} must give a multiple of 8 for both C and the head size", C, NH));
   if (cfg.padded_vocab_size % 8 != 0)
     throw std::runtime_error(fmt::format("CUDA backend: padded vocabulary {} is not a multiple of 8",
                                          cfg.padded_vocab_size));
-  if (opt.recompute < 0 || opt.recompute > 2)
-    throw std::runtime_error(fmt::format("CUDA backend: recompute {} is not 0, 1 or 2", opt.recompute));
-#if defined(ENABLE_FP32)
-  if (cudnn_attention())
-    throw std::runtime_error("CUDA backend: cuDNN attention is bf16 only; the FP32 build uses the fallback");
-#endif
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
 
@@ -100,13 +99,6 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, opt.local_rank, stream);
 
-  plan_inputs.config = cfg;
-  plan_inputs.batch = opt.max_batch;
-  plan_inputs.seq_len = opt.max_seq_len;
-  plan_inputs.recompute = opt.recompute;
-  plan_inputs.precision = cuda_precision();
-  plan_inputs.attention = opt.attention;
-  plan_inputs.partition = partition;
   // all_reduce_gradients stages with several ranks, the ZeRO-1 collectives with any number.
   plan_inputs.host_staging = nccl == nullptr && (opt.world_size > 1 || partition.sharded);
   plan_inputs.overlap_buckets = nccl != nullptr && opt.overlap_gradients;
@@ -345,8 +337,6 @@ size_t CudaBackend::optimizer_state_bytes() const {
   const Impl& d = *impl_;
   return d.owned.size() * sizeof(float) * (d.master ? 3 : 2);
 }
-
-const char* CudaBackend::collectives_name() const { return impl_->nccl ? "nccl" : "host staging"; }
 
 void CudaBackend::zero_grad() {
   Impl& d = *impl_;

@@ -106,8 +106,6 @@ class CudaBackend : public Backend {
   void all_gather_parameters(Communicator& host) override;
   void begin_gradient_sync(Communicator& host) override;
   void finish_gradient_sync() override;
-  // "nccl", "host staging" (through the loop's communicator) or, with one rank, "none".
-  const char* collectives_name() const;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass, and the current
   // gradients in parameter layout, both converted to fp32.

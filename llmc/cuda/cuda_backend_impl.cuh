@@ -18,6 +18,7 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/planned_allocator.h"
 #include "llmc/dist/gradient_buckets.h"
@@ -66,8 +67,6 @@ inline ncclDataType_t nccl_floatx() {
 #endif
 }
 
-inline std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1024.0 * 1024.0)); }
-
 // cudaMalloc and cudaFree behind the memory plan's allocator interface.
 class CudaDeviceAllocator final : public DeviceAllocator {
  public:
@@ -77,7 +76,7 @@ class CudaDeviceAllocator final : public DeviceAllocator {
     if (err != cudaSuccess) {
       cudaGetLastError();
       throw std::runtime_error(
-          fmt::format("CUDA backend: cannot allocate {} for {}: {}", mib(bytes), name, cudaGetErrorString(err)));
+          fmt::format("CUDA backend: cannot allocate {} for {}: {}", format_bytes(bytes), name, cudaGetErrorString(err)));
     }
     return p;
   }

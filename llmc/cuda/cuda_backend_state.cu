@@ -206,7 +206,7 @@ void CudaBackend::Impl::start_bucket(int bucket) {
   copy_spans(grads, bucket_staging, bucket_span_table + s.pack_begin, s.num_pack, s.largest_pack, true, comm_stream);
   nccl->group_start();
   for (const BucketMessage& m : t.messages) {
-    floatX* buf = m.in_place() ? grads + m.spans[0].buffer_offset : bucket_staging + m.packed_offset;
+    floatX* buf = m.buffer(grads, bucket_staging);
     if (m.root < 0)
       nccl->all_reduce_sum(buf, m.count, nccl_floatx(), comm_stream);
     else

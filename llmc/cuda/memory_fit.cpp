@@ -34,7 +34,7 @@ MemoryPlanInputs with_recompute(MemoryPlanInputs in, int recompute) {
 }
 // ZeRO-1 over `ranks` ranks, rank 0's chunk (the largest); several ranks talk over NCCL.
 MemoryPlanInputs with_zero1(MemoryPlanInputs in, int ranks) {
-  in.partition = zero1_partition(in.partition.num_elements(), ranks, 0, kPartitionAlignment);
+  in.partition = optimizer_partition(in.partition.num_elements(), 1, ranks, 0);
   return in;
 }
 

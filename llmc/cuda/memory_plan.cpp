@@ -32,8 +32,7 @@ MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_l
   in.recompute = recompute;
   in.precision = precision;
   in.attention = attention;
-  const size_t n = num_parameters(config);
-  in.partition = zero_stage == 1 ? zero1_partition(n, ranks, 0, kPartitionAlignment) : unsharded_partition(n);
+  in.partition = optimizer_partition(num_parameters(config), zero_stage, ranks, 0);
   // train_gpt2.cu: NCCL whenever there are several ranks, each with its own GPU; one rank has no
   // NCCL, and only -z 1 sends its (single-rank) reduce-scatter and all-gather through staging.
   in.host_staging = ranks == 1 && zero_stage == 1;
@@ -60,17 +59,22 @@ size_t MemoryPlan::total_bytes() const {
   return total;
 }
 
-MemoryPlan plan_memory(const MemoryPlanInputs& in) {
-  const GPT2Config& cfg = in.config;
-  if (in.batch <= 0 || in.seq_len <= 0 || in.seq_len > cfg.max_seq_len)
+void check_plan_inputs(const MemoryPlanInputs& in) {
+  if (in.batch <= 0 || in.seq_len <= 0 || in.seq_len > in.config.max_seq_len)
     throw std::invalid_argument(
         fmt::format("memory plan: batch B={} T={} is not within 1..{} tokens per row", in.batch, in.seq_len,
-                    cfg.max_seq_len));
+                    in.config.max_seq_len));
   if (in.recompute < 0 || in.recompute > 2)
     throw std::invalid_argument(fmt::format("memory plan: recompute {} is not 0, 1 or 2", in.recompute));
+  if (in.attention == AttentionKind::kCudnn && in.precision != Precision::kBf16)
+    throw std::invalid_argument("memory plan: cuDNN attention is bf16 only");
+}
+
+MemoryPlan plan_memory(const MemoryPlanInputs& in) {
+  check_plan_inputs(in);
+  const GPT2Config& cfg = in.config;
   const bool bf16 = in.precision == Precision::kBf16;
   const bool cudnn = in.attention == AttentionKind::kCudnn;
-  if (cudnn && !bf16) throw std::invalid_argument("memory plan: cuDNN attention is bf16 only");
 
   const size_t L = size_t(cfg.num_layers), C = size_t(cfg.channels), NH = size_t(cfg.num_heads);
   const size_t Vp = size_t(cfg.padded_vocab_size), B = size_t(in.batch), T = size_t(in.seq_len), BT = B * T;

@@ -97,8 +97,10 @@ struct MemoryPlan {
   size_t total_bytes() const;  // what CudaBackend::device_bytes() reports
 };
 
-// Throws std::invalid_argument for inputs the backend would reject (non-positive B or T, T above
-// max_seq_len, recompute outside 0..2, cuDNN attention in fp32).
+// Throws std::invalid_argument for inputs the backend rejects (non-positive B or T, T above
+// max_seq_len, recompute outside 0..2, cuDNN attention in fp32); the backend checks them so too.
+void check_plan_inputs(const MemoryPlanInputs& inputs);
+// Checks the inputs (check_plan_inputs), then lists the buffers.
 MemoryPlan plan_memory(const MemoryPlanInputs& inputs);
 
 const char* attention_kind_name(AttentionKind kind);

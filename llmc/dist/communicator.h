@@ -10,7 +10,7 @@
 // Summation order: a sum over ranks is computed in an order the implementation picks (MPI and
 // NCCL choose ring, tree or recursive-doubling algorithms by message size and rank count), so
 // runs with different world sizes round differently, by about one float ulp per addition. That is
-// far below the DESIGN bar for ZeRO-1 (losses of np=1, 2, 4 equal to 1e-5 relative at every
+// far below the bar for ZeRO-1 in docs/contract.md (losses of np=1, 2, 4 equal to 1e-5 relative at every
 // step). Within one run every rank receives the same bits (tests/mpi/test_collectives.cpp checks
 // this for MPI), which the loop relies on: all ranks clip with the same norm.
 #pragma once
@@ -58,12 +58,19 @@ class Communicator {
   // there too, which callers must allow).
   virtual void start_all_reduce_sum(float* buf, size_t n) { all_reduce_sum(buf, n); }
   virtual void start_reduce_sum(float* buf, size_t n, int root) {
-    if (root < 0 || root >= world_size())
-      throw std::invalid_argument("reduce: root " + std::to_string(root) + " is not a rank");
+    check_root(root, "reduce");
     all_reduce_sum(buf, n);
   }
   virtual void progress() {}
   virtual void wait_all() {}
+
+ protected:
+  // Throws std::invalid_argument "<what>: root 5 is not a rank of 4" unless root is a rank.
+  void check_root(int root, const char* what) const {
+    if (root < 0 || root >= world_size())
+      throw std::invalid_argument(std::string(what) + ": root " + std::to_string(root) + " is not a rank of " +
+                                  std::to_string(world_size()));
+  }
 };
 
 // One rank and no launcher: sums over one rank are the values themselves.
@@ -81,9 +88,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_gather(const float* send, float* recv, size_t send_count) override {
     if (send != recv) std::memmove(recv, send, send_count * sizeof(float));
   }
-  void broadcast(void*, size_t, int root) override {
-    if (root != 0) throw std::invalid_argument("broadcast: root " + std::to_string(root) + " of a single process");
-  }
+  void broadcast(void*, size_t, int root) override { check_root(root, "broadcast"); }
   void barrier() override {}
 };
 

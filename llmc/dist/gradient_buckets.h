@@ -53,6 +53,11 @@ struct BucketMessage {
   size_t count = 0;             // elements, the sum of the spans' counts
   size_t packed_offset = 0;     // where it lies in the staging, unless in place
   bool in_place() const { return spans.size() == 1; }
+  // What the collective sums: the one span on the flat buffer, or the packed message in the staging.
+  template <class T>
+  T* buffer(T* flat, T* staging) const {
+    return in_place() ? flat + spans[0].buffer_offset : staging + packed_offset;
+  }
 };
 
 // How one bucket travels, seen from one rank.
@@ -69,7 +74,8 @@ BucketTransfer plan_bucket_transfer(const GradientBucket& bucket, const Optimize
 
 // Every bucket of `config` (gradient_buckets) planned for `partition`, in backward order.
 std::vector<BucketTransfer> plan_bucket_transfers(const GPT2Config& config, const OptimizerPartition& partition);
-// The staging the largest bucket needs: the buckets go one after another through one buffer.
+// The staging the largest bucket needs, for a backend whose buckets go one after another through
+// one buffer (the CUDA backend's comm stream runs them in order).
 size_t largest_staging(const std::vector<BucketTransfer>& transfers);
 
 }  // namespace llmc

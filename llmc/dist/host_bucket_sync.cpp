@@ -8,10 +8,8 @@ namespace llmc {
 
 void HostBucketSync::begin(Communicator& host, float* grads) {
   if (active()) throw std::logic_error("gradient sync: begun twice without finishing");
-  if (transfers_.empty()) {
-    transfers_ = plan_bucket_transfers(config_, partition_);
+  if (staging_.empty())
     for (const BucketTransfer& t : transfers_) staging_.emplace_back(t.staging);
-  }
   host_ = &host;
   grads_ = grads;
   started_ = 0;
@@ -24,7 +22,7 @@ void HostBucketSync::bucket_ready(int bucket) {
   float* staging = staging_[size_t(bucket)].data();
   for (const CopySpan& s : t.pack) std::copy_n(grads_ + s.buffer_offset, s.count, staging + s.packed_offset);
   for (const BucketMessage& m : t.messages) {
-    float* buf = m.in_place() ? grads_ + m.spans[0].buffer_offset : staging + m.packed_offset;
+    float* buf = m.buffer(grads_, staging);
     if (m.root < 0)
       host_->start_all_reduce_sum(buf, m.count);
     else

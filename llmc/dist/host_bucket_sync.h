@@ -11,10 +11,10 @@ namespace llmc {
 
 class HostBucketSync {
  public:
-  // The buckets of this model and how they travel for this rank's partition (worked out, and
-  // their buffers allocated, by the first begin()).
+  // The buckets of this model and how they travel for this rank's partition; their staging (up to
+  // the whole gradient buffer) is allocated by the first begin(), so a run without --overlap has none.
   HostBucketSync(const GPT2Config& config, const OptimizerPartition& partition)
-      : config_(config), partition_(partition) {}
+      : transfers_(plan_bucket_transfers(config, partition)) {}
 
   // Arms the sync for one backward pass over `grads` (partition.buffer_size() floats).
   void begin(Communicator& host, float* grads);
@@ -27,8 +27,6 @@ class HostBucketSync {
   void finish();
 
  private:
-  GPT2Config config_;
-  OptimizerPartition partition_;
   std::vector<BucketTransfer> transfers_;
   std::vector<std::vector<float>> staging_;  // one per bucket: all buckets are in flight at once
   Communicator* host_ = nullptr;

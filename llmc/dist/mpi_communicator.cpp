@@ -19,6 +19,17 @@ void check_mpi(int rc, const char* what) {
   throw std::runtime_error(fmt::format("MPI {} failed: {}", what, std::string(message, size_t(length))));
 }
 
+// Calls piece(offset, count) over [0, n) in pieces of at most `limit` elements, in order: one MPI
+// call takes an int count.
+template <class Piece>
+void for_each_piece(size_t n, size_t limit, Piece piece) {
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(limit, n - done);
+    piece(done, m);
+    done += m;
+  }
+}
+
 }  // namespace
 
 struct MpiCommunicator::PendingRequests {
@@ -36,16 +47,15 @@ MpiCommunicator::MpiCommunicator(size_t max_elements_per_call)
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size_), "Comm_size");
 }
 
-// Operations still pending here were started by a caller that then failed; MPI_Finalize or
-// MPI_Abort follows, so they are only released, not waited for.
+// Out of line for PendingRequests, complete only here. Operations still pending were started by a
+// caller that then failed; MPI_Finalize or MPI_Abort follows, so they are neither waited for nor
+// cancelled.
 MpiCommunicator::~MpiCommunicator() = default;
 
 void MpiCommunicator::all_reduce_sum(float* buf, size_t n) {
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(max_elements_, n - done);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + done, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "Allreduce");
-    done += m;
-  }
+  for_each_piece(n, max_elements_, [&](size_t at, size_t m) {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + at, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "Allreduce");
+  });
 }
 
 double MpiCommunicator::all_reduce_sum(double value) {
@@ -77,13 +87,11 @@ void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, size_t 
     return;
   }
   std::vector<float> staging(W * max_elements_);
-  for (size_t a = 0; a < recv_count;) {
-    const size_t m = std::min(max_elements_, recv_count - a);
+  for_each_piece(recv_count, max_elements_, [&](size_t a, size_t m) {
     for (size_t r = 0; r < W; ++r) std::memcpy(&staging[r * m], send + r * recv_count + a, m * sizeof(float));
     check_mpi(MPI_Reduce_scatter_block(staging.data(), recv + a, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
               "Reduce_scatter_block");
-    a += m;
-  }
+  });
 }
 
 void MpiCommunicator::all_gather(const float* send, float* recv, size_t send_count) {
@@ -94,51 +102,40 @@ void MpiCommunicator::all_gather(const float* send, float* recv, size_t send_cou
     return;
   }
   std::vector<float> staging(W * max_elements_);
-  for (size_t a = 0; a < send_count;) {
-    const size_t m = std::min(max_elements_, send_count - a);
+  for_each_piece(send_count, max_elements_, [&](size_t a, size_t m) {
     check_mpi(MPI_Allgather(send + a, int(m), MPI_FLOAT, staging.data(), int(m), MPI_FLOAT, MPI_COMM_WORLD),
               "Allgather");
     for (size_t r = 0; r < W; ++r) std::memcpy(recv + r * send_count + a, &staging[r * m], m * sizeof(float));
-    a += m;
-  }
+  });
 }
 
 void MpiCommunicator::broadcast(void* buf, size_t bytes, int root) {
-  if (root < 0 || root >= world_size_)
-    throw std::invalid_argument(fmt::format("broadcast: root {} is not a rank of {}", root, world_size_));
-  const size_t max_bytes = max_elements_ * sizeof(float);
+  check_root(root, "broadcast");
   auto* p = static_cast<char*>(buf);
-  for (size_t done = 0; done < bytes;) {
-    const size_t m = std::min(max_bytes, bytes - done);
-    check_mpi(MPI_Bcast(p + done, int(m), MPI_BYTE, root, MPI_COMM_WORLD), "Bcast");
-    done += m;
-  }
+  for_each_piece(bytes, max_elements_ * sizeof(float), [&](size_t at, size_t m) {
+    check_mpi(MPI_Bcast(p + at, int(m), MPI_BYTE, root, MPI_COMM_WORLD), "Bcast");
+  });
 }
 
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "Barrier"); }
 
 void MpiCommunicator::start_all_reduce_sum(float* buf, size_t n) {
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(max_elements_, n - done);
+  for_each_piece(n, max_elements_, [&](size_t at, size_t m) {
     MPI_Request request;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf + done, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf + at, int(m), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
               "Iallreduce");
     pending_->requests.push_back(request);
-    done += m;
-  }
+  });
 }
 
 void MpiCommunicator::start_reduce_sum(float* buf, size_t n, int root) {
-  if (root < 0 || root >= world_size_)
-    throw std::invalid_argument(fmt::format("reduce: root {} is not a rank of {}", root, world_size_));
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(max_elements_, n - done);
+  check_root(root, "reduce");
+  for_each_piece(n, max_elements_, [&](size_t at, size_t m) {
     MPI_Request request;
-    const void* send = rank_ == root ? MPI_IN_PLACE : buf + done;
-    check_mpi(MPI_Ireduce(send, buf + done, int(m), MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "Ireduce");
+    const void* send = rank_ == root ? MPI_IN_PLACE : buf + at;
+    check_mpi(MPI_Ireduce(send, buf + at, int(m), MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "Ireduce");
     pending_->requests.push_back(request);
-    done += m;
-  }
+  });
 }
 
 void MpiCommunicator::progress() {

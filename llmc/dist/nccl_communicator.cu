@@ -71,8 +71,7 @@ void NcclCommunicator::all_reduce_sum(void* buf, size_t n, ncclDataType_t type, 
 }
 
 void NcclCommunicator::reduce_sum(void* buf, size_t n, ncclDataType_t type, int root, cudaStream_t stream) {
-  if (root < 0 || root >= world_size_)
-    throw std::invalid_argument(fmt::format("reduce: root {} is not a rank of {}", root, world_size_));
+  check_root(root, "reduce");
   check_nccl(ncclReduce(buf, buf, n, type, ncclSum, root, comm_, stream), "ncclReduce");
 }
 
@@ -85,8 +84,7 @@ void NcclCommunicator::all_gather(const void* send, void* recv, size_t send_coun
 }
 
 void NcclCommunicator::broadcast(void* buf, size_t bytes, int root) {
-  if (root < 0 || root >= world_size_)
-    throw std::invalid_argument(fmt::format("broadcast: root {} is not a rank of {}", root, world_size_));
+  check_root(root, "broadcast");
   check_nccl(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <fmt/format.h>
 
 namespace llmc {
@@ -57,10 +58,14 @@ bool boolean(const std::string& flag, const std::string& text) {
   return int_in(flag, text, 0, 1, "must be 0 or 1") == 1;
 }
 
-float real_at_least(const std::string& flag, const std::string& text, double lo, const char* what) {
+double real_in(const std::string& flag, const std::string& text, double lo, double hi, const char* what) {
   const double v = parse_real(flag, text);
-  if (v < lo) throw out_of_range(flag, text, what);
-  return float(v);
+  if (v < lo || v > hi) throw out_of_range(flag, text, what);
+  return v;
+}
+
+float real_at_least(const std::string& flag, const std::string& text, double lo, const char* what) {
+  return float(real_in(flag, text, lo, std::numeric_limits<double>::max(), what));
 }
 
 std::string non_empty(const std::string& flag, const std::string& text, const char* what) {
@@ -147,8 +152,7 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.warmup_steps = int_in(f, v, 0, kIntMax, "warmup steps must be >= 0"); }},
       {"-q", "<float>", "1.0", "final LR as a fraction of -l",
        [](TrainOptions& o, Arg f, Arg v) {
-         o.final_lr_frac = real_at_least(f, v, 0.0, "the final LR fraction must be in [0, 1]");
-         if (o.final_lr_frac > 1.0f) throw out_of_range(f, v, "the final LR fraction must be in [0, 1]");
+         o.final_lr_frac = float(real_in(f, v, 0.0, 1.0, "the final LR fraction must be in [0, 1]"));
        }},
       {"-k", "<name>", "cosine", "LR schedule: cosine, linear, constant, wsd",
        [](TrainOptions& o, Arg f, Arg v) {
@@ -220,10 +224,8 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.top_k = int_in(f, v, 0, kIntMax, "top-k must be >= 0 (0 = off)"); }},
       {"--step-timeout", "<seconds>", "600", "end the job when a rank makes no progress for this long, 0 = off",
        [](TrainOptions& o, Arg f, Arg v) {
-         const char* what = "the step timeout must be between 0 (off) and 604800 seconds (a week)";
-         const double seconds = parse_real(f, v);
-         if (seconds < 0 || seconds > kMaxStepTimeout) throw out_of_range(f, v, what);
-         o.step_timeout = seconds;
+         o.step_timeout =
+             real_in(f, v, 0.0, kMaxStepTimeout, "the step timeout must be between 0 (off) and 604800 seconds (a week)");
        }},
       {"--device-memory", "<size>", "",
        "GPU memory per rank to plan against, e.g. 80GiB, 40GB, 81920MiB; none = the GPU's free memory (train_gpt2cu)",

@@ -44,7 +44,7 @@ Trainer::Trainer(const TrainOptions& o, ModelFile model, Communicator& host, con
       sample_rng_(o.seed ^ kSampleSeedTag) {
   check_options_for_model(o, config_);
   const size_t n = num_parameters(config_);
-  partition_ = zero1_ ? zero1_partition(n, world_size_, rank_, kPartitionAlignment) : unsharded_partition(n);
+  partition_ = optimizer_partition(n, o.zero_stage, world_size_, rank_);
   const int B = o.batch_size, T = o.seq_len;
   const int64_t micro_tokens = int64_t(B) * T * world_size_;
   step_tokens_ = o.total_batch_tokens == -1 ? micro_tokens : o.total_batch_tokens;
@@ -208,6 +208,7 @@ void Trainer::run(const BackendFactory& make_backend) {
   placement.process = process_;
   placement.partition = partition_;
   placement.host = &host_;
+  placement.overlap_gradients = overlap_;
   watchdog_.enter("building the backend", start_step_);
   const std::unique_ptr<Backend> backend = make_backend(config_, o_, placement);
   WatchedBackend watched(*backend, watchdog_);

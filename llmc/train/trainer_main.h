@@ -33,6 +33,9 @@ struct BackendPlacement {
   ProcessLayout process;          // rank, world size, local rank (the GPU), launcher
   OptimizerPartition partition;   // the optimizer state this rank keeps (-z)
   Communicator* host = nullptr;   // the ranks' host communicator (carries NCCL's id on GPUs)
+  // The loop calls begin/finish_gradient_sync (--overlap 1 with several ranks): a backend that
+  // needs buffers or streams for it sets them up now.
+  bool overlap_gradients = false;
 };
 
 // The exit status of a job that --step-timeout ended (llmc/train/watchdog.h); 1 is any other error.

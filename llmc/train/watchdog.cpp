@@ -28,21 +28,13 @@ void Watchdog::enter(const char* phase, int step) noexcept {
   beat();
 }
 
-Watchdog::InCollective::InCollective(Watchdog& watchdog, const char* name) noexcept : watchdog_(watchdog) {
-  watchdog_.collective_.store(name, std::memory_order_relaxed);
+Watchdog::Mark::Mark(Watchdog& watchdog, std::atomic<const char*>& slot, const char* name) noexcept
+    : watchdog_(watchdog), slot_(slot) {
+  slot_.store(name, std::memory_order_relaxed);
 }
 
-Watchdog::InCollective::~InCollective() {
-  watchdog_.collective_.store(nullptr, std::memory_order_relaxed);
-  watchdog_.beat();
-}
-
-Watchdog::InBackendCall::InBackendCall(Watchdog& watchdog, const char* name) noexcept : watchdog_(watchdog) {
-  watchdog_.backend_call_.store(name, std::memory_order_relaxed);
-}
-
-Watchdog::InBackendCall::~InBackendCall() {
-  watchdog_.backend_call_.store(nullptr, std::memory_order_relaxed);
+Watchdog::Mark::~Mark() {
+  slot_.store(nullptr, std::memory_order_relaxed);
   watchdog_.beat();
 }
 

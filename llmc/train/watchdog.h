@@ -40,30 +40,29 @@ class Watchdog {
   // "evaluation", "checkpoint", ...) and its step, -1 for none. Counts as progress.
   void enter(const char* phase, int step) noexcept;
 
-  // Marks, for its lifetime, the collective a rank is in; its end is progress.
-  class InCollective {
+  // Marks, for its lifetime, where a rank waits (InCollective, InBackendCall); its end is progress.
+  class Mark {
    public:
-    InCollective(Watchdog& watchdog, const char* name) noexcept;
-    ~InCollective();
-    InCollective(const InCollective&) = delete;
-    InCollective& operator=(const InCollective&) = delete;
+    ~Mark();
+    Mark(const Mark&) = delete;
+    Mark& operator=(const Mark&) = delete;
+
+   protected:
+    Mark(Watchdog& watchdog, std::atomic<const char*>& slot, const char* name) noexcept;
 
    private:
     Watchdog& watchdog_;
+    std::atomic<const char*>& slot_;
   };
-  // The same for a call into the backend (a kernel that never finishes leaves its rank there).
-  class InBackendCall {
-   public:
-    InBackendCall(Watchdog& watchdog, const char* name) noexcept;
-    ~InBackendCall();
-    InBackendCall(const InBackendCall&) = delete;
-    InBackendCall& operator=(const InBackendCall&) = delete;
-
-   private:
-    Watchdog& watchdog_;
+  // The collective a rank is in.
+  struct InCollective : Mark {
+    InCollective(Watchdog& watchdog, const char* name) noexcept : Mark(watchdog, watchdog.collective_, name) {}
+  };
+  // A call into the backend (a kernel that never finishes leaves its rank there).
+  struct InBackendCall : Mark {
+    InBackendCall(Watchdog& watchdog, const char* name) noexcept : Mark(watchdog, watchdog.backend_call_, name) {}
   };
 
-  double timeout_seconds() const { return timeout_; }
   // The stop message for the marks as they are now, after `idle_seconds` without progress:
   // "<rank prefix>no progress for 3.2 s (--step-timeout 3 s): phase "step", step 4, waiting in
   // all_reduce_sum inside the backend's all_reduce_gradients; ending the job".

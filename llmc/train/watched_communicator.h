@@ -1,7 +1,8 @@
 // A Communicator that tells the watchdog (llmc/train/watchdog.h) which collective its rank waits in:
 // each call marks the operation's name, forwards to the wrapped communicator and, on return,
-// counts as progress. The Trainer's collectives and the CPU backend's go through it, so a rank
-// whose peer is gone reports e.g. "waiting in all_reduce_sum" without a mark at any call site.
+// counts as progress. Every host collective goes through it (the Trainer's, the CPU backend's, the
+// CUDA backend's host staging and NCCL's id broadcast), so a rank whose peer is gone reports e.g.
+// "waiting in all_reduce_sum" without a mark at any call site.
 // Every method of Communicator must be forwarded here, marked with its name.
 #pragma once
 #include <cstddef>

@@ -81,10 +81,7 @@ void simulate(const GradientBucket& bucket, const std::vector<OptimizerPartition
       for (size_t k = 0; k < s.count; ++k) staging[r][s.packed_offset + k] = grads[r][s.buffer_offset + k];
   }
   for (size_t i = 0; i < t[0].messages.size(); ++i) {
-    auto buffer = [&](size_t r) {
-      const BucketMessage& m = t[r].messages[i];
-      return m.in_place() ? grads[r].data() + m.spans[0].buffer_offset : staging[r].data() + m.packed_offset;
-    };
+    auto buffer = [&](size_t r) { return t[r].messages[i].buffer(grads[r].data(), staging[r].data()); };
     const BucketMessage& m = t[0].messages[i];
     std::vector<float> sum(m.count, 0.0f);
     for (size_t r = 0; r < W; ++r) {
