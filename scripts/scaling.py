@@ -130,16 +130,18 @@ def step(model, W, zero, overlap, args):
 
 
 def memory_per_rank(trainer, model, W, zero, B):
-    """The total line of the trainer's own plan, or None without a trainer."""
+    """GiB of the total line of the trainer's own plan, or None without a trainer."""
     if not trainer:
         return None
     cmd = [trainer, "--dry-run", str(W), "-e", model, "-b", str(B), "-t", str(SEQ_LEN),
            "-z", str(zero)]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    match = re.search(r"^  total\s+[\d.]+\s+\(([\d.]+) GiB\)$", out.stdout, re.M)
+    # "  total  <MiB>  (<the same in MiB below 10 GiB, else in GiB>)": the MiB column has one
+    # unit for every plan.
+    match = re.search(r"^  total\s+([\d.]+)\s+\([\d.]+ [MG]iB\)$", out.stdout, re.M)
     if out.returncode != 0 or not match:
         sys.exit(f"scaling.py: no memory total from {' '.join(cmd)}:\n{out.stdout}{out.stderr}")
-    return float(match[1])
+    return float(match[1]) / 1024
 
 
 def known_model(flag, name):
