@@ -27,9 +27,15 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
+# The recipe of the three host libraries: a new archive each time, as `ar r` into the old one would
+# keep the members of sources that are gone.
+define archive
+@rm -f $@
+ar rcs $@ $^
+endef
+
 $(LIBLLMC): $(LLMC_OBJS)
-	@rm -f $@
-	ar rcs $@ $^
+	$(archive)
 
 tokenize: $(BUILD)/tokenize.o $(LIBLLMC)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
@@ -119,8 +125,7 @@ $(CUDA_HOST)/%.o: %.cpp
 	$(CXX) $(CUDA_CXXFLAGS) -c $< -o $@
 
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
-	@rm -f $@
-	ar rcs $@ $^
+	$(archive)
 
 $(CUDA_DIR)/%.o: %.cu
 	@mkdir -p $(dir $@)
@@ -128,10 +133,7 @@ $(CUDA_DIR)/%.o: %.cu
 
 # The two mains hold no device code (they reach the GPU through llmc/cuda/cuda_backend.h, a plain
 # C++ header): nvcc compiles them as C++, without a device pass per architecture over every header.
-CUDA_MAIN_OBJS := $(CUDA_DIR)/train_gpt2.o $(CUDA_DIR)/test_gpt2.o
-$(CUDA_MAIN_OBJS): $(CUDA_DIR)/%.o: %.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) $(CUDA_NVCCFLAGS) -x c++ -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+$(CUDA_DIR)/train_gpt2.o $(CUDA_DIR)/test_gpt2.o: CUDA_NVCCFLAGS += -x c++
 
 $(CUDA_DIR)/train_gpt2cu: $(CUDA_DIR)/train_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
 	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
@@ -238,13 +240,13 @@ $(SANITIZE)/%.o: %.cpp
 	$(CXX) $(CXXFLAGS) $(SANITIZE_FLAGS) -c $< -o $@
 
 $(SANITIZE_LIB): $(SANITIZE_OBJS)
-	@rm -f $@
-	ar rcs $@ $^
+	$(archive)
 
+# One link recipe for both. Its rule names no prerequisites: make puts those of the rule with the
+# recipe first in $^, and the objects must come before the library on the link line.
 $(SANITIZE)/unit_tests: $(BUILD)/tests/unit/main.o $(SANITIZE_UNIT_OBJS) $(SANITIZE_LIB)
-	$(CXX) $(CXXFLAGS) $(SANITIZE_FLAGS) $^ -o $@ $(LDLIBS)
-
 $(SANITIZE)/train_gpt2: $(SANITIZE)/train_gpt2.o $(SANITIZE_LIB)
+$(SANITIZE)/unit_tests $(SANITIZE)/train_gpt2:
 	$(CXX) $(CXXFLAGS) $(SANITIZE_FLAGS) $^ -o $@ $(LDLIBS)
 
 -include $(SANITIZE_OBJS:.o=.d) $(SANITIZE_UNIT_OBJS:.o=.d) $(SANITIZE)/train_gpt2.d

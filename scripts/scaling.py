@@ -78,11 +78,11 @@ class Network:
         return self.alpha(W) + factor * elements * BF16_BYTES / self.busbw(W)
 
 
-def compute_seconds(model, args):
+def compute_seconds(model, n, args):
+    """The single-GPU step of `model`, which has n parameters."""
     if model in args.step_ms:
         return args.step_ms[model] / 1e3
     L, _, C = MODELS[model]
-    n = sizes(model)[2]
     tokens = args.micro_batch[model] * SEQ_LEN
     return tokens * (6 * n + 6 * L * C * SEQ_LEN) / (args.mfu * args.peak_tflops * 1e12)
 
@@ -92,7 +92,8 @@ def step(model, W, zero, overlap, args):
     net = Network(args)
     L, _, C = MODELS[model]
     layer, embeddings, n = sizes(model)
-    compute = compute_seconds(model, args)
+    buffer = padded(n, W)  # elements of ZeRO-1's padded gradient and parameter buffers
+    compute = compute_seconds(model, n, args)
     backward = compute * 2 / 3
     # Bucket sizes in backward order: layer L-1 with lnf, the other layers, the embeddings.
     buckets = [layer + 2 * C] + [layer] * (L - 1) + [embeddings]
@@ -111,10 +112,10 @@ def step(model, W, zero, overlap, args):
         elif zero == 0:
             exposed = net.seconds("all-reduce", n, W)
         else:
-            exposed = net.seconds("reduce-scatter", padded(n, W), W)
+            exposed = net.seconds("reduce-scatter", buffer, W)
     owned = n if zero == 0 else -(-n // W)
     adamw = owned * ADAMW_BYTES_PER_PARAM / (args.hbm_gbs * 1e9)
-    gather = net.seconds("all-gather", padded(n, W), W) if zero == 1 and W > 1 else 0.0
+    gather = net.seconds("all-gather", buffer, W) if zero == 1 and W > 1 else 0.0
     total = compute + adamw + exposed + gather
     # Bytes each rank sends: ring all-reduce 2(W-1)/W of the buffer; reduce-scatter and all-gather
     # (W-1)/W each; the overlapped ZeRO-1 reduces about the whole buffer.
@@ -123,22 +124,31 @@ def step(model, W, zero, overlap, args):
     elif zero == 0:
         sent = 2 * (W - 1) / W * n * BF16_BYTES
     else:
-        gradients = n if overlap else (W - 1) / W * padded(n, W)
-        sent = (gradients + (W - 1) / W * padded(n, W)) * BF16_BYTES
+        gradients = n if overlap else (W - 1) / W * buffer
+        sent = (gradients + (W - 1) / W * buffer) * BF16_BYTES
     return {"compute": compute, "adamw": adamw, "exposed": exposed, "gather": gather, "total": total, "sent": sent}
 
 
 def memory_per_rank(trainer, model, W, zero, B):
-    """The total line of the trainer's own plan, or None without a trainer."""
+    """GiB of the total line of the trainer's own plan, or None without a trainer."""
     if not trainer:
         return None
     cmd = [trainer, "--dry-run", str(W), "-e", model, "-b", str(B), "-t", str(SEQ_LEN),
            "-z", str(zero)]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    match = re.search(r"^  total\s+[\d.]+\s+\(([\d.]+) GiB\)$", out.stdout, re.M)
+    # "  total  <MiB>  (<the same in MiB below 10 GiB, else in GiB>)": the MiB column has one
+    # unit for every plan.
+    match = re.search(r"^  total\s+([\d.]+)\s+\([\d.]+ [MG]iB\)$", out.stdout, re.M)
     if out.returncode != 0 or not match:
         sys.exit(f"scaling.py: no memory total from {' '.join(cmd)}:\n{out.stdout}{out.stderr}")
-    return float(match[1])
+    return float(match[1]) / 1024
+
+
+def known_model(flag, name):
+    """name, when it is one of MODELS; the error for `flag` otherwise."""
+    if name not in MODELS:
+        raise argparse.ArgumentTypeError(f"{flag}: unknown model '{name}' (one of {', '.join(MODELS)})")
+    return name
 
 
 def per_model(flag, convert):
@@ -150,8 +160,7 @@ def parse_per_model(flag, convert, text):
     result = {}
     for item in filter(None, text.split(",")):
         name, _, value = item.partition("=")
-        if name not in MODELS:
-            raise argparse.ArgumentTypeError(f"{flag}: unknown model '{name}' (one of {', '.join(MODELS)})")
+        known_model(flag, name)
         try:
             result[name] = convert(value)
         except ValueError:
@@ -186,10 +195,10 @@ def main():
     p.add_argument("--latency-us", type=positive, default=8.0, help="latency per tree level of a collective")
     args = p.parse_args()
     args.micro_batch = {**DEFAULT_MICRO_BATCH, **args.micro_batch}
-    models = args.models.split(",")
-    for m in models:
-        if m not in MODELS:
-            p.error(f"--models: unknown model '{m}' (one of {', '.join(MODELS)})")
+    try:
+        models = [known_model("--models", m) for m in args.models.split(",")]
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     try:
         gpus = [int(g) for g in args.gpus.split(",")]
     except ValueError:

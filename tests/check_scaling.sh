@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/scaling.py (docs/scaling.md): its figures for d12 on 8 GPUs against a count done by hand
-# with the model of the script's docstring, its bad-input errors, and overlap never predicted
-# slower than no overlap.
+# with the model of the script's docstring, its memory column from a stand-in for the trainer's
+# plan, its bad-input errors, and overlap never predicted slower than no overlap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -30,6 +30,33 @@ for l in rows:
     assert on <= off + 1e-9, f"overlap slower: {l}"
 ' || fail "overlap predicted slower somewhere"
 
+# --trainer: the memory column is the plan's total line read in its MiB column, whichever unit the
+# parenthesis after it uses (MiB below 10 GiB, else GiB: llmc/cuda/memory_fit.cpp). A stand-in
+# trainer answers the four --dry-run calls expected, and only those, with the total lines the real
+# one prints for d12 on 8 ranks, -z 0 and 1: at B=8 4664.5 MiB = 4.56 GiB and 3418.1 MiB = 3.34
+# GiB, at B=64 23577.9 MiB = 23.03 GiB and 22331.4 MiB = 21.81 GiB.
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+cat >"$fake/train_gpt2cu" <<'SH'
+#!/usr/bin/env bash
+case "$*" in
+  "--dry-run 8 -e d12 -b 8 -t 1024 -z 0") mib=4664.5 in_unit="4664.5 MiB" ;;
+  "--dry-run 8 -e d12 -b 8 -t 1024 -z 1") mib=3418.1 in_unit="3418.1 MiB" ;;
+  "--dry-run 8 -e d12 -b 64 -t 1024 -z 0") mib=23577.9 in_unit="23.03 GiB" ;;
+  "--dry-run 8 -e d12 -b 64 -t 1024 -z 1") mib=22331.4 in_unit="21.81 GiB" ;;
+  *) echo "unexpected arguments: $*" >&2; exit 2 ;;
+esac
+printf '  %-28s %14s %3s %12s  %s\n' "cuBLASLt workspace" 33554432 1 32.0 fixed
+printf '  %-28s %14s %3s %12s  (%s)\n' total "" "" "$mib" "$in_unit"
+SH
+chmod +x "$fake/train_gpt2cu"
+out=$(python3 scripts/scaling.py --trainer "$fake/train_gpt2cu" --models d12 --gpus 8 --micro-batch d12=8)
+row 8 0 | grep -qF "| 4.6 GiB |" || fail "--trainer, d12 B=8 ZeRO-0: $(row 8 0)"
+row 8 1 | grep -qF "| 3.3 GiB |" || fail "--trainer, d12 B=8 ZeRO-1: $(row 8 1)"
+out=$(python3 scripts/scaling.py --trainer "$fake/train_gpt2cu" --models d12 --gpus 8)
+row 8 0 | grep -qF "| 23.0 GiB |" || fail "--trainer, d12 B=64 ZeRO-0: $(row 8 0)"
+row 8 1 | grep -qF "| 21.8 GiB |" || fail "--trainer, d12 B=64 ZeRO-1: $(row 8 1)"
+
 expect_error() {  # expect_error "message part" args...
   local want=$1; shift
   local err
@@ -42,4 +69,4 @@ expect_error "--micro-batch: 'd12=0' must be positive" --micro-batch d12=0
 expect_error "--models: unknown model 'gpt5'" --models gpt5
 expect_error "--gpus: every count must be >= 1" --gpus 0,8
 expect_error "is not positive" --mfu 0
-echo "scaling.py: d12 on 1 and 8 GPUs as counted by hand, overlap never slower, 6 bad inputs rejected"
+echo "scaling.py: d12 on 1 and 8 GPUs as counted by hand, memory from MiB and GiB plan totals, overlap never slower, 6 bad inputs rejected"

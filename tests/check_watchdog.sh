@@ -74,8 +74,14 @@ done
 if [ -n "$stopped" ]; then
   kill -STOP "$stopped"
   start=$SECONDS
-  wait_gone $((timeout + SLACK)) "$launcher" "${ranks[@]}" || fail "the job outlived --step-timeout $timeout by ${SLACK}s"
-  echo "job gone $((SECONDS - start))s after SIGSTOP of rank 1 (--step-timeout $timeout)"
+  if wait_gone $((timeout + SLACK)) "$launcher" "${ranks[@]}"; then
+    echo "job gone $((SECONDS - start))s after SIGSTOP of rank 1 (--step-timeout $timeout)"
+  else
+    fail "the job outlived --step-timeout $timeout by ${SLACK}s"
+    # A watchdog that never fires leaves rank 1 stopped and mpirun waiting for it: end the job
+    # here, or the `wait` below would hang the check instead of failing it.
+    cleanup
+  fi
   set +e
   wait "$launcher"
   rc=$?

@@ -98,6 +98,13 @@ MemoryPlanInputs d12_inputs(int B, int T, int recompute, const OptimizerPartitio
   return in;
 }
 
+// Rank 0 of `ranks` running d12 at B=4 T=64, with the staging and gradient buckets the trainer
+// picks for it (inputs_for_ranks).
+MemoryPlanInputs d12_for_ranks(int recompute, int zero_stage, int ranks, Precision precision = Precision::kBf16,
+                               AttentionKind attention = AttentionKind::kCudnn) {
+  return inputs_for_ranks(config_from_descriptor("d12"), 4, 64, recompute, zero_stage, ranks, precision, attention);
+}
+
 void check_against_hand_count(const MemoryPlan& plan, const std::vector<Expected>& expected) {
   REQUIRE(plan.buffers.size() == expected.size());
   size_t total = 0;
@@ -201,18 +208,14 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
     CHECK(plan_memory(in).find(BufferId::kCudnnWorkspace)->bytes() == 123456);
   }
   SUBCASE("one rank with -z 1 stages through an fp32 copy of the buffers; eight over NCCL do not") {
-    const GPT2Config d12 = config_from_descriptor("d12");
-    const MemoryPlan one = plan_memory(inputs_for_ranks(d12, 4, 64, 1, 1, 1, Precision::kBf16, AttentionKind::kCudnn));
+    const MemoryPlan one = plan_memory(d12_for_ranks(1, 1, 1));
     REQUIRE(one.find(BufferId::kStaging) != nullptr);
     CHECK(one.find(BufferId::kStaging)->bytes() == n * 4);
-    CHECK(plan_memory(inputs_for_ranks(d12, 4, 64, 1, 1, 8, Precision::kBf16, AttentionKind::kCudnn))
-              .find(BufferId::kStaging) == nullptr);
-    CHECK(plan_memory(inputs_for_ranks(d12, 4, 64, 1, 0, 1, Precision::kBf16, AttentionKind::kCudnn))
-              .find(BufferId::kStaging) == nullptr);
+    CHECK(plan_memory(d12_for_ranks(1, 1, 8)).find(BufferId::kStaging) == nullptr);
+    CHECK(plan_memory(d12_for_ranks(1, 0, 1)).find(BufferId::kStaging) == nullptr);
   }
   SUBCASE("gradient buckets (--overlap over NCCL): staging of the largest packed bucket and the span table") {
-    const GPT2Config d12 = config_from_descriptor("d12");
-    const MemoryPlanInputs z0 = inputs_for_ranks(d12, 4, 64, 1, 0, 8, Precision::kBf16, AttentionKind::kCudnn);
+    const MemoryPlanInputs z0 = d12_for_ranks(1, 0, 8);
     REQUIRE(z0.overlap_buckets);
     const MemoryPlan plan = plan_memory(z0);
     // The largest bucket is the last layer's 12 slices with lnf: 12 C^2 + 13 C + 2 C =
@@ -226,12 +229,11 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
     // ZeRO-1, rank 0 of 8: the same staging (the last layer's parts are all packed); 132 spans
     // (every owner's packed parts, plus rank 0's own to unpack), counted with a separate script of
     // the parameter layout while writing this test.
-    const MemoryPlan z1 = plan_memory(inputs_for_ranks(d12, 4, 64, 1, 1, 8, Precision::kBf16, AttentionKind::kCudnn));
+    const MemoryPlan z1 = plan_memory(d12_for_ranks(1, 1, 8));
     CHECK(z1.find(BufferId::kBucketStaging)->bytes() == 7089408ull * 2);
     CHECK(z1.find(BufferId::kBucketSpans)->bytes() == 132ull * 24);
     // One rank sends nothing; --overlap 0 keeps the blocking sums.
-    CHECK(plan_memory(inputs_for_ranks(d12, 4, 64, 1, 0, 1, Precision::kBf16, AttentionKind::kCudnn))
-              .find(BufferId::kBucketStaging) == nullptr);
+    CHECK(plan_memory(d12_for_ranks(1, 0, 1)).find(BufferId::kBucketStaging) == nullptr);
     MemoryPlanInputs off = z0;
     off.overlap_buckets = false;
     CHECK(plan_memory(off).find(BufferId::kBucketSpans) == nullptr);
@@ -261,8 +263,7 @@ TEST_CASE("memory plan: the backend's allocation sequence allocates exactly the 
                         Case{"fp32 fallback", Precision::kFp32, AttentionKind::kFallback, 1, 0, 1},
                         Case{"fp32 fallback -z 1 x1", Precision::kFp32, AttentionKind::kFallback, 1, 1, 2}}) {
     INFO(c.what);
-    const MemoryPlan plan = plan_memory(inputs_for_ranks(config_from_descriptor("d12"), 4, 64, c.recompute,
-                                                         c.zero_stage, c.ranks, c.precision, c.attention));
+    const MemoryPlan plan = plan_memory(d12_for_ranks(c.recompute, c.zero_stage, c.ranks, c.precision, c.attention));
     RecordingAllocator device;
     const std::vector<Allocation> made = c.precision == Precision::kBf16
                                              ? run_backend_sequence<uint16_t>(plan, c.attention, device)
@@ -284,25 +285,22 @@ TEST_CASE("memory plan: the backend's allocation sequence allocates exactly the 
 }
 
 TEST_CASE("memory plan: a plan and a backend that disagree are caught") {
-  const GPT2Config d12 = config_from_descriptor("d12");
   RecordingAllocator device;
   SUBCASE("an fp32 plan for the bf16 sequence: 4-byte parameters, no master") {
-    const MemoryPlan fp32 =
-        plan_memory(inputs_for_ranks(d12, 4, 64, 1, 0, 1, Precision::kFp32, AttentionKind::kFallback));
+    const MemoryPlan fp32 = plan_memory(d12_for_ranks(1, 0, 1, Precision::kFp32, AttentionKind::kFallback));
     const std::string error = test_support::thrown_message<std::logic_error>(
         [&] { run_backend_sequence<uint16_t>(fp32, AttentionKind::kFallback, device); });
     CHECK(test_support::contains(error, "'parameters' is planned with 4-byte elements, the backend uses 2"));
   }
   SUBCASE("a plan with the fallback's buffers for a backend running cuDNN") {
-    const MemoryPlan fallback =
-        plan_memory(inputs_for_ranks(d12, 4, 64, 1, 0, 1, Precision::kBf16, AttentionKind::kFallback));
+    const MemoryPlan fallback = plan_memory(d12_for_ranks(1, 0, 1, Precision::kBf16, AttentionKind::kFallback));
     const std::string error = test_support::thrown_message<std::logic_error>(
         [&] { run_backend_sequence<uint16_t>(fallback, AttentionKind::kCudnn, device); });
     CHECK(test_support::contains(error, "which the plan does not list"));
   }
   SUBCASE("a planned buffer nobody takes") {
     // The fallback's plan with cuDNN's statistics added, which the fallback never uses.
-    MemoryPlan plan = plan_memory(inputs_for_ranks(d12, 4, 64, 1, 0, 1, Precision::kBf16, AttentionKind::kFallback));
+    MemoryPlan plan = plan_memory(d12_for_ranks(1, 0, 1, Precision::kBf16, AttentionKind::kFallback));
     plan.buffers.push_back({BufferId::kAttStats, "extra", 10, 4, "fixed"});
     const std::string error = test_support::thrown_message<std::logic_error>(
         [&] { run_backend_sequence<uint16_t>(plan, AttentionKind::kFallback, device); });
@@ -313,8 +311,7 @@ TEST_CASE("memory plan: a plan and a backend that disagree are caught") {
 }
 
 TEST_CASE("memory plan: regrowing cuDNN's workspace keeps the list and the device in step") {
-  const MemoryPlan plan = plan_memory(
-      inputs_for_ranks(config_from_descriptor("d12"), 4, 64, 1, 0, 1, Precision::kBf16, AttentionKind::kCudnn));
+  const MemoryPlan plan = plan_memory(d12_for_ranks(1, 0, 1));
   RecordingAllocator device;
   {
     PlannedAllocator allocator(plan, device);

@@ -1,5 +1,6 @@
 // Helpers shared by the unit tests in tests/unit/: scratch files and directories, whole-file
-// reads and writes, the message of an expected error, and model shapes.
+// reads and writes, substring, prefix and suffix tests, the message of an expected error, and
+// model shapes.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -65,6 +66,12 @@ class TempDir {
 };
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+inline bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 // The message of the E that f() throws, or nothing when it returns.
 template <typename E, typename F>

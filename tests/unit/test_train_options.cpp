@@ -10,18 +10,14 @@
 #include "tests/unit/test_support.h"
 
 using llmc::parse_train_options;
+using test_support::ends_with;
+using test_support::starts_with;
 
 namespace {
 
 // The message of the FlagError that parsing args throws, or "" if it parses.
 std::string flag_error(const std::vector<std::string>& args) {
   return test_support::error_message<llmc::FlagError>([&] { parse_train_options(args); });
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Calls row(flag, value, field, documented default, parsed value) for every flag: the default

@@ -14,6 +14,11 @@
 #include "llmc/dist/abort_hooks.h"
 #include "llmc/train/watched_communicator.h"
 #include "llmc/train/watchdog.h"
+#include "tests/unit/test_support.h"
+
+using test_support::contains;
+using test_support::ends_with;
+using test_support::starts_with;
 
 namespace {
 
@@ -46,12 +51,6 @@ class StopRecorder {
   std::vector<std::string> messages_;
 };
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("watchdog: no firing while beats keep coming, for several timeouts; firing once they stop") {
@@ -66,7 +65,7 @@ TEST_CASE("watchdog: no firing while beats keep coming, for several timeouts; fi
   CHECK(stops.messages().empty());
   const std::vector<std::string> fired = stops.wait_for_first(std::chrono::seconds(10));
   REQUIRE(fired.size() == 1);
-  CHECK(fired[0].find("(--step-timeout 0.5 s): phase \"step\", step ") != std::string::npos);
+  CHECK(contains(fired[0], "(--step-timeout 0.5 s): phase \"step\", step "));
 }
 
 TEST_CASE("watchdog: the message says the phase, the step, the collective and the backend call") {
