@@ -63,9 +63,8 @@ bool use_nccl(llmc::Communicator& host, int device) {
 // ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them.
 std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
   llmc::MemoryPlanInputs in =
-      llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, o.recompute, o.zero_stage, ranks,
+      llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, o.recompute, o.zero_stage, ranks, o.overlap,
                              llmc::cuda_precision(), llmc::default_attention_kind());
-  in.overlap_buckets = in.overlap_buckets && o.overlap;
   const llmc::MemoryPlan plan = llmc::plan_memory(in);
   const std::string text = llmc::describe_plan(in, plan, ranks);
   const bool nccl = ranks > 1;

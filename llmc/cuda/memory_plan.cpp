@@ -24,7 +24,7 @@ const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKi
 const char* precision_name(Precision precision) { return precision == Precision::kBf16 ? "bf16" : "fp32"; }
 
 MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_len, int recompute, int zero_stage,
-                                  int ranks, Precision precision, AttentionKind attention) {
+                                  int ranks, bool overlap, Precision precision, AttentionKind attention) {
   MemoryPlanInputs in;
   in.config = config;
   in.batch = batch;
@@ -36,7 +36,7 @@ MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_l
   // train_gpt2.cu: NCCL whenever there are several ranks, each with its own GPU; one rank has no
   // NCCL, and only -z 1 sends its (single-rank) reduce-scatter and all-gather through staging.
   in.host_staging = ranks == 1 && zero_stage == 1;
-  in.overlap_buckets = ranks > 1;
+  in.overlap_buckets = overlap && ranks > 1;
   return in;
 }
 

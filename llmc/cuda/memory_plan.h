@@ -67,10 +67,10 @@ struct MemoryPlanInputs {
 
 // Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
 // plan is every rank's upper bound); host_staging as the trainer picks it with one GPU per rank:
-// NCCL for several ranks, the staging buffer for -z 1 on one rank; overlap_buckets as --overlap's
-// default (several ranks).
+// NCCL for several ranks, the staging buffer for -z 1 on one rank; overlap_buckets as the loop
+// decides it from --overlap (`overlap`): only several ranks have sums to overlap.
 MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_len, int recompute, int zero_stage,
-                                  int ranks, Precision precision, AttentionKind attention);
+                                  int ranks, bool overlap, Precision precision, AttentionKind attention);
 
 // cuDNN's workspace at (B, T) for `config` before the GPU is asked: the largest of the forward
 // (training and B=1 sampling) and backward needs, the backward's being the engine's part (the

@@ -19,8 +19,8 @@ namespace {
 constexpr size_t kGiB = size_t(1) << 30, kMiB = size_t(1) << 20;
 
 MemoryPlanInputs d12(int B, int recompute, int zero_stage, int ranks) {
-  return inputs_for_ranks(config_from_descriptor("d12"), B, 1024, recompute, zero_stage, ranks, Precision::kBf16,
-                          AttentionKind::kCudnn);
+  return inputs_for_ranks(config_from_descriptor("d12"), B, 1024, recompute, zero_stage, ranks, true,
+                          Precision::kBf16, AttentionKind::kCudnn);
 }
 
 // The n in "<prefix>n" of text; -1 when text does not say it.

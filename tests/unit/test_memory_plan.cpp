@@ -98,11 +98,12 @@ MemoryPlanInputs d12_inputs(int B, int T, int recompute, const OptimizerPartitio
   return in;
 }
 
-// Rank 0 of `ranks` running d12 at B=4 T=64, with the staging and gradient buckets the trainer
-// picks for it (inputs_for_ranks).
+// Rank 0 of `ranks` running d12 at B=4 T=64 with --overlap 1, with the staging and gradient buckets
+// the trainer picks for it (inputs_for_ranks).
 MemoryPlanInputs d12_for_ranks(int recompute, int zero_stage, int ranks, Precision precision = Precision::kBf16,
                                AttentionKind attention = AttentionKind::kCudnn) {
-  return inputs_for_ranks(config_from_descriptor("d12"), 4, 64, recompute, zero_stage, ranks, precision, attention);
+  return inputs_for_ranks(config_from_descriptor("d12"), 4, 64, recompute, zero_stage, ranks, true, precision,
+                          attention);
 }
 
 void check_against_hand_count(const MemoryPlan& plan, const std::vector<Expected>& expected) {
