@@ -317,7 +317,7 @@ int run(const Args& a) {
 
   // Gradient buckets sent over NCCL on a second stream while the backward pass runs (--overlap).
   // One rank: every sum is the value itself, so a bucket packed, unpacked or ordered wrongly shows
-  // up as wrong gradients; stage 1 over one rank also goes through the reduce-scatter packing.
+  // up as wrong gradients; stage 1 over one rank also goes through the per-owner reduce packing.
   for (bool sharded : {false, true}) {
     SingleProcessCommunicator one;
     CudaBackendOptions o = cuda_options(a, 1, attention);

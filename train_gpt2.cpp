@@ -1,5 +1,6 @@
-// The CPU trainer: the shared training loop (llmc/train/trainer_main.h) driving the fp32 OpenMP backend,
-// as one process or as one of several ranks under mpirun/srun (MPI between the ranks, ZeRO -z 0/1).
+// The CPU trainer: the shared training loop (llmc/train/trainer.h, entered through trainer_main.h)
+// driving the fp32 OpenMP backend, as one process or as one of several ranks under mpirun/srun (MPI
+// between the ranks, ZeRO -z 0/1).
 // Flags: ./train_gpt2 --help; semantics: docs/training.md; ranks: docs/multi-gpu.md.
 #include <memory>
 

@@ -1,6 +1,6 @@
-// The CUDA trainer: the shared training loop (llmc/train/trainer_main.h) driving the GPU backend, one GPU
-// per rank under mpirun/srun (or one process). Flags: ./train_gpt2cu --help; semantics:
-// docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
+// The CUDA trainer: the shared training loop (llmc/train/trainer.h, entered through trainer_main.h)
+// driving the GPU backend, one GPU per rank under mpirun/srun (or one process). Flags:
+// ./train_gpt2cu --help; semantics: docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and

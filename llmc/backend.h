@@ -1,4 +1,4 @@
-// The interface between the shared training loop (llmc/train/trainer_main.h) and a compute backend: the
+// The interface between the shared training loop (llmc/train/trainer.h) and a compute backend: the
 // CPU oracle (llmc/cpu/cpu_backend.h) or the CUDA trainer. Everything that is not a kernel lives in
 // the loop; a backend owns parameters, gradients, AdamW moments and activations.
 //

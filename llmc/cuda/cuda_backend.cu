@@ -212,13 +212,12 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
   if (cudnn_attention()) {
     const int HS = C / NH;
     ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
-    cudnn->forward(out, att_stats + size_t(l) * max_bt * NH, q, B, T, NH, HS, true, cudnn_workspace,
+    cudnn->forward(out, slot_of(att_stats, l, size_t(NH)), q, B, T, NH, HS, true, cudnn_workspace,
                    cudnn_workspace_bytes, stream);
     return;
   }
 #endif
-  const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
-  llmc::attention_forward(*blas, out, att + size_t(l) * scores, att_buffers, q, B, T, C, NH, stream);
+  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, stream);
 }
 
 // dqkv (d_big) from d(atty) (d_ln).
@@ -230,13 +229,12 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
     const int HS = C / NH;
     // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
     ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
-    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats + size_t(l) * max_bt * NH, B, T, NH, HS,
+    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), slot_of(att_stats, l, size_t(NH)), B, T, NH, HS,
                     cudnn_workspace, cudnn_workspace_bytes, stream);
     return;
   }
 #endif
-  const size_t scores = size_t(opt.max_batch) * NH * opt.max_seq_len * opt.max_seq_len;
-  llmc::attention_backward(*blas, d_big, d_ln, q, att + size_t(l) * scores, att_buffers, B, T, C, NH, stream);
+  llmc::attention_backward(*blas, d_big, d_ln, q, att_probs_of(l), att_buffers, B, T, C, NH, stream);
 }
 
 // Encoder to logits, for the tokens staged in tokens_dev.

@@ -1,5 +1,5 @@
 // The CUDA backend: GPT-2 forward and backward on one GPU with the kernels of llmc/cuda/*.cuh, driven by
-// the shared training loop (llmc/train/trainer_main.h) through the Backend interface.
+// the shared training loop (llmc/train/trainer.h) through the Backend interface.
 //
 // Precision (fixed at compile time, see llmc/cuda/common.cuh): the default build keeps parameters,
 // gradients and activations in bf16, with fp32 master weights, AdamW moments, losses and norms,

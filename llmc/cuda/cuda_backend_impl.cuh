@@ -117,9 +117,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   Communicator* sync_host = nullptr;  // between begin_ and finish_gradient_sync
   int buckets_started = 0;
 
-  // The fp32 scalars (`scalars`): the step's loss, the squared norm; the norm's partials follow.
+  // The fp32 scalars (`scalars`): the step's loss, the squared norm; the norm's partials follow the
+  // kScalarSlots slots (llmc/cuda/memory_plan.h).
   enum { kLossAccum, kNormSquared };
-  static constexpr size_t kScalars = kScalarSlots;
   float* host_scalar = nullptr;  // pinned
 
   // Token staging: the host writes a pinned slot, one async copy moves it into tokens_dev (or
@@ -156,6 +156,8 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
   floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
   floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
+  // The fallback attention's probabilities of layer l: B*NH*T*T values, at the allocated B and T.
+  floatX* att_probs_of(int l) const { return slot_of(att, l, size_t(NH()) * opt.max_seq_len); }
 
   void stage_tokens(const int* inputs, const int* targets, int B, int T);
   int stage_buckets(const int* inputs, int BT);

@@ -100,7 +100,7 @@ float CudaBackend::grad_sum_of_squares(ElementRange range) {
   if (range.end < range.begin || range.end > d.num_params || range.begin % 8 != 0)
     throw std::runtime_error(fmt::format("CUDA backend: gradient range [{}, {}) is not an 8-aligned part of the {} "
                                          "gradients", range.begin, range.end, d.num_params));
-  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + Impl::kScalars, d.grads + range.begin, range.size(),
+  global_norm_squared(d.scalars + Impl::kNormSquared, d.scalars + kScalarSlots, d.grads + range.begin, range.size(),
                       d.stream);
   return d.read_scalar(Impl::kNormSquared);
 }

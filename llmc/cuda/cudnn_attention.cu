@@ -19,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "llmc/cuda/kernel_scratch.h"
+
 namespace llmc {
 namespace {
 
@@ -225,8 +227,6 @@ struct Plan {
   float one = 1.0f;
 };
 
-size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
-
 // Views into the qkv (B, T, 3C) buffer as (B, NH, T, HS) with head stride HS and token stride 3C;
 // the transposed view (B, NH, HS, T) serves as K^T / V^T. dqkv uses the same views.
 struct Layout {
@@ -364,12 +364,10 @@ struct CudnnAttention::Impl {
                                          &count, &ws),
                 "plan workspace size");
     plan->plan_workspace = size_t(ws);
-    plan->extra_offset = round_up(plan->plan_workspace, 256);
+    plan->extra_offset = cudnn_backward_extras_offset(plan->plan_workspace);
     plan->total_workspace = plan->plan_workspace;
-    if (kind == Kind::kBackward) {
-      const size_t rows = size_t(B) * NH * T;
-      plan->total_workspace = plan->extra_offset + round_up(rows * HS * sizeof(float), 256) + rows * sizeof(float);
-    }
+    if (kind == Kind::kBackward)
+      plan->total_workspace = cudnn_backward_workspace_bytes(plan->plan_workspace, size_t(B) * NH * T, size_t(HS));
     return *plans.emplace(key, std::move(plan)).first->second;
   }
 
@@ -443,7 +441,7 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
   const size_t rows = size_t(B) * NH * T;
   Impl::check_workspace(p, workspace_bytes);
   void* dq_accum = extra;
-  void* softmax_sum = extra + round_up(rows * HS * sizeof(float), 256);
+  void* softmax_sum = extra + cudnn_softmax_sum_offset(rows, size_t(HS));
   // The engine adds every key block's dQ contribution into dq_accum, which must start at zero
   // (cuDNN < 9.6 relies on the caller for it; clearing it always costs one memset of B*T*C floats).
   const cudaError_t cleared = cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), stream);

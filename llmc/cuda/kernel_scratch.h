@@ -1,6 +1,7 @@
 // Sizes of the fp32 scratch the CUDA kernels need from their caller, in a plain C++ header: the
 // memory plan (llmc/cuda/memory_plan.h, host code) sizes the backend's buffers from the same
-// constants the kernels (layernorm.cuh, matmul.cuh, global_norm.cuh) launch their grids with.
+// constants the kernels (layernorm.cuh, matmul.cuh, global_norm.cuh) launch their grids with, and
+// from the layout cudnn_attention.cu gives its backward workspace.
 #pragma once
 #include <cstddef>
 
@@ -20,5 +21,17 @@ inline size_t layernorm_backward_scratch_floats(int C) { return size_t(kLayerNor
 inline int bias_grad_slices(int BT) { return (BT + kBiasRowsPerSlice - 1) / kBiasRowsPerSlice; }
 // fp32 scratch the bias gradient of a (BT, OC) output needs.
 inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bias_grad_slices(BT)) * size_t(OC); }
+
+// cuDNN's attention backward workspace: the engine's own bytes, then (from cudnn_backward_extras_offset)
+// the fp32 dQ accumulator of rows x head_size floats, then (cudnn_softmax_sum_offset bytes further) one
+// fp32 softmax sum per row; rows = B*NH*T, and each part starts on 256 bytes.
+inline size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+inline size_t cudnn_backward_extras_offset(size_t engine_bytes) { return round_up_256(engine_bytes); }
+inline size_t cudnn_softmax_sum_offset(size_t rows, size_t head_size) {
+  return round_up_256(rows * head_size * sizeof(float));
+}
+inline size_t cudnn_backward_workspace_bytes(size_t engine_bytes, size_t rows, size_t head_size) {
+  return cudnn_backward_extras_offset(engine_bytes) + cudnn_softmax_sum_offset(rows, head_size) + rows * sizeof(float);
+}
 
 }  // namespace llmc

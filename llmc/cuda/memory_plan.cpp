@@ -13,12 +13,6 @@
 
 namespace llmc {
 
-namespace {
-
-size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
-
-}  // namespace
-
 const char* attention_kind_name(AttentionKind kind) { return kind == AttentionKind::kCudnn ? "cudnn" : "fallback"; }
 
 const char* precision_name(Precision precision) { return precision == Precision::kBf16 ? "bf16" : "fp32"; }
@@ -43,8 +37,7 @@ MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_l
 size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len) {
   const size_t rows = size_t(batch) * size_t(config.num_heads) * size_t(seq_len);  // B*NH*T
   const size_t head_size = size_t(config.channels / config.num_heads);
-  return round_up(kCudnnEngineWorkspaceEstimate, 256) + round_up(rows * head_size * sizeof(float), 256) +
-         rows * sizeof(float);
+  return cudnn_backward_workspace_bytes(kCudnnEngineWorkspaceEstimate, rows, head_size);
 }
 
 const PlannedBuffer* MemoryPlan::find(BufferId id) const {
@@ -98,11 +91,11 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   if (in.host_staging) add(BufferId::kStaging, "collective staging", padded, F, param_size);
   if (in.overlap_buckets) {
     // The buckets go one after another through one staging buffer of the largest packed bucket
-    // (a layer's 12 slices: about 12C^2); their pack and unpack spans sit in one table.
+    // (the last layer's 12 slices and lnf: about 12C^2); their pack and unpack spans sit in one table.
     const std::vector<BucketTransfer> transfers = plan_bucket_transfers(cfg, in.partition);
     size_t spans = 0;
     for (const BucketTransfer& t : transfers) spans += t.pack.size() + t.unpack.size();
-    add(BufferId::kBucketStaging, "gradient bucket staging", largest_staging(transfers), X, "12C^2+13C (a layer)");
+    add(BufferId::kBucketStaging, "gradient bucket staging", largest_staging(transfers), X, "12C^2+15C (a layer + lnf)");
     add(BufferId::kBucketSpans, "gradient bucket spans", spans, sizeof(CopySpan), "L, ranks");
   }
 

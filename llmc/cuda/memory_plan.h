@@ -1,7 +1,8 @@
 // The CUDA backend's memory plan: every device buffer one rank allocates, worked out on the host
 // before anything is allocated (plain C++, no CUDA headers, so a dry run and the unit tests need no
 // GPU). The backend allocates exactly these buffers with these sizes (llmc/cuda/backend_buffers.h),
-// so the plan and the allocations cannot drift apart. What each buffer holds: docs/cuda-trainer.md.
+// so the plan and the allocations cannot drift apart; only cuDNN's workspace may grow later, for a
+// shape cuDNN asks more for (PlannedAllocator::regrow). What each buffer holds: docs/cuda-trainer.md.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -88,13 +89,14 @@ struct PlannedBuffer {
 };
 
 // Nothing else is allocated on the device for the run's lifetime, nor for a moment: loading the
-// parameters stages them through the logits buffer (CudaBackend::set_parameters).
+// parameters stages them through the logits buffer (CudaBackend::set_parameters), and a cuDNN
+// workspace that grows releases the old one first.
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;  // what the backend allocates and keeps, in allocation order
 
   // The planned buffer `id`, or null when this configuration does not allocate it.
   const PlannedBuffer* find(BufferId id) const;
-  size_t total_bytes() const;  // what CudaBackend::device_bytes() reports
+  size_t total_bytes() const;  // what CudaBackend::device_bytes() reports until a workspace grows
 };
 
 // Throws std::invalid_argument for inputs the backend rejects (non-positive B or T, T above

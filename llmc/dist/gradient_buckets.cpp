@@ -65,8 +65,8 @@ BucketTransfer plan_bucket_transfer(const GradientBucket& bucket, const Optimize
       const ElementRange owned = z.owned(r);
       std::vector<ElementRange> parts;
       for (const ElementRange& s : bucket.segments) {
-        const size_t begin = std::max(s.begin, owned.begin), end = std::min(s.end, owned.end);
-        if (begin < end) parts.push_back({begin, end});
+        const ElementRange part = intersect(s, owned);
+        if (part.size() > 0) parts.push_back(part);
       }
       if (!parts.empty()) t.messages.push_back(make_message(r, parts));
     }

@@ -15,8 +15,9 @@
 //     parts inside its range. (A reduce-scatter would need W equal chunks, but a layer's slices
 //     fall unevenly into the ranks' ranges: padding every chunk to the largest part would send
 //     several times the bucket.) Each element travels to its owner once, as in a reduce-scatter.
-// A message of one segment runs in place on the flat buffer; one of several is packed into a
-// staging buffer first and unpacked after. Every element is summed over the same W values as in
+// A message whose segments form one contiguous span (adjacent segments are merged: wte and wpe)
+// runs in place on the flat buffer; one of several spans is packed into a staging buffer first and
+// unpacked after. Every element is summed over the same W values as in
 // the one-collective path: with two ranks (one addition, which commutes) the result is
 // bit-identical; with more the reduction order may differ, within the bars of docs/contract.md.
 #pragma once

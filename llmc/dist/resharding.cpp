@@ -1,6 +1,5 @@
 #include "llmc/dist/resharding.h"
 
-#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -8,10 +7,10 @@
 namespace llmc {
 
 size_t copy_overlap(const float* src, ElementRange src_range, float* dst, ElementRange dst_range) {
-  const size_t begin = std::max(src_range.begin, dst_range.begin), end = std::min(src_range.end, dst_range.end);
-  if (begin >= end) return 0;
-  std::memcpy(dst + (begin - dst_range.begin), src + (begin - src_range.begin), (end - begin) * sizeof(float));
-  return end - begin;
+  const ElementRange both = intersect(src_range, dst_range);
+  if (both.size() == 0) return 0;
+  std::memcpy(dst + (both.begin - dst_range.begin), src + (both.begin - src_range.begin), both.size() * sizeof(float));
+  return both.size();
 }
 
 DataLoaderPosition rescale_loader_position(const DataLoaderPosition& position, int old_world, int new_world,

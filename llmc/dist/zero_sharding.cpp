@@ -70,9 +70,9 @@ std::vector<TensorSlice> tensor_slices(const ParamTensor* tensors, size_t num_te
       throw std::invalid_argument(fmt::format("tensor slices: tensor {} ({}) starts at {}, inside the tensor before it",
                                               i, t.name, t.offset));
     previous_end = t.offset + t.numel;
-    const size_t begin = std::max(t.offset, range.begin), end = std::min(t.offset + t.numel, range.end);
-    if (begin >= end) continue;
-    slices.push_back({int(i), begin - t.offset, begin - range.begin, end - begin, t.weight_decay});
+    const ElementRange part = intersect({t.offset, t.offset + t.numel}, range);
+    if (part.size() == 0) continue;
+    slices.push_back({int(i), part.begin - t.offset, part.begin - range.begin, part.size(), t.weight_decay});
   }
   return slices;
 }

@@ -11,6 +11,7 @@
 //   all_gather(param_shard, params_padded, shard_size)         every rank: all updated parameters
 // The padding is never read as a parameter; keep it zero so that sums of squares stay exact.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <vector>
@@ -25,6 +26,12 @@ struct ElementRange {
   size_t size() const { return end - begin; }
   bool operator==(const ElementRange& o) const { return begin == o.begin && end == o.end; }
 };
+
+// The elements in both ranges; empty (size 0, begin == end) when they do not overlap.
+inline ElementRange intersect(ElementRange a, ElementRange b) {
+  const size_t begin = std::max(a.begin, b.begin), end = std::min(a.end, b.end);
+  return begin < end ? ElementRange{begin, end} : ElementRange{begin, begin};
+}
 
 struct ZeroLayout {
   size_t num_elements = 0;  // n, the real buffer

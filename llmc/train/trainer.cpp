@@ -14,7 +14,6 @@
 #include "llmc/io/checkpoint_files.h"
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
-#include "llmc/train/trainer_main.h"
 #include "llmc/train/watched_backend.h"
 
 namespace llmc {

@@ -1,6 +1,6 @@
 // The Trainer behind trainer_main (llmc/train/trainer_main.h): the shared loop of both trainers.
-// Implemented by trainer.cpp (set-up, building the backend, the loop and the step),
-// checkpointing.cpp (save and resume) and evaluation.cpp (the evaluations' free functions).
+// Implemented by trainer.cpp (set-up, building the backend, the loop, the step and the evaluations)
+// and checkpointing.cpp (save and resume); the evaluations' free functions are in evaluation.h.
 #pragma once
 #include <cstdint>
 #include <fmt/format.h>
@@ -88,7 +88,7 @@ class Trainer {
   bool zero1_ = false;
   bool overlap_ = false;  // --overlap with several ranks: gradient sums during the last backward pass
   OptimizerPartition partition_;
-  std::vector<float> params_;  // the initial parameters, handed to the backend by run()
+  std::vector<float> params_;  // the initial parameters, handed to the backend by train()
   std::vector<float> m_, v_;   // resumed AdamW moments of the owned range
   int accum_ = 1;
   int64_t step_tokens_ = 0;

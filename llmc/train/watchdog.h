@@ -2,14 +2,14 @@
 //
 // A rank whose peer stopped (a crashed GPU, a SIGSTOPped process, a dead node) waits inside a
 // collective that will never complete, and a hung kernel leaves its rank waiting on the GPU; the
-// launcher sees nothing wrong. The training loop reports progress to the Watchdog (beat(): a
-// micro-batch done, a collective returned, an evaluation batch scored, a checkpoint written, the
-// backend built) and says where it is (phase, step, collective, backend call). A thread checks the
+// launcher sees nothing wrong. The training loop tells the Watchdog where it is (enter(): phase and
+// step; the marks: collective, backend call), and each of these is progress, as is a mark's end (a
+// collective returned, a backend call done). A thread checks the
 // beats a few times per timeout; when none came for the timeout, it calls the stop action once
 // with a message that says where the rank was waiting. trainer_main's stop action prints it, runs
 // the abort hooks (llmc/dist/abort_hooks.h: ncclCommAbort) and ends every rank (MPI_Abort).
 //
-// Cost on the loop: beat() is one relaxed atomic increment, the marks two or three relaxed atomic
+// Cost on the loop: a beat is one relaxed atomic increment, the marks two or three relaxed atomic
 // stores; the thread sleeps in between its checks.
 #pragma once
 #include <atomic>
@@ -34,8 +34,6 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // Progress: the time until the watchdog fires starts again.
-  void beat() noexcept { beats_.fetch_add(1, std::memory_order_relaxed); }
   // The part of the run that follows (a string literal, read by the other thread: "step",
   // "evaluation", "checkpoint", ...) and its step, -1 for none. Counts as progress.
   void enter(const char* phase, int step) noexcept;
@@ -69,6 +67,8 @@ class Watchdog {
   std::string describe(double idle_seconds) const;
 
  private:
+  // Progress: the time until the watchdog fires starts again.
+  void beat() noexcept { beats_.fetch_add(1, std::memory_order_relaxed); }
   void watch();
 
   const double timeout_;
