@@ -49,9 +49,6 @@ step() {  # step NAME COMMAND...: runs a build and records it
   record "$name" "$rc" "$out"
 }
 
-# This script drives its own parallel builds: drop the jobserver of a calling `make -j` (make test),
-# whose nested `-j` would otherwise print a warning that the warning check counts.
-unset MAKEFLAGS MFLAGS MAKELEVEL
 jobs=${CUDA_BUILD_JOBS:-2}
 check_build=build/cuda-check
 for precision in BF16 FP32; do

@@ -10,10 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v mpirun >/dev/null || fail "mpirun not found (make setup installs openmpi-bin)"
+# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+source "$(dirname "$0")/lib/mpirun.sh"
 make --no-print-directory -s build/mpi_tests/test_collectives build/mpi_tests/test_abort
 BIN=build/mpi_tests
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 tmp=$PWD/build/tmp/check_mpi.$$
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT

@@ -7,14 +7,11 @@
 # report (out-of-bounds access, use after free, leak, undefined behaviour) fails the check: the
 # binaries stop at the first one (-fno-sanitize-recover=all).
 set -euo pipefail
-# A calling `make -j` (make test) does not hand this script its jobserver: without its MAKEFLAGS
-# the nested makes (common.sh's, and the -j2 build below) do not warn about it.
-unset MAKEFLAGS MFLAGS MAKELEVEL
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
 
 start=$SECONDS
-make -s -j2 sanitize  # two jobs: the CI machine's two cores
+make -s -j2 sanitize  # two jobs: the CI machine's two cores, shared with run_all's background CUDA build
 build_seconds=$((SECONDS - start))
 
 # LeakSanitizer's check at exit is ASan's default here; set anyway, so that an ASAN_OPTIONS from the
@@ -73,8 +70,10 @@ grep -q -- '--- sample at step 4 ---' "$tmp/train.out" || fail "no sample printe
 # Two ranks under mpirun, -z 0 and -z 1, sending their gradient buckets during the backward pass
 # (llmc/dist/host_bucket_sync.h). Open MPI keeps allocations until exit that LeakSanitizer would
 # report as leaks, so leak checking is off for these runs only; every other check stays on.
+# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+source "$(dirname "$0")/lib/mpirun.sh"
 for z in 0 1; do
-  ASAN_OPTIONS=detect_leaks=0 sanitized "mpi_z$z" timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+  ASAN_OPTIONS=detect_leaks=0 sanitized "mpi_z$z" timeout 120 "${MPIRUN[@]}" -np 2 \
     build/sanitize/train_gpt2 -i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e L2H2C16T32 -b 3 -t 16 -x 2 -v 0 -s 0 \
     -z "$z" --overlap 1
   grep -q "gradient sums: 3 buckets, sent while the backward pass runs" "$tmp/mpi_z$z.out" ||

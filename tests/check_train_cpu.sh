@@ -14,29 +14,21 @@ source "$(dirname "$0")/lib/common.sh"
 
 # Shards of a learnable token stream: tokens 0..63 that mostly follow t -> (7t+3) mod 64.
 tests_python <<'EOF'
-import array, random, sys
+import random, sys
 from token_shards import learnable_stream, write_split
+sys.path.insert(0, "scripts")
+from hellaswag_to_evalfile import write_evalfile
 d = sys.argv[1]
 random.seed(1)
 write_split(d, 3, 700, 400, lambda n: learnable_stream(n, 7, 3, 0.9))
 # HellaSwag eval file (llm.c's layout, llmc/data/hellaswag.h): 8 examples of 4 identical completions,
 # labels 0 for examples 0, 3 and 5, others 1..3: accuracy 3/8 = 0.375.
-records = []
-labels = [0, 1, 2, 0, 3, 0, 1, 2]
-for i, label in enumerate(labels):
+examples = []
+for i, label in enumerate([0, 1, 2, 0, 3, 0, 1, 2]):
     context = [random.randrange(64) for _ in range(3 + i % 4)]
     completion = [random.randrange(64) for _ in range(1 + i % 3)]
-    words = [65535, 0, i, label, 4, len(context)] + context
-    for _ in range(4):
-        words += [len(completion)] + completion
-    words[1] = 2 * len(words)
-    records.append(words)
-h = array.array('i', [0] * 256)
-h[0], h[1], h[2], h[3] = 20240522, 1, len(records), max(2 * len(r) for r in records)
-with open(f'{d}/hellaswag.bin', 'wb') as f:
-    f.write(h.tobytes())
-    for r in records:
-        f.write(array.array('H', r).tobytes())
+    examples.append((context, [completion] * 4, label))
+write_evalfile(f"{d}/hellaswag.bin", examples)
 EOF
 
 model=L1H2C16T32

@@ -18,12 +18,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v mpirun >/dev/null || fail "mpirun not found (make setup installs openmpi-bin)"
+# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+source "$(dirname "$0")/lib/mpirun.sh"
 make -s train_gpt2
 work=build/tmp/check_zero
 rm -rf "$work"; mkdir -p "$work"
 export OMP_NUM_THREADS=1
-MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
+MPIRUN=(timeout 120 "${MPIRUN[@]}")
 
 # B*T = 2*16 = 32 tokens per window: 16 and 8 windows (+ a few spare tokens), multiples of 8.
 /usr/bin/python3 tests/lib/tiny_model_and_shards.py "$work" --seed 11 --first-token 17 \

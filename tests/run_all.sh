@@ -6,6 +6,10 @@
 # output goes to build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
 set -u
 cd "$(dirname "$0")/.."
+# A calling `make -j` (make test) does not hand the checks its jobserver: without its MAKEFLAGS the
+# checks' own makes run their own -j (or none) and do not warn "jobserver unavailable", a warning
+# that check_cuda_build.sh would count as the build's.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 logs=build/test-logs
 mkdir -p "$logs"
 passed=0; failed=0; skipped=0
@@ -31,7 +35,8 @@ run_check() {
 
 # The CUDA compile check is the longest (minutes of nvcc) and shares no files with the others: it
 # runs beside them from the start, one compiler at a time, on the core that the single-threaded
-# checks leave idle. Its line is printed last.
+# checks leave idle (check_sanitize's two-job build competes with it for a while). Its line is
+# printed last.
 background_check=cuda_build
 run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/check_$background_check.sh" >"$logs/background.txt" &
 background_pid=$!

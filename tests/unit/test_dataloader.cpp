@@ -30,8 +30,16 @@ std::vector<std::string> make_shards(const std::string& name, const std::vector<
   return files;
 }
 
+// Field by field: B, T, rank and world are all ints, and a reordered struct must not swap them.
 DataLoaderConfig shape(int B, int T, int rank, int world, bool shuffle, uint64_t seed = 1) {
-  return DataLoaderConfig{B, T, rank, world, shuffle, seed};
+  DataLoaderConfig c;
+  c.batch_size = B;
+  c.seq_len = T;
+  c.rank = rank;
+  c.world_size = world;
+  c.shuffle = shuffle;
+  c.seed = seed;
+  return c;
 }
 
 // (shard, offset) of the next window; checks that the batch is B*T+1 consecutive tokens.

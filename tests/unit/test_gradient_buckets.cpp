@@ -180,6 +180,8 @@ TEST_CASE("host bucket sync: buckets in backward order, all of them before finis
   sync.bucket_ready(0);
   CHECK_THROWS_AS(sync.finish(), std::logic_error);
 
+  // One rank: the sum is the value itself, so this shows every element survives packing and
+  // unpacking through the staging; the sums over several ranks are the simulations' above.
   HostBucketSync full(c, zero1_partition(n, 1, 0, kPartitionAlignment));
   std::vector<float> padded(zero1_partition(n, 1, 0, kPartitionAlignment).buffer_size(), 0.0f);
   for (size_t i = 0; i < n; ++i) padded[i] = rank_value(0, i);

@@ -10,8 +10,15 @@ using llmc::LrScheduleKind;
 
 namespace {
 
+// Field by field: warmup and max_steps are both ints, and a reordered struct must not swap them.
 LrSchedule make(LrScheduleKind kind, float lr, int warmup, int max_steps, float final_frac) {
-  return LrSchedule{kind, lr, warmup, max_steps, final_frac};
+  LrSchedule s;
+  s.kind = kind;
+  s.lr = lr;
+  s.warmup_steps = warmup;
+  s.max_steps = max_steps;
+  s.final_frac = final_frac;
+  return s;
 }
 
 struct LrAt {

@@ -1,0 +1,7 @@
+# shellcheck shell=bash
+# Open MPI's launcher for the checks that start several ranks, sourced after strict mode:
+#   source "$(dirname "$0")/lib/mpirun.sh"
+# It ends the check when there is no mpirun (make setup installs openmpi-bin), and gives it
+# MPIRUN, the launcher as root (CI, containers) with more ranks than the machine has cores.
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (make setup installs openmpi-bin)" >&2; exit 1; }
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
