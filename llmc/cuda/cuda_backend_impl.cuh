@@ -21,6 +21,7 @@
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/planned_allocator.h"
+#include "llmc/dist/bucket_sync_order.h"
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/dist/nccl_communicator.h"
 #if !defined(ENABLE_FP32)
@@ -114,8 +115,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   std::vector<BucketSpans> bucket_spans;
   cudaStream_t comm_stream = nullptr;
   cudaEvent_t bucket_event = nullptr, comm_done = nullptr;
-  Communicator* sync_host = nullptr;  // between begin_ and finish_gradient_sync
-  int buckets_started = 0;
+  BucketSyncOrder bucket_order{"CUDA backend"};  // between begin_ and finish_gradient_sync
 
   // The fp32 scalars (`scalars`): the step's loss, the squared norm; the norm's partials follow the
   // kScalarSlots slots (llmc/cuda/memory_plan.h).
@@ -168,7 +168,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
   void setup_bucket_sync();
-  bool overlapping() const { return sync_host != nullptr && comm_stream != nullptr; }
+  bool overlapping() const { return bucket_order.active() && comm_stream != nullptr; }
   // The backward pass has finished bucket `bucket`'s gradients (kernels queued on `stream`).
   void start_bucket(int bucket);
   // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path; throws

@@ -197,8 +197,7 @@ void CudaBackend::Impl::setup_bucket_sync() {
 // Packs the messages of several spans into the staging, sums every message (in place on the
 // gradients when it is one span) in one NCCL group, and unpacks what this rank received.
 void CudaBackend::Impl::start_bucket(int bucket) {
-  if (bucket != buckets_started)
-    throw std::logic_error(fmt::format("CUDA backend: gradient bucket {} ready, expected {}", bucket, buckets_started));
+  bucket_order.ready(bucket);
   const BucketTransfer& t = transfers[size_t(bucket)];
   const BucketSpans& s = bucket_spans[size_t(bucket)];
   CUDA_CHECK(cudaEventRecord(bucket_event, stream));
@@ -214,23 +213,19 @@ void CudaBackend::Impl::start_bucket(int bucket) {
   }
   nccl->group_end();
   copy_spans(grads, bucket_staging, bucket_span_table + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
-  ++buckets_started;
 }
 
 void CudaBackend::begin_gradient_sync(Communicator& host) {
   Impl& d = *impl_;
-  if (d.sync_host) throw std::logic_error("CUDA backend: gradient sync begun twice without finishing");
   if (d.partition.sharded) d.partition.collective_chunk(host.world_size(), "begin_gradient_sync");
-  d.sync_host = &host;
-  d.buckets_started = 0;
+  d.bucket_order.begin(host);
 }
 
 void CudaBackend::finish_gradient_sync() {
   Impl& d = *impl_;
-  if (!d.sync_host) throw std::logic_error("CUDA backend: finish_gradient_sync without begin_gradient_sync");
-  Communicator& host = *d.sync_host;
   const bool overlapped = d.overlapping();
-  d.sync_host = nullptr;
+  // Without comm_stream no bucket was planned (transfers is empty) or sent: the sums run now.
+  Communicator& host = d.bucket_order.finish(d.transfers.size());
   if (!overlapped) {
     if (d.partition.sharded)
       reduce_scatter_gradients(host);
@@ -238,9 +233,6 @@ void CudaBackend::finish_gradient_sync() {
       all_reduce_gradients(host);
     return;
   }
-  if (d.buckets_started != int(d.transfers.size()))
-    throw std::logic_error(fmt::format("CUDA backend: the backward pass finished {} of {} gradient buckets",
-                                       d.buckets_started, d.transfers.size()));
   // The compute stream (the norm, AdamW, the next step) waits for the last bucket's unpack.
   CUDA_CHECK(cudaEventRecord(d.comm_done, d.comm_stream));
   CUDA_CHECK(cudaStreamWaitEvent(d.stream, d.comm_done, 0));
