@@ -1,4 +1,4 @@
-# gpt2 trainer: see README.md. Host code (llmc/**/*.cpp) is built once into build/libllmc.a and
+# gpt2 trainer: see README.md. Host code (llmc/*.cpp, llmc/*/*.cpp) is built once into build/libllmc.a and
 # shared by the tools, both trainers and the unit tests.
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
@@ -217,7 +217,7 @@ nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
 # ==== end of the MPI section ===================================================================
 
 # ==== AddressSanitizer + UndefinedBehaviorSanitizer (tests/check_sanitize.sh) ===================
-# make sanitize: the host code (llmc/**/*.cpp), the unit tests and the CPU trainer built with ASan
+# make sanitize: the host code (llmc/*.cpp, llmc/*/*.cpp), the unit tests and the CPU trainer built with ASan
 # and UBSan into build/sanitize/ (unit_tests, train_gpt2), run by tests/check_sanitize.sh.
 # -O1 keeps the build and the instrumented runs cheap; -g1 (line tables only) gives reports the
 # same file:line stacks as -g in a quarter less build time; -fno-omit-frame-pointer gives whole

@@ -89,7 +89,6 @@ int main(int argc, char** argv) {
     options.attention = llmc::default_attention_kind();
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
-    options.local_rank = placement.process.local_rank;
     options.world_size = placement.process.world_size;
     options.device_memory = o.device_memory;
     if (use_nccl(*placement.host, options.device)) options.nccl_host = placement.host;

@@ -103,11 +103,12 @@ class Backend {
 
   // The same sums overlapped with the backward pass (--overlap 1; llmc/dist/gradient_buckets.h):
   // begin_gradient_sync before a step's last forward_backward, whose backward pass then starts
-  // each bucket's collective (all-reduce, or reduce-scatter for a sharded partition) as soon as the
-  // bucket's gradients are final; finish_gradient_sync waits for them all. Afterwards the
-  // gradients are what all_reduce_gradients (unsharded) or reduce_scatter_gradients (sharded)
-  // leave. A backend that cannot overlap runs the blocking call in finish; a communicator without
-  // non-blocking sums runs each bucket's sum when it is started (Communicator::start_*).
+  // each bucket's collectives (an all-reduce, or for a sharded partition a reduce to each owner of
+  // the bucket's parts) as soon as the bucket's gradients are final; finish_gradient_sync waits for
+  // them all. Afterwards the gradients are what all_reduce_gradients (unsharded) or
+  // reduce_scatter_gradients (sharded) leave. A backend that cannot overlap runs the blocking call
+  // in finish; a communicator without non-blocking sums runs each bucket's sum when it is started
+  // (Communicator::start_*).
   virtual void begin_gradient_sync(Communicator& host) = 0;
   virtual void finish_gradient_sync() = 0;
 

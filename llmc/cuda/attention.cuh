@@ -11,7 +11,6 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "llmc/cuda/attention_buffers.cuh"
 #include "llmc/cuda/common.cuh"
@@ -118,7 +117,7 @@ __global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* da
 inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, const floatX* b, int M, int N, int K,
                             bool trans_a, bool trans_b, long long stride_a, long long stride_b, long long stride_c,
                             int batch, bool accumulate) {
-  const cudaDataType_t type = std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;
+  const cudaDataType_t type = floatX_cuda_type();
   const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

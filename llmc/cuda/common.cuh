@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace llmc {
 
@@ -15,6 +16,11 @@ using floatX = float;
 #else
 using floatX = __nv_bfloat16;
 #endif
+
+// floatX as a cuBLAS / cuBLASLt data type.
+inline cudaDataType_t floatX_cuda_type() {
+  return std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;
+}
 
 inline void cuda_check(cudaError_t err, const char* file, int line) {
   if (err != cudaSuccess)

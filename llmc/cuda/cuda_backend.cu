@@ -20,12 +20,9 @@
 // the GPU finished copying two micro-batches ago.
 #include "llmc/cuda/cuda_backend.h"
 
-#include <cudnn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -37,7 +34,6 @@
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/gelu.cuh"
-#include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/layernorm.cuh"
 #include "llmc/cuda/matmul.cuh"
 #include "llmc/cuda/memory_fit.h"
@@ -97,7 +93,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   owned_slices = tensor_slices(layout, owned);
   max_bt = size_t(opt.max_batch) * opt.max_seq_len;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, opt.local_rank, stream);
+  if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, stream);
 
   // all_reduce_gradients stages with several ranks, the ZeRO-1 collectives with any number.
   plan_inputs.host_staging = nccl == nullptr && (opt.world_size > 1 || partition.sharded);

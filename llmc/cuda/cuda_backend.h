@@ -30,11 +30,10 @@ struct CudaBackendOptions {
   unsigned seed = 1337;  // stochastic rounding streams
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
   // Several ranks, one GPU each: with nccl_host set, the gradient and parameter collectives run
-  // over NCCL on the device buffers (NcclCommunicator, GPU local_rank, its unique id sent over
+  // over NCCL on the device buffers (NcclCommunicator on GPU `device`, its unique id sent over
   // nccl_host, which must outlive the backend). Without it they stage through host fp32 buffers
   // and the communicator the loop passes (MPI), which also works for ranks sharing one GPU.
   Communicator* nccl_host = nullptr;
-  int local_rank = 0;
   // --overlap over NCCL: a second stream and a staging buffer of the largest gradient bucket
   // (llmc/dist/gradient_buckets.h) so that begin/finish_gradient_sync overlap the backward pass.
   // Without NCCL the sums wait for the backward pass (host staging must wait for the GPU anyway).

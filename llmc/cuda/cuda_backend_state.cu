@@ -1,7 +1,6 @@
 // CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
 // gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging, blocking or
 // overlapped with the backward pass in buckets.
-#include <cstring>
 #include <vector>
 
 #include "llmc/cuda/adamw.cuh"

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "llmc/cuda/kernel_scratch.h"
@@ -377,9 +378,8 @@ struct CudnnAttention::Impl {
                                " bytes is smaller than the " + std::to_string(p.total_workspace) + " this shape needs");
   }
 
-  void execute(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, size_t workspace_bytes,
-               cudaStream_t stream) {
-    check_workspace(p, workspace_bytes);
+  // The caller has checked the workspace (check_workspace).
+  void execute(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace, cudaStream_t stream) {
     uids.insert(uids.end(), {kScale, kNegInf});
     ptrs.insert(ptrs.end(), {&p.scale, &p.neg_inf});
     cudnn_check(cudnnSetStream(handle, stream), "set stream");
@@ -420,6 +420,7 @@ size_t CudnnAttention::backward_workspace_bytes(int B, int T, int NH, int HS) {
 void CudnnAttention::forward(__nv_bfloat16* out, float* stats, const __nv_bfloat16* qkv, int B, int T, int NH, int HS,
                              bool is_training, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   Plan& p = impl_->get(B, T, NH, HS, is_training ? Kind::kForwardTraining : Kind::kForwardInference);
+  Impl::check_workspace(p, workspace_bytes);
   const size_t C = size_t(NH) * HS;
   auto* base = const_cast<__nv_bfloat16*>(qkv);
   std::vector<int64_t> uids = {kQ, kK, kV, kO};
@@ -428,7 +429,7 @@ void CudnnAttention::forward(__nv_bfloat16* out, float* stats, const __nv_bfloat
     uids.push_back(kStats);
     ptrs.push_back(stats);
   }
-  impl_->execute(p, uids, ptrs, workspace, workspace_bytes, stream);
+  impl_->execute(p, std::move(uids), std::move(ptrs), workspace, stream);
 }
 
 void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
@@ -439,7 +440,7 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
   auto* base = const_cast<__nv_bfloat16*>(qkv);
   char* extra = static_cast<char*>(workspace) + p.extra_offset;
   const size_t rows = size_t(B) * NH * T;
-  Impl::check_workspace(p, workspace_bytes);
+  Impl::check_workspace(p, workspace_bytes);  // before the memset below writes into it
   void* dq_accum = extra;
   void* softmax_sum = extra + cudnn_softmax_sum_offset(rows, size_t(HS));
   // The engine adds every key block's dQ contribution into dq_accum, which must start at zero
@@ -460,7 +461,7 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
                              dq_accum,
                              softmax_sum,
                              &p.one};
-  impl_->execute(p, uids, ptrs, workspace, workspace_bytes, stream);
+  impl_->execute(p, std::move(uids), std::move(ptrs), workspace, stream);
 }
 
 }  // namespace llmc

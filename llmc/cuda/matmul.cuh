@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
@@ -22,12 +21,6 @@
 #include "llmc/cuda/kernel_scratch.h"
 
 namespace llmc {
-
-// bf16 operands (or fp32 with ENABLE_FP32), always accumulated in full fp32: CUBLAS_COMPUTE_32F
-// never uses TF32, which the FP32 build's 1e-4 parity needs.
-inline cudaDataType_t floatX_cuda_type() {
-  return std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;
-}
 
 // Owns the descriptors of one cublasLtMatmul call, so that an error thrown midway leaks nothing.
 struct LtGemmDescs {
@@ -54,6 +47,8 @@ inline bool try_lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b,
     throw std::invalid_argument("lt_gemm: bias and GELU aux pointers must be 16-byte aligned");
   const cudaDataType_t type = floatX_cuda_type();
   LtGemmDescs g;
+  // floatX operands, always accumulated in full fp32: CUBLAS_COMPUTE_32F never uses TF32, which the
+  // FP32 build's 1e-4 parity needs.
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -194,9 +189,7 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
 // dbias (OC) += column sums of dout (BT x OC). OC must be a multiple of 16 / sizeof(floatX);
 // scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream) {
-  if (OC % Packed128<floatX>::size != 0)
-    throw std::invalid_argument("matmul_bias_grad: " + std::to_string(OC) + " output channels is not a multiple of " +
-                                std::to_string(Packed128<floatX>::size));
+  require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = 32 * Packed128<floatX>::size;
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
   bias_grad_partial_kernel<<<grid, dim3(32, kBiasWarps), 0, stream>>>(scratch, dout, BT, OC);

@@ -139,7 +139,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
       F, "C, B*T*4C/64");
   add(BufferId::kScalars, "scalars", kScalarSlots + kGlobalNormBlocks, F, "fixed");
   add(BufferId::kTokens, "tokens", 2 * BT, I, "B*T");  // inputs, then targets
-  // Encoder backward: per bucket (token id, count, start) and the positions, at most 3*BT+1 ints.
+  // Encoder backward: n distinct tokens, n+1 offsets and the B*T positions (EncoderBuckets in
+  // llmc/cuda/encoder.cuh), at most 3*BT+1 ints.
   add(BufferId::kBuckets, "encoder buckets", 3 * BT + 1, I, "B*T");
   add(BufferId::kBlasWorkspace, "cuBLASLt workspace", kBlasWorkspaceBytes, 1, "fixed");
   if (cudnn)

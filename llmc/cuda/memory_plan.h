@@ -73,10 +73,10 @@ struct MemoryPlanInputs {
 MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_len, int recompute, int zero_stage,
                                   int ranks, bool overlap, Precision precision, AttentionKind attention);
 
-// cuDNN's workspace at (B, T) for `config` before the GPU is asked: the largest of the forward
-// (training and B=1 sampling) and backward needs, the backward's being the engine's part (the
-// estimate above) plus the fp32 dQ accumulator (B*NH*T*HS floats) and row sums (B*NH*T floats) that
-// cudnn_attention.cu places after it, each start rounded up to 256 bytes.
+// cuDNN's workspace at (B, T) for `config` before the GPU is asked: the backward's need, which
+// covers the forward's (training and B=1 sampling: the engine's part alone). It is the engine's
+// part (the estimate above) plus the fp32 dQ accumulator (B*NH*T*HS floats) and row sums
+// (B*NH*T floats) that cudnn_attention.cu places after it, each start rounded up to 256 bytes.
 size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len);
 
 struct PlannedBuffer {
@@ -88,9 +88,10 @@ struct PlannedBuffer {
   size_t bytes() const { return elements * element_bytes; }
 };
 
-// Nothing else is allocated on the device for the run's lifetime, nor for a moment: loading the
-// parameters stages them through the logits buffer (CudaBackend::set_parameters), and a cuDNN
-// workspace that grows releases the old one first.
+// Nothing else is allocated on the device for the run's lifetime, nor for a moment, apart from
+// NCCL's own memory and its 8-byte scalar (the budget's NCCL reserve, llmc/cuda/memory_fit.h):
+// loading the parameters stages them through the logits buffer (CudaBackend::set_parameters), and
+// a cuDNN workspace that grows releases the old one first.
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;  // what the backend allocates and keeps, in allocation order
 

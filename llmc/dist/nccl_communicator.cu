@@ -18,16 +18,8 @@ void check_nccl(ncclResult_t rc, const char* what) {
 
 }  // namespace
 
-NcclCommunicator::NcclCommunicator(Communicator& host, int local_rank, cudaStream_t stream)
+NcclCommunicator::NcclCommunicator(Communicator& host, cudaStream_t stream)
     : host_(host), stream_(stream), rank_(host.rank()), world_size_(host.world_size()) {
-  int devices = 0;
-  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  // One visible GPU: the launcher pinned this rank to it (e.g. srun --gpus-per-task=1).
-  const int device = devices == 1 ? 0 : local_rank;
-  if (local_rank < 0 || device >= devices)
-    throw std::runtime_error(fmt::format("rank {} has local rank {} but sees {} GPU(s): start one rank per GPU",
-                                         rank_, local_rank, devices));
-  check_cuda(cudaSetDevice(device), "cudaSetDevice");
   ncclUniqueId id;
   if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
   host_.broadcast(&id, sizeof id, 0);

@@ -1,5 +1,5 @@
-// Communicator (llmc/dist/communicator.h) over NCCL for device buffers: one GPU per rank, the GPU
-// numbered by the rank's local rank on its node (ProcessGroup::local_rank()). Every collective is enqueued on the stream given
+// Communicator (llmc/dist/communicator.h) over NCCL for device buffers: one GPU per rank, the one
+// current when it is created (the CUDA backend selects it first). Every collective is enqueued on the stream given
 // at construction and completes asynchronously in stream order, so a backend that computes on the
 // same stream needs no synchronisation; the scalar all_reduce_sum and barrier() wait for the
 // stream (they return host values / must hold for the host).
@@ -18,21 +18,19 @@ namespace llmc {
 
 class NcclCommunicator final : public Communicator {
  public:
-  // Selects GPU local_rank (cudaSetDevice; GPU 0 when the launcher made only one GPU visible to
-  // this rank), then rank 0 creates NCCL's unique id and `host`
+  // On the current GPU (stream's): rank 0 creates NCCL's unique id and `host`
   // (MpiCommunicator, or SingleProcessCommunicator for one rank) broadcasts it to the others;
   // every rank then joins the NCCL communicator of host.world_size() ranks. `host` must outlive
   // this object (barrier() goes through it). Throws std::runtime_error with CUDA's or NCCL's
   // message on failure. While it exists, the process's abort hooks (llmc/dist/abort_hooks.h) hold
   // an ncclCommAbort of it: the watchdog (--step-timeout) releases a GPU stuck in a collective.
-  NcclCommunicator(Communicator& host, int local_rank, cudaStream_t stream);
+  NcclCommunicator(Communicator& host, cudaStream_t stream);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
-  cudaStream_t stream() const { return stream_; }
 
   // Device pointers.
   void all_reduce_sum(float* buf, size_t n) override;
