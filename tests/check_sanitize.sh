@@ -45,7 +45,6 @@ cases=$(sed -n 's/^\[doctest\] test cases: *\([0-9]*\).*/\1/p' "$tmp/unit_tests.
 tests_python <<'PY'
 import random, sys
 from token_shards import learnable_stream, write_split
-sys.path.insert(0, "scripts")
 from hellaswag_to_evalfile import write_evalfile
 d = sys.argv[1]
 random.seed(2)

@@ -16,7 +16,6 @@ source "$(dirname "$0")/lib/common.sh"
 tests_python <<'EOF'
 import random, sys
 from token_shards import learnable_stream, write_split
-sys.path.insert(0, "scripts")
 from hellaswag_to_evalfile import write_evalfile
 d = sys.argv[1]
 random.seed(1)

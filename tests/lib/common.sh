@@ -7,8 +7,8 @@
 # models are too small to gain from two, and on a busy machine OpenMP's waiting threads make steps
 # 10x slower. (The CPU backend's results do not depend on the thread count.)
 # The check writes its inputs with `tests_python <<'PY' ... PY`, in which the modules of tests/lib
-# are importable. It reports problems with `fail MESSAGE`, which counts them and goes on, and ends
-# with `exit_if_failed` before its summary line.
+# and scripts are importable. It reports problems with `fail MESSAGE`, which counts them and goes
+# on, and ends with `exit_if_failed` before its summary line.
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 make -s train_gpt2 >/dev/null
@@ -18,9 +18,9 @@ tmp=build/tmp/$(basename "$0" .sh)
 rm -rf "$tmp"
 mkdir -p "$tmp"
 
-# python3 running the program on stdin, with tests/lib on the module path and the scratch dir as
-# sys.argv[1].
-tests_python() { PYTHONPATH="tests/lib${PYTHONPATH:+:$PYTHONPATH}" python3 - "$tmp"; }
+# python3 running the program on stdin, with tests/lib and scripts on the module path and the
+# scratch dir as sys.argv[1].
+tests_python() { PYTHONPATH="tests/lib:scripts${PYTHONPATH:+:$PYTHONPATH}" python3 - "$tmp"; }
 
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }

@@ -14,6 +14,7 @@
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/dist/host_bucket_sync.h"
 #include "llmc/gpt2.h"
+#include "tests/unit/test_support.h"
 
 using namespace llmc;
 
@@ -21,13 +22,8 @@ namespace {
 
 // 3 layers, C=16, vocabulary 40 padded to 48, 8 positions.
 GPT2Config small_config() {
-  GPT2Config c;
-  c.max_seq_len = 8;
-  c.vocab_size = 40;
-  c.padded_vocab_size = 48;
+  GPT2Config c = test_support::two_layer_config(16, 8, 40, 48);
   c.num_layers = 3;
-  c.num_heads = 2;
-  c.channels = 16;
   return c;
 }
 
