@@ -1,5 +1,6 @@
 // AdamW with fp32 master weights and stochastic rounding to floatX: versions checked against
-// llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed.
+// llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed; also checked over 4,104
+// parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
 //   v1  llmc/cuda/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
 //   v2  llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
 #include "dev/cuda/common.cuh"
@@ -31,25 +32,26 @@ bool is_rounding_of(float got, float x) {
   }
 }
 
-void launch(const std::string& v, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
+void launch(const std::string& v, size_t n, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
   const llmc::AdamWArgs a = llmc::adamw_args(kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0);
   if (v == "v1") {
-    llmc::adamw_scalar_kernel<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(params, master, grads, m, vv,
-                                                                                         kN, a);
+    llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, params,
+                                                    master, grads, m, vv, n, a);
     CUDA_CHECK_LAST();
   } else {
-    llmc::adamw_update(params, master, grads, m, vv, kN, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0, 0);
+    llmc::adamw_update(params, master, grads, m, vv, n, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, kSeed, 0, 0);
   }
 }
 
-bool run(const bench::Args& args) {
+bool run_size(const bench::Args& args, size_t n, bool timed) {
   bool ok = true;
-  const auto params = bench::round_through<floatX>(bench::random_vector(kN, 41));
-  const auto grads = bench::round_through<floatX>(bench::random_vector(kN, 42));
-  const auto m0 = bench::random_vector(kN, 43, -0.1f, 0.1f);
-  const auto v0 = bench::random_vector(kN, 44, 1e-4f, 1e-2f);
+  const std::string tag = timed ? "adamw " : fmt::format("adamw n={} ", n);
+  const auto params = bench::round_through<floatX>(bench::random_vector(n, 41));
+  const auto grads = bench::round_through<floatX>(bench::random_vector(n, 42));
+  const auto m0 = bench::random_vector(n, 43, -0.1f, 0.1f);
+  const auto v0 = bench::random_vector(n, 44, 1e-4f, 1e-2f);
   std::vector<float> params_ref = params, m_ref = m0, v_ref = v0;
-  llmc::adamw_update(params_ref.data(), grads.data(), m_ref.data(), v_ref.data(), kN, kLr, kBeta1, kBeta2, kEps, kDecay,
+  llmc::adamw_update(params_ref.data(), grads.data(), m_ref.data(), v_ref.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay,
                      kStep, kGradScale);
 
   floatX* d_params = bench::to_device<floatX>(params);
@@ -60,26 +62,26 @@ bool run(const bench::Args& args) {
   auto reset = [&] {
     for (auto [dev, host] : {std::pair{d_master, &params}, std::pair{d_m, &m0}, std::pair{d_v, &v0}}) {
       float* fresh = bench::to_device<float>(*host);
-      CUDA_CHECK(cudaMemcpy(dev, fresh, kN * sizeof(float), cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpy(dev, fresh, n * sizeof(float), cudaMemcpyDeviceToDevice));
       CUDA_CHECK(cudaFree(fresh));
     }
-    bench::poison(d_params, kN * sizeof(floatX));
+    bench::poison(d_params, n * sizeof(floatX));
   };
 
   for (const std::string v : {"v1", "v2"}) {
     if (!bench::selected(args, v)) continue;
     reset();
-    launch(v, d_params, d_master, d_grads, d_m, d_v);
-    const auto master = bench::from_device(d_master, kN);
-    const auto params_low = bench::from_device(d_params, kN);
-    ok &= bench::check("adamw " + v + " master", master, params_ref, 1e-5);
-    ok &= bench::check("adamw " + v + " m", bench::from_device(d_m, kN), m_ref, 1e-5);
-    ok &= bench::check("adamw " + v + " v", bench::from_device(d_v, kN), v_ref, 1e-5);
-    ok &= bench::check("adamw " + v + " params (floatX)", params_low, params_ref, 1e-2);
+    launch(v, n, d_params, d_master, d_grads, d_m, d_v);
+    const auto master = bench::from_device(d_master, n);
+    const auto params_low = bench::from_device(d_params, n);
+    ok &= bench::check(tag + v + " master", master, params_ref, 1e-5);
+    ok &= bench::check(tag + v + " m", bench::from_device(d_m, n), m_ref, 1e-5);
+    ok &= bench::check(tag + v + " v", bench::from_device(d_v, n), v_ref, 1e-5);
+    ok &= bench::check(tag + v + " params (floatX)", params_low, params_ref, 1e-2);
     size_t off_grid = 0;
-    for (size_t i = 0; i < kN; ++i) off_grid += !is_rounding_of(params_low[i], master[i]);
-    fmt::print("{}  adamw {} params are a stochastic rounding of master ({} outliers)\n", off_grid ? "FAIL" : "PASS", v,
-               off_grid);
+    for (size_t i = 0; i < n; ++i) off_grid += !is_rounding_of(params_low[i], master[i]);
+    fmt::print("{}  {}{} params are a stochastic rounding of master ({} outliers)\n", off_grid ? "FAIL" : "PASS", tag,
+               v, off_grid);
     ok &= off_grid == 0;
     if constexpr (sizeof(floatX) == 2) {
       // An element whose dropped low 16 bits are the fraction f of a bf16 step rounds up with
@@ -87,7 +89,7 @@ bool run(const bench::Args& args) {
       // Round-to-nearest would never do that; compare the count with its expectation.
       size_t far = 0;
       double expected = 0.0, variance = 0.0;
-      for (size_t i = 0; i < kN; ++i) {
+      for (size_t i = 0; i < n; ++i) {
         uint32_t bits;
         std::memcpy(&bits, &master[i], sizeof bits);
         const double f = (bits & 0xffffu) / 65536.0;
@@ -97,25 +99,32 @@ bool run(const bench::Args& args) {
         far += params_low[i] != float(floatX(master[i]));
       }
       const bool sr_ok = std::fabs(double(far) - expected) < 6.0 * std::sqrt(variance) + 1.0 && expected > 1.0;
-      fmt::print("{}  adamw {} rounds to the farther bf16 neighbour {} times (expected {:.0f} +- {:.0f})\n",
-                 sr_ok ? "PASS" : "FAIL", v, far, expected, std::sqrt(variance));
+      fmt::print("{}  {}{} rounds to the farther bf16 neighbour {} times (expected {:.0f} +- {:.0f})\n",
+                 sr_ok ? "PASS" : "FAIL", tag, v, far, expected, std::sqrt(variance));
       ok &= sr_ok;
     }
     reset();
-    launch(v, d_params, d_master, d_grads, d_m, d_v);
-    ok &= bench::check_identical("adamw " + v + " params (floatX)", bench::from_device(d_params, kN), params_low);
+    launch(v, n, d_params, d_master, d_grads, d_m, d_v);
+    ok &= bench::check_identical(tag + v + " params (floatX)", bench::from_device(d_params, n), params_low);
   }
 
-  if (!args.check_only && ok) {
+  if (timed && !args.check_only && ok) {
     // Per element: grad read, m/v/master read and written, floatX params written.
-    const double bytes = kN * (2.0 * sizeof(floatX) + 6.0 * sizeof(float));
+    const double bytes = n * (2.0 * sizeof(floatX) + 6.0 * sizeof(float));
     for (const std::string v : {"v1", "v2"})
       if (bench::selected(args, v))
-        bench::report("adamw " + v, bench::time_ms([&] { launch(v, d_params, d_master, d_grads, d_m, d_v); }), bytes,
+        bench::report(tag + v, bench::time_ms([&] { launch(v, n, d_params, d_master, d_grads, d_m, d_v); }), bytes,
                       0);
   }
 
   bench::free_device({d_params, d_grads, d_master, d_m, d_v});
+  return ok;
+}
+
+bool run(const bench::Args& args) {
+  bool ok = args.small || run_size(args, kN, true);
+  ok &= run_size(args, 4104, false);
+  ok &= run_size(args, 1003, false);
   return ok;
 }
 

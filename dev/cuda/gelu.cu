@@ -11,8 +11,8 @@ using llmc::floatX;
 
 namespace {
 
-constexpr int B = 8, T = 1024, C = 768;
-constexpr size_t kN = static_cast<size_t>(B) * T * 4 * C;
+constexpr size_t kN = size_t(8) * 1024 * 4 * 768;  // the fc activations of GPT-2 124M at B=8, T=1024
+constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 
 __global__ void gelu_forward_naive(floatX* out, const floatX* inp, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -24,44 +24,45 @@ __global__ void gelu_backward_naive(floatX* dinp, const floatX* inp, const float
   if (i < n) dinp[i] = floatX(llmc::gelu_derivative(float(inp[i])) * float(dout[i]));
 }
 
-void forward(const std::string& v, floatX* out, const floatX* inp) {
+void forward(const std::string& v, size_t n, floatX* out, const floatX* inp) {
   if (v == "fwd1") {
-    gelu_forward_naive<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(out, inp, kN);
+    llmc::launch<gelu_forward_naive>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, out, inp, n);
     CUDA_CHECK_LAST();
   } else {
-    llmc::gelu_forward(out, inp, kN, 0);
+    llmc::gelu_forward(out, inp, n, 0);
   }
 }
 
 // bwd1 writes dinp from dout; bwd2 overwrites dout with dinp in place.
-void backward(const std::string& v, floatX* dinp, const floatX* inp, floatX* dout) {
+void backward(const std::string& v, size_t n, floatX* dinp, const floatX* inp, floatX* dout) {
   if (v == "bwd1") {
-    gelu_backward_naive<<<llmc::ceil_div(static_cast<long long>(kN), 256), 256>>>(dinp, inp, dout, kN);
+    llmc::launch<gelu_backward_naive>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, dinp, inp, dout, n);
     CUDA_CHECK_LAST();
   } else {
-    llmc::gelu_backward(dout, inp, dout, kN, 0);
+    llmc::gelu_backward(dout, inp, dout, n, 0);
   }
 }
 
-bool run(const bench::Args& args) {
+bool run_size(const bench::Args& args, size_t n, bool timed) {
   bool ok = true;
+  const std::string tag = timed ? "gelu " : fmt::format("gelu n={} ", n);
   // Pre-activations of a trained MLP spread over a few units; cover both tails of the curve.
-  const auto inp = bench::round_through<floatX>(bench::random_vector(kN, 21, -4.0f, 4.0f));
-  const auto dout = bench::round_through<floatX>(bench::random_vector(kN, 22));
-  std::vector<float> out_ref(kN), dinp_ref(kN);
-  llmc::gelu_forward(out_ref.data(), inp.data(), kN);
-  llmc::gelu_backward(dinp_ref.data(), inp.data(), dout.data(), kN);
+  const auto inp = bench::round_through<floatX>(bench::random_vector(n, 21, -4.0f, 4.0f));
+  const auto dout = bench::round_through<floatX>(bench::random_vector(n, 22));
+  std::vector<float> out_ref(n), dinp_ref(n);
+  llmc::gelu_forward(out_ref.data(), inp.data(), n);
+  llmc::gelu_backward(dinp_ref.data(), inp.data(), dout.data(), n);
 
   floatX* d_inp = bench::to_device<floatX>(inp);
   floatX* d_dout = bench::to_device<floatX>(dout);
-  floatX* d_out = bench::to_device<floatX>(std::vector<float>(kN, 1.0f));
-  const size_t bytes = kN * sizeof(floatX);
+  floatX* d_out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
+  const size_t bytes = n * sizeof(floatX);
 
   for (const std::string v : {"fwd1", "fwd2"}) {
     if (!bench::selected(args, v)) continue;
     bench::poison(d_out, bytes);
-    forward(v, d_out, d_inp);
-    ok &= bench::check("gelu " + v + " out", bench::from_device(d_out, kN), out_ref, 1e-2);
+    forward(v, n, d_out, d_inp);
+    ok &= bench::check(tag + v + " out", bench::from_device(d_out, n), out_ref, 1e-2);
   }
   for (const std::string v : {"bwd1", "bwd2"}) {
     if (!bench::selected(args, v)) continue;
@@ -69,26 +70,32 @@ bool run(const bench::Args& args) {
     CUDA_CHECK(cudaMemcpy(d_dout, fresh, bytes, cudaMemcpyDeviceToDevice));
     CUDA_CHECK(cudaFree(fresh));
     bench::poison(d_out, bytes);
-    backward(v, d_out, d_inp, d_dout);
-    ok &= bench::check("gelu " + v + " dinp", bench::from_device(v == "bwd1" ? d_out : d_dout, kN), dinp_ref, 1e-2);
+    backward(v, n, d_out, d_inp, d_dout);
+    ok &= bench::check(tag + v + " dinp", bench::from_device(v == "bwd1" ? d_out : d_dout, n), dinp_ref, 1e-2);
   }
 
-  if (!args.check_only && ok) {
+  if (timed && !args.check_only && ok) {
     // Forward reads inp and writes out; backward reads inp and dout and writes dinp.
     for (const std::string v : {"fwd1", "fwd2"})
       if (bench::selected(args, v))
-        bench::report("gelu " + v, bench::time_ms([&] { forward(v, d_out, d_inp); }), 2.0 * bytes, 0);
+        bench::report(tag + v, bench::time_ms([&] { forward(v, n, d_out, d_inp); }), 2.0 * bytes, 0);
     // Timing the in-place version repeatedly shrinks dout towards zero; bwd2 is timed out of
     // place (same kernel, same traffic) to keep the data realistic.
     for (const std::string v : {"bwd1", "bwd2"}) {
       if (!bench::selected(args, v)) continue;
-      const float ms = v == "bwd1" ? bench::time_ms([&] { backward(v, d_out, d_inp, d_dout); })
-                                   : bench::time_ms([&] { llmc::gelu_backward(d_out, d_inp, d_dout, kN, 0); });
-      bench::report("gelu " + v, ms, 3.0 * bytes, 0);
+      const float ms = v == "bwd1" ? bench::time_ms([&] { backward(v, n, d_out, d_inp, d_dout); })
+                                   : bench::time_ms([&] { llmc::gelu_backward(d_out, d_inp, d_dout, n, 0); });
+      bench::report(tag + v, ms, 3.0 * bytes, 0);
     }
   }
 
   bench::free_device({d_inp, d_dout, d_out});
+  return ok;
+}
+
+bool run(const bench::Args& args) {
+  bool ok = args.small || run_size(args, kN, true);
+  ok &= run_size(args, kSmallN, false);
   return ok;
 }
 

@@ -106,11 +106,11 @@ inline void adamw_update(floatX* params, float* master, const floatX* grads, flo
                          reinterpret_cast<uintptr_t>(master) | reinterpret_cast<uintptr_t>(m) |
                          reinterpret_cast<uintptr_t>(v)) % 16) == 0;
   if (aligned && n % S == 0) {
-    adamw_vector_kernel<<<ceil_div(static_cast<long long>(n / S), block), block, 0, stream>>>(params, master, grads,
-                                                                                               m, v, n, a);
+    launch<adamw_vector_kernel<floatX>>(ceil_div(static_cast<long long>(n / S), block), block, 0, stream, params,
+                                        master, grads, m, v, n, a);
   } else {
-    adamw_scalar_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(params, master, grads, m, v,
-                                                                                          n, a);
+    launch<adamw_scalar_kernel<floatX>>(ceil_div(static_cast<long long>(n), block), block, 0, stream, params, master,
+                                        grads, m, v, n, a);
   }
   CUDA_CHECK_LAST();
 }

@@ -109,6 +109,43 @@ __global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* da
   }
 }
 
+// ---- launchers of the kernels above (dev/cuda/attention_kernels.cu checks each alone) ----
+
+inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<floatX>::size, 256); }
+
+inline void permute_qkv(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS,
+                        cudaStream_t stream) {
+  launch<permute_qkv_kernel>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, B, T, NH, HS);
+  CUDA_CHECK_LAST();
+}
+
+inline void unpermute_dqkv(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T, int NH,
+                           int HS, cudaStream_t stream) {
+  launch<unpermute_dqkv_kernel>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, dqkv, dq, dk, dv, B, T, NH,
+                                HS);
+  CUDA_CHECK_LAST();
+}
+
+inline void permute_heads(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads,
+                          cudaStream_t stream) {
+  launch<permute_heads_kernel>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, tokens, B, T, NH, HS,
+                               to_heads);
+  CUDA_CHECK_LAST();
+}
+
+// rows = B * NH * T score rows of length T, eight rows (warps) per block.
+inline void causal_softmax_forward(floatX* att, const floatX* preatt, int rows, int T, float scale,
+                                   cudaStream_t stream) {
+  launch<causal_softmax_forward_kernel>(ceil_div(rows, 8), 256, 0, stream, att, preatt, rows, T, scale);
+  CUDA_CHECK_LAST();
+}
+
+inline void causal_softmax_backward(floatX* dpreatt, const floatX* datt, const floatX* att, int rows, int T,
+                                    float scale, cudaStream_t stream) {
+  launch<causal_softmax_backward_kernel>(ceil_div(rows, 8), 256, 0, stream, dpreatt, datt, att, rows, T, scale);
+  CUDA_CHECK_LAST();
+}
+
 // ---- batched GEMMs, one per (b, h), row-major views ----
 
 // Row-major C (M x N) = op(A) op(B) (+ C when accumulate) for `batch` matrices at fixed strides;
@@ -126,8 +163,6 @@ inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, c
                                           CUBLAS_GEMM_DEFAULT));
 }
 
-inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<floatX>::size, 256); }
-
 // The permutes move 16-byte vectors, which must not straddle two heads.
 inline void attention_require_shape(const char* who, int C, int NH) {
   if (NH <= 0 || C % NH != 0 || (C / NH) % Packed128<floatX>::size != 0)
@@ -143,17 +178,12 @@ inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const 
   const int HS = C / NH;
   const long long tt = (long long)T * T, th = (long long)T * HS;
   cublasHandle_t h = ctx.blas(stream);
-  permute_qkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(buf.q, buf.k, buf.v, qkv, B, T, NH, HS);
-  CUDA_CHECK_LAST();
+  permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
   // preatt = Q K^T (unscaled; the softmax applies 1/sqrt(HS) in fp32).
   gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false);
-  const int rows = B * NH * T;
-  causal_softmax_forward_kernel<<<ceil_div(rows, 8), 256, 0, stream>>>(att, buf.scratch, rows, T,
-                                                                       1.0f / sqrtf(float(HS)));
-  CUDA_CHECK_LAST();
+  causal_softmax_forward(att, buf.scratch, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
   gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false);
-  permute_heads_kernel<<<vec_blocks(size_t(B) * T * C), 256, 0, stream>>>(buf.vaccum, out, B, T, NH, HS, false);
-  CUDA_CHECK_LAST();
+  permute_heads(buf.vaccum, out, B, T, NH, HS, false, stream);
 }
 
 // dqkv (B, T, 3C), overwritten, from dout (B, T, C), the layer's qkv and the att its forward saved.
@@ -166,23 +196,16 @@ inline void attention_backward(BlasContext& ctx, floatX* dqkv, const floatX* dou
   cublasHandle_t h = ctx.blas(stream);
   floatX* dvaccum = buf.vaccum;
   floatX *dq = buf.dq, *dk = buf.dk, *dv = buf.dv;
-  permute_qkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(buf.q, buf.k, buf.v, qkv, B, T, NH, HS);
-  CUDA_CHECK_LAST();
-  permute_heads_kernel<<<vec_blocks(size_t(B) * T * C), 256, 0, stream>>>(dvaccum, const_cast<floatX*>(dout), B, T,
-                                                                          NH, HS, true);
-  CUDA_CHECK_LAST();
+  permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
+  permute_heads(dvaccum, const_cast<floatX*>(dout), B, T, NH, HS, true, stream);
   // vaccum = att V:  d(att) = d(vaccum) V^T,  dV = att^T d(vaccum).
   gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, false);
   gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, false);
-  const int rows = B * NH * T;
-  causal_softmax_backward_kernel<<<ceil_div(rows, 8), 256, 0, stream>>>(buf.scratch, buf.scratch, att, rows, T,
-                                                                        1.0f / sqrtf(float(HS)));
-  CUDA_CHECK_LAST();
+  causal_softmax_backward(buf.scratch, buf.scratch, att, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
   // preatt = Q K^T:  dQ = d(preatt) K,  dK = d(preatt)^T Q.
   gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, false);
   gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, false);
-  unpermute_dqkv_kernel<<<vec_blocks(size_t(B) * T * 3 * C), 256, 0, stream>>>(dqkv, dq, dk, dv, B, T, NH, HS);
-  CUDA_CHECK_LAST();
+  unpermute_dqkv(dqkv, dq, dk, dv, B, T, NH, HS, stream);
 }
 
 }  // namespace llmc

@@ -38,7 +38,8 @@ template <class Real>
 __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
                                         bool write_dlogits) {
   constexpr int S = Packed128<Real>::size;
-  __shared__ float shared_max[32], shared_sum[32];
+  LLMC_SHARED(float, shared_max, [32]);
+  LLMC_SHARED(float, shared_sum, [32]);
   const int row = blockIdx.x;
   Real* x = logits + static_cast<long long>(row) * Vp;
   const int target = targets[row];
@@ -100,7 +101,7 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
                                 " and at least the vocabulary " + std::to_string(V));
   constexpr int block = 1024;
-  fused_classifier_kernel<<<N, block, 0, stream>>>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+  launch<fused_classifier_kernel<floatX>>(N, block, 0, stream, logits, losses, targets, V, Vp, dloss, write_dlogits);
   CUDA_CHECK_LAST();
 }
 

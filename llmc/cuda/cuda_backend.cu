@@ -48,7 +48,7 @@ namespace {
 // accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
 // the reported loss is reproducible and never needs the host.
 __global__ void accumulate_loss_kernel(float* accumulator, const float* losses, int n, float scale) {
-  __shared__ float scratch[32];
+  LLMC_SHARED(float, scratch, [32]);
   float sum = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum += losses[i];
   sum = block_reduce_sum(sum, scratch);
@@ -56,7 +56,7 @@ __global__ void accumulate_loss_kernel(float* accumulator, const float* losses, 
 }
 
 void accumulate_loss(float* accumulator, const float* losses, int n, float scale, cudaStream_t stream) {
-  accumulate_loss_kernel<<<1, 1024, 0, stream>>>(accumulator, losses, n, scale);
+  launch<accumulate_loss_kernel>(1, 1024, 0, stream, accumulator, losses, n, scale);
   CUDA_CHECK_LAST();
 }
 

@@ -40,7 +40,7 @@ __global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
 template <class Dst, class Src>
 void convert(Dst* out, const Src* in, size_t n, cudaStream_t stream) {
   constexpr int block = 256;
-  convert_kernel<<<ceil_div(static_cast<long long>(n), block), block, 0, stream>>>(out, in, n);
+  launch<convert_kernel<Dst, Src>>(ceil_div(static_cast<long long>(n), block), block, 0, stream, out, in, n);
   CUDA_CHECK_LAST();
 }
 

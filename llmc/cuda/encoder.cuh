@@ -39,7 +39,8 @@ inline void encoder_forward(floatX* out, const int* tokens, const floatX* wte, c
   require_whole_vectors("encoder_forward", "channels", C);
   constexpr int block = 256;
   const long long vectors = static_cast<long long>(B) * T * C / Packed128<floatX>::size;
-  encoder_forward_kernel<<<ceil_div(vectors, block), block, 0, stream>>>(out, tokens, wte, wpe, B * T, T, C);
+  launch<encoder_forward_kernel<floatX>>(ceil_div(vectors, block), block, 0, stream, out, tokens, wte, wpe, B * T, T,
+                                         C);
   CUDA_CHECK_LAST();
 }
 
@@ -93,7 +94,7 @@ template <class Real>
 __global__ void encoder_backward_wte_kernel(Real* dwte, const Real* dout, const int* buckets, int num_buckets,
                                             int C, unsigned seed) {
   constexpr int S = Packed128<Real>::size;
-  extern __shared__ float partial[];  // [blockDim.y][blockDim.x][S]
+  float* partial = dynamic_shared<float>();  // [blockDim.y][blockDim.x][S]
   const int* bucket_tokens = buckets;
   const int* offsets = buckets + num_buckets;
   const int* positions = offsets + num_buckets + 1;
@@ -166,12 +167,13 @@ inline void encoder_backward(floatX* dwte, floatX* dwpe, const floatX* dout, con
   const dim3 block(threads_x, groups);
   const size_t shared = static_cast<size_t>(threads_x) * groups * S * sizeof(float);
   if (num_buckets > 0) {
-    encoder_backward_wte_kernel<<<num_buckets, block, shared, stream>>>(dwte, dout, buckets, num_buckets, C, seed);
+    launch<encoder_backward_wte_kernel<floatX>>(num_buckets, block, shared, stream, dwte, dout, buckets, num_buckets, C,
+                                                seed);
     CUDA_CHECK_LAST();
   }
   const long long wpe_vectors = static_cast<long long>(T) * vectors;
-  encoder_backward_wpe_kernel<<<ceil_div(wpe_vectors, 256), 256, 0, stream>>>(dwpe, dout, B, T, C,
-                                                                              mix32(seed ^ 0x5bd1e995u));
+  launch<encoder_backward_wpe_kernel<floatX>>(ceil_div(wpe_vectors, 256), 256, 0, stream, dwpe, dout, B, T, C,
+                                              mix32(seed ^ 0x5bd1e995u));
   CUDA_CHECK_LAST();
 }
 

@@ -52,16 +52,16 @@ __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* do
 inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t stream) {
   require_whole_vectors("gelu_forward", "size", n);
   constexpr int block = 256;
-  gelu_forward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
-      out, inp, n);
+  launch<gelu_forward_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0,
+                                      stream, out, inp, n);
   CUDA_CHECK_LAST();
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, cudaStream_t stream) {
   require_whole_vectors("gelu_backward", "size", n);
   constexpr int block = 256;
-  gelu_backward_kernel<<<ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream>>>(
-      dinp, inp, dout, n);
+  launch<gelu_backward_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0,
+                                       stream, dinp, inp, dout, n);
   CUDA_CHECK_LAST();
 }
 

@@ -26,13 +26,12 @@ template <class Real, bool kResidual>
 __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* mean, float* rstd, const Real* a,
                                          const Real* b, const Real* weight, const Real* bias, int N, int C) {
   constexpr int S = Packed128<Real>::size;
-  extern __shared__ __align__(16) unsigned char shared_raw[];
   const int warps = blockDim.x / 32;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * warps + warp;
   if (row >= N) return;
-  Real* x = reinterpret_cast<Real*>(shared_raw) + static_cast<size_t>(warp) * C;
+  Real* x = dynamic_shared<Real>() + static_cast<size_t>(warp) * C;
   const long long base = static_cast<long long>(row) * C;
   const int vectors = C / S;
 
@@ -90,8 +89,8 @@ inline void layernorm_forward(floatX* out, float* mean, float* rstd, const float
                               const floatX* bias, int N, int C, cudaStream_t stream) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  layernorm_forward_kernel<floatX, false><<<ceil_div(N, warps), warps * 32, shared, stream>>>(
-      out, nullptr, mean, rstd, inp, nullptr, weight, bias, N, C);
+  launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * 32, shared, stream, out, nullptr, mean,
+                                                  rstd, inp, nullptr, weight, bias, N, C);
   CUDA_CHECK_LAST();
 }
 
@@ -101,8 +100,8 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
                                              const floatX* bias, int N, int C, cudaStream_t stream) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  layernorm_forward_kernel<floatX, true><<<ceil_div(N, warps), warps * 32, shared, stream>>>(
-      out, residual_out, mean, rstd, a, b, weight, bias, N, C);
+  launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * 32, shared, stream, out, residual_out,
+                                                 mean, rstd, a, b, weight, bias, N, C);
   CUDA_CHECK_LAST();
 }
 
@@ -123,7 +122,7 @@ template <class Real>
 __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Real* dout, const Real* inp,
                                           const Real* weight, const float* mean, const float* rstd, int N, int C) {
   constexpr int S = Packed128<Real>::size;
-  extern __shared__ float sums[];  // [warps][2][C]
+  float* sums = dynamic_shared<float>();  // [warps][2][C]
   const int warps = blockDim.x / 32;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -201,11 +200,11 @@ inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, flo
   const int warps = layernorm_backward_warps(C);
   const int blocks = layernorm_backward_blocks(N, C);
   const size_t shared = static_cast<size_t>(warps) * 2 * C * sizeof(float);
-  layernorm_backward_kernel<floatX><<<blocks, warps * 32, shared, stream>>>(dinp, scratch, dout, inp, weight, mean,
-                                                                           rstd, N, C);
+  launch<layernorm_backward_kernel<floatX>>(blocks, warps * 32, shared, stream, dinp, scratch, dout, inp, weight, mean,
+                                            rstd, N, C);
   CUDA_CHECK_LAST();
-  layernorm_backward_finish_kernel<floatX><<<ceil_div(2 * C, 256), 256, 0, stream>>>(dweight, dbias, scratch,
-                                                                                     blocks, C);
+  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(2 * C, 256), 256, 0, stream, dweight, dbias, scratch,
+                                                   blocks, C);
   CUDA_CHECK_LAST();
 }
 

@@ -152,7 +152,7 @@ template <class T>
 __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC) {
   using x128 = Packed128<T>;
   constexpr int kCols = 32 * x128::size;
-  __shared__ float sums[kBiasWarps][kCols];
+  LLMC_SHARED(float, sums, [kBiasWarps][kCols]);
   const int lane = threadIdx.x, warp = threadIdx.y;
   const int block_col = blockIdx.x * kCols;
   const int col = block_col + lane * x128::size;
@@ -192,9 +192,9 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = 32 * Packed128<floatX>::size;
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  bias_grad_partial_kernel<<<grid, dim3(32, kBiasWarps), 0, stream>>>(scratch, dout, BT, OC);
+  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(32, kBiasWarps), 0, stream, scratch, dout, BT, OC);
   CUDA_CHECK_LAST();
-  bias_grad_finish_kernel<<<ceil_div(OC, 256), 256, 0, stream>>>(dbias, scratch, bias_grad_slices(BT), OC);
+  launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, scratch, bias_grad_slices(BT), OC);
   CUDA_CHECK_LAST();
 }
 

@@ -1,0 +1,171 @@
+// The device functions the project's kernels call, for the host compiler: barriers, warp shuffles
+// and votes, atomics, cache-hinted loads and stores, bit casts and fast-math intrinsics. Each does
+// what the CUDA programming guide says of it; barriers and warp operations suspend the calling
+// CUDA thread (block_runner.h) until the others they wait for arrive.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "llmc/cuda/emulator/block_runner.h"
+
+// __syncthreads: every live thread of the block, at the same call site (the emulator's rule; a
+// GPU's behaviour is undefined when they differ).
+inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::block_barrier(file, line);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::warp_op(emu::WarpOp::sync, "__syncwarp", mask, 0, 0, 32); }
+
+namespace emu {
+// A shuffle moves the bits of a value of up to 8 bytes.
+template <class T>
+inline uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffles move 4- or 8-byte values");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+template <class T>
+inline T from_bits(uint64_t bits) {
+  T v;
+  std::memcpy(&v, &bits, sizeof(T));
+  return v;
+}
+}  // namespace emu
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
+  return emu::from_bits<T>(
+      emu::warp_op(emu::WarpOp::shfl_idx, "__shfl_sync", mask, emu::to_bits(var), src_lane, width));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  return emu::from_bits<T>(
+      emu::warp_op(emu::WarpOp::shfl_xor, "__shfl_xor_sync", mask, emu::to_bits(var), lane_mask, width));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return emu::from_bits<T>(
+      emu::warp_op(emu::WarpOp::shfl_down, "__shfl_down_sync", mask, emu::to_bits(var), int(delta), width));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return emu::from_bits<T>(
+      emu::warp_op(emu::WarpOp::shfl_up, "__shfl_up_sync", mask, emu::to_bits(var), int(delta), width));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return unsigned(emu::warp_op(emu::WarpOp::ballot, "__ballot_sync", mask, predicate != 0, 0, 32));
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return int(emu::warp_op(emu::WarpOp::any, "__any_sync", mask, predicate != 0, 0, 32));
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return int(emu::warp_op(emu::WarpOp::all, "__all_sync", mask, predicate != 0, 0, 32));
+}
+
+// ---- atomics: relaxed read-modify-writes on global or shared memory, as on the GPU ----
+namespace emu {
+// *address = update(*address), atomically, on the value's bits (a compare-exchange loop, which
+// serves float as well as the integer types); returns the old value.
+template <class T, class Update>
+inline T atomic_update(T* address, Update update) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics act on 4- or 8-byte values");
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  check_aligned(address, sizeof(T), "atomic");
+  Bits* bits = reinterpret_cast<Bits*>(address);
+  Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+  for (;;) {
+    const Bits desired = Bits(to_bits(update(from_bits<T>(old))));
+    if (__atomic_compare_exchange_n(bits, &old, desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+  }
+  return from_bits<T>(old);
+}
+}  // namespace emu
+
+template <class T>
+inline T atomicAdd(T* address, T value) {
+  return emu::atomic_update(address, [&](T old) { return T(old + value); });
+}
+template <class T>
+inline T atomicSub(T* address, T value) {
+  return emu::atomic_update(address, [&](T old) { return T(old - value); });
+}
+template <class T>
+inline T atomicMax(T* address, T value) {
+  return emu::atomic_update(address, [&](T old) { return old > value ? old : value; });
+}
+template <class T>
+inline T atomicMin(T* address, T value) {
+  return emu::atomic_update(address, [&](T old) { return old < value ? old : value; });
+}
+template <class T>
+inline T atomicExch(T* address, T value) {
+  return emu::atomic_update(address, [&](T) { return value; });
+}
+template <class T>
+inline T atomicCAS(T* address, T compare, T value) {
+  return emu::atomic_update(address, [&](T old) { return old == compare ? value : old; });
+}
+
+// ---- cache-hinted loads and stores: on the emulated GPU plain accesses, checked for alignment ----
+#define EMU_CACHE_HINTED_LOAD(name)            \
+  template <class T>                           \
+  inline T name(const T* p) {                  \
+    emu::check_aligned(p, alignof(T), "load"); \
+    return *p;                                 \
+  }
+#define EMU_CACHE_HINTED_STORE(name)            \
+  template <class T>                            \
+  inline void name(T* p, T v) {                 \
+    emu::check_aligned(p, alignof(T), "store"); \
+    *p = v;                                     \
+  }
+EMU_CACHE_HINTED_LOAD(__ldg)
+EMU_CACHE_HINTED_LOAD(__ldcs)
+EMU_CACHE_HINTED_LOAD(__ldcg)
+EMU_CACHE_HINTED_LOAD(__ldca)
+EMU_CACHE_HINTED_LOAD(__ldlu)
+EMU_CACHE_HINTED_LOAD(__ldcv)
+EMU_CACHE_HINTED_STORE(__stcs)
+EMU_CACHE_HINTED_STORE(__stcg)
+EMU_CACHE_HINTED_STORE(__stwb)
+EMU_CACHE_HINTED_STORE(__stwt)
+#undef EMU_CACHE_HINTED_LOAD
+#undef EMU_CACHE_HINTED_STORE
+
+// ---- bit casts and arithmetic intrinsics ----
+// Device code calls the classification functions unqualified, as C names.
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
+inline unsigned __float_as_uint(float x) { return emu::from_bits<unsigned>(emu::to_bits(x)); }
+inline int __float_as_int(float x) { return emu::from_bits<int>(emu::to_bits(x)); }
+inline float __uint_as_float(unsigned x) { return emu::from_bits<float>(emu::to_bits(x)); }
+inline float __int_as_float(int x) { return emu::from_bits<float>(emu::to_bits(x)); }
+// The fast-math forms compute the accurate function here: the GPU's are only within a few ulp of it.
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }

@@ -1,0 +1,19 @@
+// The emulated GPU (docs/cuda-emulator.md): what the project's .cu/.cuh files need, beyond the
+// CUDA toolkit's own headers, to compile with g++ and run on the CPU. llmc/cuda/common.cuh includes
+// it when LLMC_CUDA_EMULATOR is defined (the emulated builds: make test-emu).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+// The built-in variables. Per OS thread: a worker runs one block at a time and sets threadIdx at
+// every switch between the block's fibers (block_runner.cpp).
+extern "C" {
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
+extern thread_local int warpSize;
+}
+
+#include "llmc/cuda/emulator/device_functions.h"
+#include "llmc/cuda/emulator/kernel_launch.h"

@@ -1,0 +1,52 @@
+// Launching a kernel on the emulated GPU (llmc::launch in llmc/cuda/common.cuh calls this where the
+// nvcc build writes kernel<<<grid, block, shared, stream>>>(args...)): the launch configuration is
+// checked as the CUDA runtime checks it, then every block runs (block_runner.h) before it returns.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "llmc/cuda/emulator/block_runner.h"
+
+namespace emu {
+
+// The launch-time checks and the run; returns the error cudaGetLastError then reports.
+cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
+                          cudaStream_t stream, void (*invoke)(const void*), const void* args);
+
+// "llmc::foo_kernel<__nv_bfloat16>" from this function's signature, as GCC prints it.
+template <auto Kernel>
+const char* kernel_name() {
+  static const std::string name = [] {
+    const std::string pretty = __PRETTY_FUNCTION__;
+    const std::string key = "Kernel = ";
+    size_t begin = pretty.find(key);
+    if (begin == std::string::npos) return pretty;
+    begin += key.size();
+    size_t end = pretty.find_first_of(";]", begin);
+    return pretty.substr(begin, end - begin);
+  }();
+  return name.c_str();
+}
+
+template <auto Kernel, class... Params>
+void invoke_kernel(const void* args) {
+  std::apply(Kernel, *static_cast<const std::tuple<Params...>*>(args));
+}
+
+template <auto Kernel, class... Params, class... Args>
+void launch_with(void (*)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
+  // The arguments as the kernel's parameter types, copied once: each CUDA thread gets them by value.
+  const std::tuple<std::decay_t<Params>...> converted(std::forward<Args>(args)...);
+  launch_kernel(reinterpret_cast<const void*>(Kernel), kernel_name<Kernel>(), grid, block, shared, stream,
+                &invoke_kernel<Kernel, std::decay_t<Params>...>, &converted);
+}
+
+template <auto Kernel, class... Args>
+void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
+  launch_with<Kernel>(Kernel, grid, block, shared, stream, std::forward<Args>(args)...);
+}
+
+}  // namespace emu

@@ -1,0 +1,508 @@
+// The CUDA runtime API calls the project makes, on the emulated GPU, with the declarations of the
+// toolkit's own cuda_runtime_api.h. Device memory is host memory from the allocator, filled with
+// 0xFF bytes (NaN in fp32 and bf16) as a real cudaMalloc leaves it uninitialised; under ASan it is
+// poisoned except while a kernel or a copy uses it, so host code that touches it directly is
+// reported. Work runs when it is issued (streams order nothing further here); a kernel fault is a
+// sticky error, returned by every later call, as a GPU context's is.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "llmc/cuda/emulator/block_runner.h"
+#include "llmc/cuda/emulator/kernel_launch.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+struct CUstream_st {
+  unsigned flags;
+};
+struct CUevent_st {
+  unsigned flags;
+  bool recorded;
+  std::chrono::steady_clock::time_point when;
+};
+
+namespace emu {
+namespace {
+
+// The limits of the device the emulator stands for: an H100 SXM.
+constexpr size_t kDefaultSharedPerBlock = 48 * 1024;
+constexpr size_t kOptInSharedPerBlock = 232448;  // 227 KiB
+constexpr size_t kGlobalMemory = 80ull << 30;
+
+struct State {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations;  // device memory: start -> bytes
+  size_t allocated = 0;
+  std::set<void*> host_allocations;  // cudaMallocHost
+  std::set<cudaStream_t> streams;
+  std::set<cudaEvent_t> events;
+  std::map<const void*, int> max_dynamic_shared;  // cudaFuncSetAttribute
+  cudaError_t sticky = cudaSuccess;
+};
+State& state() {
+  static State* s = new State();  // never destroyed: cudaFree may run from static destructors
+  return *s;
+}
+thread_local cudaError_t last_error = cudaSuccess;
+
+// Every failing call goes through here: the error is printed with the call that made it, and is
+// what cudaGetLastError reports next.
+cudaError_t fail(cudaError_t code, const std::string& what) {
+  std::fprintf(stderr, "emulated GPU: %s (%s)\n", what.c_str(), cudaGetErrorString(code));
+  last_error = code;
+  return code;
+}
+
+cudaError_t sticky_error() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().sticky != cudaSuccess) last_error = state().sticky;
+  return state().sticky;
+}
+
+void poison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_poison_memory_region(p, bytes);
+#endif
+}
+void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_unpoison_memory_region(p, bytes);
+#endif
+}
+
+// The device allocation that holds [p, p + bytes) whole, or null.
+const std::pair<const uintptr_t, size_t>* device_range(const void* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto& allocs = state().allocations;
+  auto it = allocs.upper_bound(a);
+  if (it == allocs.begin()) return nullptr;
+  --it;
+  if (a < it->first || a + bytes > it->first + it->second) return nullptr;
+  return &*it;
+}
+
+bool is_device(const void* p) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return device_range(p, 0) != nullptr;
+}
+
+std::string pointer_text(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", p);
+  return text;
+}
+
+// Checks one side of a copy: device memory holding the whole range, or (is_device false) not
+// device memory at all.
+cudaError_t check_side(const char* call, const char* side, const void* p, size_t bytes, bool want_device) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (want_device && !device_range(p, bytes))
+    return fail(cudaErrorInvalidValue, std::string(call) + ": " + side + " " + pointer_text(p) + " (+" +
+                                           std::to_string(bytes) + " bytes) is not inside one device allocation");
+  if (!want_device && device_range(p, 0))
+    return fail(cudaErrorInvalidValue,
+                std::string(call) + ": " + side + " " + pointer_text(p) + " is device memory, not host memory");
+  return cudaSuccess;
+}
+
+// Makes the device memory usable while f runs (copies and kernels), poisoned again afterwards.
+template <class F>
+void with_device_memory(F&& f) {
+#if defined(__SANITIZE_ADDRESS__)
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second);
+  f();
+  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second);
+#else
+  f();
+#endif
+}
+
+cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  if (cudaError_t e = sticky_error()) return e;
+  if (count == 0) return cudaSuccess;
+  if (kind == cudaMemcpyDefault)
+    kind = is_device(dst) ? (is_device(src) ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                          : (is_device(src) ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost)
+    return fail(cudaErrorInvalidMemcpyDirection, std::string(call) + ": copy kind " + std::to_string(int(kind)));
+  if (cudaError_t e = check_side(call, "destination", dst, count, dst_device)) return e;
+  if (cudaError_t e = check_side(call, "source", src, count, src_device)) return e;
+  with_device_memory([&] { std::memmove(dst, src, count); });
+  return cudaSuccess;
+}
+
+cudaError_t fill(const char* call, void* p, int value, size_t count) {
+  if (cudaError_t e = sticky_error()) return e;
+  if (count == 0) return cudaSuccess;
+  if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
+  with_device_memory([&] { std::memset(p, value, count); });
+  return cudaSuccess;
+}
+
+cudaError_t check_stream(const char* call, cudaStream_t stream) {
+  if (stream == nullptr) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (!state().streams.count(stream))
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string(call) + ": stream " + pointer_text(stream) + " was not created or is destroyed");
+  return cudaSuccess;
+}
+
+cudaError_t check_event(const char* call, cudaEvent_t event) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (!state().events.count(event))
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string(call) + ": event " + pointer_text(event) + " was not created or is destroyed");
+  return cudaSuccess;
+}
+
+std::string dims(dim3 d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+}  // namespace
+
+cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
+                          cudaStream_t stream, void (*invoke)(const void*), const void* args) {
+  if (cudaError_t e = sticky_error()) return e;
+  const std::string launch = std::string("launch of ") + name + " with grid " + dims(grid) + ", block " + dims(block);
+  const unsigned long long threads = 1ull * block.x * block.y * block.z;
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+      threads > 1024)
+    return fail(cudaErrorInvalidConfiguration,
+                launch + ": a block holds at most 1024 threads, at most (1024,1024,64) in each dimension");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+    return fail(cudaErrorInvalidConfiguration, launch + ": a grid is at most (2147483647,65535,65535) blocks");
+  if (cudaError_t e = check_stream(name, stream)) return e;
+  size_t limit = kDefaultSharedPerBlock;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    auto it = state().max_dynamic_shared.find(kernel);
+    if (it != state().max_dynamic_shared.end()) limit = std::max(limit, size_t(it->second));
+  }
+  if (shared > limit)
+    return fail(cudaErrorInvalidValue,
+                launch + ": " + std::to_string(shared) + " bytes of dynamic shared memory, over the " +
+                    std::to_string(limit) + " allowed" +
+                    (limit == kDefaultSharedPerBlock
+                         ? " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)"
+                         : " by cudaFuncSetAttribute"));
+  const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
+  cudaError_t result = cudaSuccess;
+  with_device_memory([&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args}); });
+  if (result != cudaSuccess) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().sticky = result;
+    last_error = result;
+  }
+  return result;
+}
+
+}  // namespace emu
+
+using namespace emu;
+
+extern "C" {
+
+cudaError_t cudaMalloc(void** ptr, size_t size) {
+  if (cudaError_t e = sticky_error()) return e;
+  if (!ptr) return fail(cudaErrorInvalidValue, "cudaMalloc: null result pointer");
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  void* p = nullptr;
+  if (state().allocated + size > kGlobalMemory || posix_memalign(&p, 256, size) != 0)
+    return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(size) + " bytes");
+  std::memset(p, 0xFF, size);
+  poison(p, size);
+  state().allocations[reinterpret_cast<uintptr_t>(p)] = size;
+  state().allocated += size;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == state().allocations.end())
+    return fail(cudaErrorInvalidValue, "cudaFree: " + pointer_text(ptr) + " is not the start of a device allocation");
+  unpoison(ptr, it->second);
+  state().allocated -= it->second;
+  state().allocations.erase(it);
+  std::free(ptr);
+  return state().sticky;
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost: null result pointer");
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, size ? size : 1) != 0)
+    return fail(cudaErrorMemoryAllocation, "cudaMallocHost of " + std::to_string(size) + " bytes");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().host_allocations.insert(p);
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (!state().host_allocations.erase(ptr))
+    return fail(cudaErrorInvalidValue, "cudaFreeHost: " + pointer_text(ptr) + " is not from cudaMallocHost");
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  return copy("cudaMemcpy", dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (cudaError_t e = check_stream("cudaMemcpyAsync", stream)) return e;
+  return copy("cudaMemcpyAsync", dst, src, count, kind);
+}
+
+cudaError_t cudaMemset(void* p, int value, size_t count) { return fill("cudaMemset", p, value, count); }
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t stream) {
+  if (cudaError_t e = check_stream("cudaMemsetAsync", stream)) return e;
+  return fill("cudaMemsetAsync", p, value, count);
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (cudaError_t e = sticky_error()) return e;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *free_bytes = kGlobalMemory - state().allocated;
+  *total_bytes = kGlobalMemory;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *stream = new CUstream_st{flags};
+  state().streams.insert(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (cudaError_t e = check_stream("cudaStreamDestroy", stream)) return e;
+  if (!stream) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: the default stream");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().streams.erase(stream);
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t e = check_stream("cudaStreamSynchronize", stream)) return e;
+  return sticky_error();
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (cudaError_t e = check_stream("cudaStreamQuery", stream)) return e;
+  return sticky_error();
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+  if (cudaError_t e = check_stream("cudaStreamWaitEvent", stream)) return e;
+  if (cudaError_t e = check_event("cudaStreamWaitEvent", event)) return e;
+  return sticky_error();
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *event = new CUevent_st{flags, false, {}};
+  state().events.insert(*event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (cudaError_t e = check_event("cudaEventDestroy", event)) return e;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().events.erase(event);
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = check_event("cudaEventRecord", event)) return e;
+  if (cudaError_t e = check_stream("cudaEventRecord", stream)) return e;
+  event->recorded = true;
+  event->when = std::chrono::steady_clock::now();
+  return sticky_error();
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (cudaError_t e = check_event("cudaEventSynchronize", event)) return e;
+  return sticky_error();
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (cudaError_t e = check_event("cudaEventQuery", event)) return e;
+  return sticky_error();
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (cudaError_t e = check_event("cudaEventElapsedTime", start)) return e;
+  if (cudaError_t e = check_event("cudaEventElapsedTime", end)) return e;
+  if ((start->flags | end->flags) & cudaEventDisableTiming)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event created with cudaEventDisableTiming");
+  if (!start->recorded || !end->recorded)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event that was never recorded");
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return sticky_error();
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return sticky_error(); }
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = last_error;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  last_error = state().sticky;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return last_error; }
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorMisalignedAddress:
+      return "cudaErrorMisalignedAddress";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    default:
+      return "cudaErrorUnknown";
+  }
+}
+
+// The runtime's own wording for each error.
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorMisalignedAddress:
+      return "misaligned address";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorNotReady:
+      return "device not ready";
+    default:
+      return "unknown error";
+  }
+}
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaSetDevice(" + std::to_string(device) + "): one device");
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties: device " + std::to_string(device));
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof(prop->name), "NVIDIA H100 80GB HBM3 (emulated on the CPU)");
+  prop->totalGlobalMem = kGlobalMemory;
+  prop->sharedMemPerBlock = kDefaultSharedPerBlock;
+  prop->sharedMemPerBlockOptin = kOptInSharedPerBlock;
+  prop->sharedMemPerMultiprocessor = 233472;
+  prop->regsPerBlock = 65536;
+  prop->regsPerMultiprocessor = 65536;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->totalConstMem = 65536;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  prop->l2CacheSize = 50 * 1024 * 1024;
+  prop->memoryBusWidth = 5120;
+  prop->unifiedAddressing = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
+    return fail(cudaErrorInvalidValue,
+                "cudaFuncSetAttribute: only cudaFuncAttributeMaxDynamicSharedMemorySize is emulated");
+  if (value < 0 || size_t(value) > kOptInSharedPerBlock)
+    return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
+                                           " bytes of dynamic shared memory, over the device's " +
+                                           std::to_string(kOptInSharedPerBlock));
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().max_dynamic_shared[func] = value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+}  // extern "C"
