@@ -251,3 +251,84 @@ $(SANITIZE)/unit_tests $(SANITIZE)/train_gpt2:
 
 -include $(SANITIZE_OBJS:.o=.d) $(SANITIZE_UNIT_OBJS:.o=.d) $(SANITIZE)/train_gpt2.d
 # ==== end of the sanitizer section =============================================================
+
+# ==== The emulated GPU (docs/cuda-emulator.md) ==================================================
+# The CUDA kernels compiled with g++ against llmc/cuda/emulator/ (LLMC_CUDA_EMULATOR) and run on the
+# CPU, under a sanitizer: EMU_SANITIZER=address (ASan + UBSan), thread (TSan) or none; PRECISION as
+# for the CUDA build. Everything goes to build/emu-<sanitizer>/.
+#   make test-emu                       the emulator's tests and every hand-written kernel family's
+#                                       dev/cuda checks at small shapes, under ASan and TSan
+#   make emu-benches EMU_SANITIZER=none the dev/cuda benchmarks as CPU binaries, build/emu-none/<prec>/
+# Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
+# every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire
+# (LLMC_EMU_TSAN). The CPU references run serially there (no OpenMP: libgomp is not TSan-aware).
+CUDA_HOME     ?= /usr/local/cuda
+EMU_SANITIZER ?= address
+EMU           := $(BUILD)/emu-$(EMU_SANITIZER)
+EMU_CXXFLAGS  := -std=c++17 -g1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unknown-pragmas -I. -I$(CUDA_HOME)/include
+ifeq ($(EMU_SANITIZER),address)
+EMU_SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
+EMU_RUNTIME_FLAGS := $(EMU_SAN_FLAGS)
+EMU_OPENMP    := -fopenmp
+else ifeq ($(EMU_SANITIZER),thread)
+EMU_SAN_FLAGS := -O1 -fsanitize=thread
+EMU_RUNTIME_FLAGS := -O2 -DLLMC_EMU_TSAN
+EMU_OPENMP    :=
+else ifeq ($(EMU_SANITIZER),none)
+EMU_SAN_FLAGS := -O2
+EMU_RUNTIME_FLAGS := -O2
+EMU_OPENMP    := -fopenmp
+else
+$(error EMU_SANITIZER must be address, thread or none, got '$(EMU_SANITIZER)')
+endif
+# -fno-strict-aliasing: the kernels pun 16-byte vectors (Packed128 <-> int4) as CUDA code does.
+EMU_KERNEL_FLAGS := $(EMU_CXXFLAGS) $(EMU_SAN_FLAGS) $(EMU_OPENMP) -fno-strict-aliasing -DLLMC_CUDA_EMULATOR \
+                    $(CUDA_PREC_FLAGS) -MMD -MP
+EMU_RUNTIME_SRCS := $(wildcard llmc/cuda/emulator/*.cpp)
+EMU_RUNTIME_LIB  := $(EMU)/libemulator.a
+EMU_REF_LIB      := $(EMU)/libcpu_reference.a
+EMU_LDLIBS       := -lfmt -lpthread
+# The families whose checks need no cuBLAS or cuDNN (matmul and attention wait for those libraries).
+EMU_BENCHES   := adamw attention_kernels classifier copy_spans encoder gelu global_norm layernorm
+EMU_TESTS     := $(basename $(notdir $(wildcard tests/emu/*.cu)))
+
+.PHONY: test-emu emu-benches emu-tests
+test-emu:
+	@bash tests/check_emu.sh
+
+# Kept, so that an unchanged kernel is not recompiled.
+.SECONDARY: $(EMU_BENCHES:%=$(EMU)/$(CUDA_PREC)/%.o) $(EMU_TESTS:%=$(EMU)/tests/%.o)
+emu-benches: $(addprefix $(EMU)/$(CUDA_PREC)/,$(EMU_BENCHES))
+emu-tests: $(addprefix $(EMU)/tests/,$(EMU_TESTS))
+
+$(EMU)/runtime/%.o: llmc/cuda/emulator/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) -MMD -MP -c $< -o $@
+
+$(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:llmc/cuda/emulator/%.cpp=$(EMU)/runtime/%.o)
+	$(archive)
+
+$(EMU)/ref/%.o: llmc/cpu/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -O2 $(EMU_OPENMP) $(if $(filter address,$(EMU_SANITIZER)),$(EMU_SAN_FLAGS)) -MMD -MP \
+	  -c $< -o $@
+
+$(EMU_REF_LIB): $(patsubst llmc/cpu/%.cpp,$(EMU)/ref/%.o,$(wildcard llmc/cpu/*.cpp))
+	$(archive)
+
+$(EMU)/$(CUDA_PREC)/%.o: dev/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
+
+$(EMU)/$(CUDA_PREC)/%: $(EMU)/$(CUDA_PREC)/%.o $(EMU_REF_LIB) $(EMU_RUNTIME_LIB)
+	$(CXX) $(EMU_SAN_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
+
+$(EMU)/tests/%.o: tests/emu/%.cu
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
+
+$(EMU)/tests/%: $(EMU)/tests/%.o $(EMU_RUNTIME_LIB)
+	$(CXX) $(EMU_SAN_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
+
+-include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/ref/*.d)
+# ==== end of the emulated GPU section ===========================================================

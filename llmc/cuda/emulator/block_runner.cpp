@@ -1,6 +1,8 @@
 // The worker pool, the fibers of a block, barriers, warp operations and shared memory.
 #include "llmc/cuda/emulator/block_runner.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -21,7 +23,9 @@
 #endif
 #if defined(LLMC_EMU_TSAN)
 #include <sanitizer/tsan_interface.h>
-extern "C" void AnnotateNewMemory(const char* file, int line, const volatile void* mem, size_t size);
+// In libtsan, not in its header: accesses (and intercepted memset) by the current fiber are not seen.
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
 #endif
 
 // The built-in variables (declared by device_launch_parameters.h as `extern thread_local`, see
@@ -46,7 +50,7 @@ constexpr size_t kFiberStackBytes = 64 * 1024;
 // The largest per-block shared memory of any GPU the project targets (H100: 227 KiB opt-in).
 constexpr size_t kArenaBytes = 232448;
 // Between shared arrays: an access past one array's end lands here, where ASan reports it.
-constexpr size_t kSharedRedzone = 64;
+constexpr size_t kSharedRedzone = 256;
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -118,13 +122,10 @@ inline void tsan_acquire([[maybe_unused]] void* addr) {
 // The shared memory of the block a worker runs: [dynamic][redzone][static array][redzone]...
 class SharedArena {
  public:
-  SharedArena() : bytes_(static_cast<unsigned char*>(std::aligned_alloc(256, kArenaBytes + kSharedRedzone))) {
-    if (!bytes_) throw std::bad_alloc();
-    poison(0, kArenaBytes + kSharedRedzone);
-  }
+  SharedArena() : bytes_(allocate()) { poison(0, kArenaBytes + kSharedRedzone); }
   ~SharedArena() {
     unpoison(0, kArenaBytes + kSharedRedzone);
-    std::free(bytes_);
+    munmap(bytes_, kArenaBytes + kSharedRedzone);
   }
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;
@@ -134,6 +135,13 @@ class SharedArena {
     dynamic_bytes_ = dynamic_bytes;
     statics_.clear();
     static_bytes_ = 0;
+#if defined(LLMC_EMU_TSAN)
+    // A new mapping over what the previous block used is how TSan forgets its fibers' accesses
+    // (TSan's AnnotateNewMemory does nothing): to TSan too, this block's shared memory is new.
+    const size_t page = 4096, dirty = (used_ + page - 1) / page * page;
+    if (dirty > 0 && mmap(bytes_, dirty, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != bytes_)
+      throw std::runtime_error("emulated GPU: cannot renew the shared memory arena");
+#endif
     used_ = round16(dynamic_bytes) + kSharedRedzone;
     fresh(0, dynamic_bytes);
   }
@@ -158,13 +166,22 @@ class SharedArena {
 
  private:
   static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-  // Uninitialised, as on a GPU: 0xFF bytes (NaN in fp32 and bf16), and new to the sanitizers.
+  static unsigned char* allocate() {
+    void* p = mmap(nullptr, kArenaBytes + kSharedRedzone, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<unsigned char*>(p);
+  }
+  // Uninitialised, as on a GPU: 0xFF bytes (NaN in fp32 and bf16); under ASan usable exactly. TSan
+  // does not see the fill: it is no CUDA thread's write.
   void fresh(size_t offset, size_t bytes) {
     unpoison(offset, bytes);
 #if defined(LLMC_EMU_TSAN)
-    AnnotateNewMemory(__FILE__, __LINE__, bytes_ + offset, bytes);
-#endif
+    __tsan_ignore_thread_begin();
     std::memset(bytes_ + offset, 0xFF, bytes);
+    __tsan_ignore_thread_end();
+#else
+    std::memset(bytes_ + offset, 0xFF, bytes);
+#endif
   }
   void poison([[maybe_unused]] size_t offset, [[maybe_unused]] size_t bytes) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -251,6 +268,7 @@ class Worker {
     current_ = nullptr;
   }
   void complete_warp(int warp, int n, CudaThread& arrived);
+  void lane_exited(int warp, int n, const CudaThread& t);
   void release_barrier(int n);
   [[noreturn]] void block_error(const CudaThread& t, const std::string& what) {
     throw DeviceFault(cudaErrorLaunchFailure, what + where(t));
@@ -259,6 +277,8 @@ class Worker {
   Context context_;
   std::vector<std::unique_ptr<CudaThread>> threads_;
   SharedArena arena_;
+  std::vector<unsigned> waiting_, exited_;  // per warp: lanes at a warp operation, lanes that ended
+  int live_ = 0;                             // threads of the block that have not ended
   CudaThread* current_ = nullptr;
   Launch* launch_ = nullptr;
   uint32_t block_ = 0;
@@ -326,10 +346,12 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
   tsan_release(launch.sync.block_start(linear));
 #endif
   const int warps = (n + kWarp - 1) / kWarp;
+  waiting_.assign(warps, 0);
+  exited_.assign(warps, 0);
   const std::vector<uint32_t> warp_order = permutation(uint32_t(warps), launch.seed ^ (uint64_t(linear) << 20));
-  int live = n;
+  live_ = n;
   try {
-    while (live > 0) {
+    while (live_ > 0) {
       bool progressed = false;
       for (uint32_t w : warp_order) {
         for (int i = int(w) * kWarp; i < std::min(n, int(w + 1) * kWarp); ++i) {
@@ -339,10 +361,10 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
           progressed = true;
           if (launch.failed.load(std::memory_order_relaxed)) throw DeviceFault(launch.code, "");
           if (t.status == Status::at_warp_op) complete_warp(int(w), n, t);
-          if (t.status == Status::exited) --live;
+          if (t.status == Status::exited) lane_exited(int(w), n, t);
         }
       }
-      if (live > 0 && !progressed) release_barrier(n);
+      if (live_ > 0 && !progressed) release_barrier(n);
     }
   } catch (const DeviceFault& f) {
     if (f.what()[0] != 0) fault(f.code, f.what());  // empty: another block's fault, already reported
@@ -365,75 +387,75 @@ std::string hex(unsigned mask) {
 }
 
 // `arrived` has just reached a warp operation: if every lane of its mask is there too, the
-// operation completes and they all become ready with their results.
+// operation completes and they all become ready with their results. The per-warp bit masks of
+// waiting and exited lanes keep this O(1) until the last lane arrives.
 void Worker::complete_warp(int warp, int n, CudaThread& arrived) {
   const unsigned mask = arrived.mask;
   const int lane = arrived.linear % kWarp;
-  const std::string op = std::string(arrived.op_name) + " with mask " + hex(mask);
-  if (!(mask >> lane & 1u)) block_error(arrived, op + " does not name its own lane " + std::to_string(lane));
+  auto op = [&] { return std::string(arrived.op_name) + " with mask " + hex(mask); };
+  auto lane_error = [&](const std::string& what, unsigned lanes) {
+    block_error(arrived, op() + " names lane " + std::to_string(__builtin_ctz(lanes)) + ", which " + what);
+  };
+  const int first = warp * kWarp;
+  const unsigned existing = n - first >= kWarp ? 0xffffffffu : (1u << (n - first)) - 1u;
+  if (!(mask >> lane & 1u)) block_error(arrived, op() + " does not name its own lane " + std::to_string(lane));
   if (arrived.width < 1 || arrived.width > kWarp || (arrived.width & (arrived.width - 1)) != 0)
-    block_error(arrived, op + ": width " + std::to_string(arrived.width) + " is not a power of 2 up to 32");
+    block_error(arrived, op() + ": width " + std::to_string(arrived.width) + " is not a power of 2 up to 32");
+  if (mask & ~existing) lane_error("does not exist in a block of " + std::to_string(n) + " threads", mask & ~existing);
+  if (mask & exited_[warp]) lane_error("has exited", mask & exited_[warp]);
+  waiting_[warp] |= 1u << lane;
+  if ((waiting_[warp] & mask) != mask) return;  // not all there yet
+
+  uint64_t ballot = 0;
   for (int j = 0; j < kWarp; ++j) {
     if (!(mask >> j & 1u)) continue;
-    const int i = warp * kWarp + j;
-    if (i >= n)
-      block_error(arrived, op + " names lane " + std::to_string(j) + ", which does not exist in a block of " +
-                               std::to_string(n) + " threads");
-    const CudaThread& u = *threads_[i];
-    if (u.status == Status::exited)
-      block_error(arrived, op + " names lane " + std::to_string(j) + ", which has exited");
-    if (u.status != Status::at_warp_op) return;  // not there yet
+    const CudaThread& u = *threads_[first + j];
     if (u.op != arrived.op || u.mask != mask || u.width != arrived.width)
       block_error(arrived, "lanes " + std::to_string(lane) + " and " + std::to_string(j) +
-                               " of a warp meet at different warp operations: " + op + " and " + u.op_name +
+                               " of a warp meet at different warp operations: " + op() + " and " + u.op_name +
                                " with mask " + hex(u.mask));
+    if (u.value != 0) ballot |= uint64_t(1) << j;
   }
-  uint64_t ballot = 0;
-  for (int j = 0; j < kWarp; ++j)
-    if ((mask >> j & 1u) && threads_[warp * kWarp + j]->value != 0) ballot |= uint64_t(1) << j;
   for (int j = 0; j < kWarp; ++j) {
     if (!(mask >> j & 1u)) continue;
-    CudaThread& u = *threads_[warp * kWarp + j];
+    CudaThread& u = *threads_[first + j];
     const int width = u.width;
     const int segment = j & ~(width - 1);
     int source = j;
     switch (u.op) {
-      case WarpOp::sync:
-        u.result = 0;
-        break;
-      case WarpOp::ballot:
-        u.result = ballot;
-        break;
-      case WarpOp::any:
-        u.result = ballot != 0;
-        break;
-      case WarpOp::all:
-        u.result = ballot == (uint64_t(mask));
-        break;
-      case WarpOp::shfl_idx:
-        source = segment + (u.operand & (width - 1));
-        break;
-      case WarpOp::shfl_xor:
-        source = j ^ u.operand;
-        break;
-      case WarpOp::shfl_down:
-        source = j + u.operand;
-        break;
-      case WarpOp::shfl_up:
-        source = j - u.operand;
-        break;
+      case WarpOp::sync: u.result = 0; break;
+      case WarpOp::ballot: u.result = ballot; break;
+      case WarpOp::any: u.result = ballot != 0; break;
+      case WarpOp::all: u.result = ballot == uint64_t(mask); break;
+      case WarpOp::shfl_idx: source = segment + (u.operand & (width - 1)); break;
+      case WarpOp::shfl_xor: source = j ^ u.operand; break;
+      case WarpOp::shfl_down: source = j + u.operand; break;
+      case WarpOp::shfl_up: source = j - u.operand; break;
     }
-    if (u.op == WarpOp::shfl_idx || u.op == WarpOp::shfl_xor || u.op == WarpOp::shfl_down || u.op == WarpOp::shfl_up) {
-      // Outside the lane's width segment (or the warp) a shuffle returns the lane's own value.
-      if (source < segment || source >= segment + width || source < 0 || source >= kWarp) source = j;
-      if (!(mask >> source & 1u))
-        block_error(u, op + ": lane " + std::to_string(j) + " reads lane " + std::to_string(source) +
-                           ", which is outside the mask");
-      u.result = threads_[warp * kWarp + source]->value;
-    }
+    if (u.op == WarpOp::sync || u.op == WarpOp::ballot || u.op == WarpOp::any || u.op == WarpOp::all) continue;
+    // Outside the lane's width segment a shuffle returns the lane's own value.
+    if (source < segment || source >= segment + width) source = j;
+    if (!(mask >> source & 1u))
+      block_error(u, op() + ": lane " + std::to_string(j) + " reads lane " + std::to_string(source) +
+                         ", which is outside the mask");
+    u.result = threads_[first + source]->value;
   }
+  waiting_[warp] &= ~mask;
   for (int j = 0; j < kWarp; ++j)
-    if (mask >> j & 1u) threads_[warp * kWarp + j]->status = Status::ready;
+    if (mask >> j & 1u) threads_[first + j]->status = Status::ready;
+}
+
+// A lane that ends while others of its warp wait for it at a warp operation fails that operation.
+void Worker::lane_exited(int warp, int n, const CudaThread& t) {
+  const int lane = t.linear % kWarp;
+  exited_[warp] |= 1u << lane;
+  --live_;
+  for (int j = 0; j < kWarp && warp * kWarp + j < n; ++j) {
+    const CudaThread& u = *threads_[warp * kWarp + j];
+    if ((waiting_[warp] >> j & 1u) && (u.mask >> lane & 1u))
+      block_error(u, std::string(u.op_name) + " with mask " + hex(u.mask) + " names lane " + std::to_string(lane) +
+                         ", which has exited");
+  }
 }
 
 // Every live thread is waiting: at one __syncthreads, which then completes, or (an error) at

@@ -19,15 +19,14 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
 // "llmc::foo_kernel<__nv_bfloat16>" from this function's signature, as GCC prints it.
 template <auto Kernel>
 const char* kernel_name() {
-  static const std::string name = [] {
-    const std::string pretty = __PRETTY_FUNCTION__;
+  static const std::string name = [](const std::string& pretty) {
     const std::string key = "Kernel = ";
     size_t begin = pretty.find(key);
     if (begin == std::string::npos) return pretty;
     begin += key.size();
     size_t end = pretty.find_first_of(";]", begin);
     return pretty.substr(begin, end - begin);
-  }();
+  }(__PRETTY_FUNCTION__);
   return name.c_str();
 }
 
