@@ -79,6 +79,7 @@ struct CudaThread {
   uint3 index{};
   int linear = 0;
   Status status = Status::exited;
+  bool started = false;  // has entered the kernel in the current block
   // At a barrier: where.
   const char* barrier_file = nullptr;
   int barrier_line = 0;
@@ -223,6 +224,10 @@ thread_local Worker* tls_worker = nullptr;
 
 void fiber_main(void* arg);
 
+// Thrown in the suspended CUDA threads of a block that a fault ends, so that each unwinds its kernel
+// frames and leaves through fiber_main as it would at the kernel's end.
+struct BlockCancelled {};
+
 // One worker thread's state: its own context, the fibers of the block it runs, their shared memory.
 class Worker {
  public:
@@ -233,6 +238,7 @@ class Worker {
 
   void run_block(Launch& launch, uint32_t linear);
 
+  bool running() const { return current_ != nullptr; }
   // For the device functions, running in one of this worker's fibers.
   CudaThread& current() {
     if (!current_) throw std::logic_error("emulated GPU: a device function was called outside a kernel");
@@ -240,6 +246,10 @@ class Worker {
   }
   // Suspends the current CUDA thread (its status says why) and returns when it is resumed.
   void suspend(CudaThread& t) { switch_context(t.context, context_); }
+  // In a barrier or warp operation, after suspend(): the block has faulted, end this thread.
+  void end_if_cancelled() {
+    if (cancelling_) throw BlockCancelled{};
+  }
   SharedArena& arena() { return arena_; }
   Launch& launch() { return *launch_; }
   uint32_t block() const { return block_; }
@@ -253,8 +263,9 @@ class Worker {
     launch_->failed.store(true);
     std::fprintf(stderr, "emulated GPU: %s\n", what.c_str());
   }
+  // "kernel K, block (x,y,z), thread (x,y,z)"
   std::string where(const CudaThread& t) const {
-    return std::string(" in kernel ") + launch_->job.name + ", block " +
+    return std::string("kernel ") + launch_->job.name + ", block " +
            dim_text(dim3(blockIdx.x, blockIdx.y, blockIdx.z)) + ", thread " +
            dim_text(dim3(t.index.x, t.index.y, t.index.z));
   }
@@ -271,7 +282,7 @@ class Worker {
   void lane_exited(int warp, int n, const CudaThread& t);
   void release_barrier(int n);
   [[noreturn]] void block_error(const CudaThread& t, const std::string& what) {
-    throw DeviceFault(cudaErrorLaunchFailure, what + where(t));
+    throw DeviceFault(cudaErrorLaunchFailure, what + " in " + where(t));
   }
 
   Context context_;
@@ -279,6 +290,7 @@ class Worker {
   SharedArena arena_;
   std::vector<unsigned> waiting_, exited_;  // per warp: lanes at a warp operation, lanes that ended
   int live_ = 0;                             // threads of the block that have not ended
+  bool cancelling_ = false;
   CudaThread* current_ = nullptr;
   Launch* launch_ = nullptr;
   uint32_t block_ = 0;
@@ -296,16 +308,19 @@ void fiber_main(void* arg) {
 #if defined(LLMC_EMU_TSAN)
     tsan_acquire(launch.sync.block_start(w.block()));
 #endif
+    t.started = true;
     try {
       launch.job.invoke(launch.job.args);
+    } catch (const BlockCancelled&) {
     } catch (const DeviceFault& f) {
       w.fault(f.code, f.what());
     } catch (const std::exception& e) {
-      w.fault(cudaErrorLaunchFailure, std::string(e.what()) + w.where(t));
+      w.fault(cudaErrorLaunchFailure, std::string(e.what()) + " in " + w.where(t));
     }
 #if defined(LLMC_EMU_TSAN)
     tsan_release(&launch.sync.done);
 #endif
+    t.started = false;
     t.status = Status::exited;
     w.suspend(t);
   }
@@ -368,14 +383,14 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
     }
   } catch (const DeviceFault& f) {
     if (f.what()[0] != 0) fault(f.code, f.what());  // empty: another block's fault, already reported
-    // The block's other fibers stopped mid-kernel: start them afresh for the next block.
+    // The threads stopped inside the kernel unwind it; those that never started stay as they are.
+    cancelling_ = true;
     for (int i = 0; i < n; ++i) {
       CudaThread& t = *threads_[i];
-      if (t.status == Status::exited) continue;
-      destroy_context(t.context);
-      prepare_context(t.context, *t.stack, fiber_main, &t);
+      if (t.started) resume(t);
       t.status = Status::exited;
     }
+    cancelling_ = false;
   }
   arena_.end_block();
 }
@@ -492,6 +507,15 @@ void Worker::release_barrier(int n) {
     if (threads_[i]->status == Status::at_barrier) threads_[i]->status = Status::ready;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// After an ASan or UBSan report from kernel code: which kernel, block and thread it was.
+void name_faulting_thread() {
+  Worker* w = tls_worker;
+  if (w && w->running())
+    std::fprintf(stderr, "emulated GPU: the report above came from %s\n", w->where(w->current()).c_str());
+}
+#endif
+
 // The worker threads, created at the first launch and kept for the life of the process.
 class Pool {
  public:
@@ -512,6 +536,9 @@ class Pool {
 
  private:
   Pool() {
+#if defined(__SANITIZE_ADDRESS__)
+    __sanitizer_set_death_callback(&name_faulting_thread);
+#endif
     int count = int(std::thread::hardware_concurrency());
     if (const char* env = std::getenv("LLMC_EMU_WORKERS")) count = std::atoi(env);
     if (count < 1) count = 1;
@@ -569,7 +596,7 @@ cudaError_t run_kernel(const KernelJob& job) {
 void device_fault(cudaError_t code, const std::string& what) {
   Worker* w = tls_worker;
   if (!w) throw std::logic_error("emulated GPU: a device function was called outside a kernel: " + what);
-  throw DeviceFault(code, what + w->where(w->current()));
+  throw DeviceFault(code, what + " in " + w->where(w->current()));
 }
 
 void misaligned_fault(const void* p, size_t bytes, const char* access) {
@@ -591,6 +618,7 @@ void block_barrier(const char* file, int line) {
 #else
   w.suspend(t);
 #endif
+  w.end_if_cancelled();
 }
 
 uint64_t warp_op(WarpOp op, const char* name, unsigned mask, uint64_t value, int operand, int width) {
@@ -611,6 +639,7 @@ uint64_t warp_op(WarpOp op, const char* name, unsigned mask, uint64_t value, int
 #else
   w.suspend(t);
 #endif
+  w.end_if_cancelled();
   return t.result;
 }
 

@@ -10,7 +10,6 @@
 #include <stdexcept>
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 // The emulator's own code is not instrumented by TSan (its bookkeeping would make every CUDA thread
@@ -87,10 +86,6 @@ FiberStack::FiberStack(size_t bytes) {
 FiberStack::~FiberStack() { munmap(mapping_, mapping_bytes_); }
 
 void prepare_context(Context& fiber, const FiberStack& stack, void (*entry)(void*), void* arg) {
-#if defined(__SANITIZE_ADDRESS__)
-  // Frames abandoned on this stack (a block stopped by a fault) leave their redzones poisoned.
-  __asan_unpoison_memory_region(stack.bottom(), stack.size());
-#endif
   const uintptr_t top = (reinterpret_cast<uintptr_t>(stack.bottom()) + stack.size()) & ~uintptr_t(15);
   // The return slot sits 8 bytes off a 16-byte boundary, so that after `ret` pops it the stack is
   // 16-byte aligned at emu_fiber_start's call, as the ABI wants at a call instruction.

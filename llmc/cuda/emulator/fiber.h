@@ -40,7 +40,6 @@ class FiberStack {
 };
 
 // Sets `fiber` up so that the next switch to it calls entry(arg) on `stack` (entry never returns).
-// Also forgets anything the sanitizers knew of the stack's earlier use.
 void prepare_context(Context& fiber, const FiberStack& stack, void (*entry)(void*), void* arg);
 
 // The calling worker thread's own context, to switch back to (and its TSan identity).

@@ -6,6 +6,7 @@
 // sticky error, returned by every later call, as a GPU context's is.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,9 +81,10 @@ void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
 #endif
 }
 
-// The device allocation that holds [p, p + bytes) whole, or null.
+// The device allocation that holds [p, p + bytes) whole (at least p itself), or null.
 const std::pair<const uintptr_t, size_t>* device_range(const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  bytes = std::max<size_t>(bytes, 1);
   auto& allocs = state().allocations;
   auto it = allocs.upper_bound(a);
   if (it == allocs.begin()) return nullptr;

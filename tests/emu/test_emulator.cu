@@ -1,0 +1,325 @@
+// What the emulated GPU promises kernels and host code (docs/cuda-emulator.md), each checked on a
+// small kernel: thread indexing, barriers, shuffles and votes, shared memory, atomics, bf16, and
+// the runtime API, including the launch errors that are not sticky. The faults that end a program
+// are in emu_faults.cu.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "llmc/cuda/common.cuh"
+
+using llmc::launch;
+
+namespace {
+
+template <class T>
+T* device_array(size_t n) {
+  T* p = nullptr;
+  REQUIRE(cudaMalloc(&p, n * sizeof(T)) == cudaSuccess);
+  return p;
+}
+
+template <class T>
+std::vector<T> to_host(const T* dev, size_t n) {
+  std::vector<T> host(n);
+  REQUIRE(cudaMemcpy(host.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  return host;
+}
+
+// Launches on the default stream, then requires that the launch and the kernel succeeded.
+template <auto Kernel, class... Args>
+void launch_ok(dim3 grid, dim3 block, size_t shared, Args&&... args) {
+  launch<Kernel>(grid, block, shared, 0, std::forward<Args>(args)...);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+__global__ void indices_kernel(int* out) {
+  const int block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int threads = blockDim.x * blockDim.y * blockDim.z;
+  atomicAdd(&out[block * threads + thread], 1 + thread * 1000 + block * 1000000);
+}
+
+TEST_CASE("every thread of a 3-D grid of 3-D blocks runs once, with its own indices") {
+  const dim3 grid(3, 2, 2), block(5, 4, 3);
+  const int n = 12 * 60;
+  int* out = device_array<int>(n);
+  REQUIRE(cudaMemset(out, 0, n * sizeof(int)) == cudaSuccess);
+  launch_ok<indices_kernel>(grid, block, 0, out);
+  const auto got = to_host(out, n);
+  for (int b = 0; b < 12; ++b)
+    for (int t = 0; t < 60; ++t) CHECK(got[b * 60 + t] == 1 + t * 1000 + b * 1000000);
+  cudaFree(out);
+}
+
+// Each thread writes its slot, then (after the barrier) reads its neighbour's: correct only if the
+// barrier waits for every thread.
+__global__ void barrier_kernel(int* out) {
+  LLMC_SHARED(int, slots, [256]);
+  for (int round = 0; round < 3; ++round) {
+    slots[threadIdx.x] = int(threadIdx.x) * 10 + round;
+    __syncthreads();
+    out[round * blockDim.x + threadIdx.x] = slots[(threadIdx.x + 1) % blockDim.x];
+    __syncthreads();
+  }
+}
+
+TEST_CASE("__syncthreads waits for every thread of the block, round after round") {
+  int* out = device_array<int>(3 * 256);
+  launch_ok<barrier_kernel>(1, 256, 0, out);
+  const auto got = to_host(out, 3 * 256);
+  for (int round = 0; round < 3; ++round)
+    for (int t = 0; t < 256; ++t) CHECK(got[round * 256 + t] == ((t + 1) % 256) * 10 + round);
+  cudaFree(out);
+}
+
+__global__ void shuffle_kernel(float* out) {
+  const int lane = threadIdx.x % 32;
+  const float x = float(lane + 1);
+  float sum = x;
+  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  out[threadIdx.x * 5 + 0] = sum;                                         // 528 in every lane
+  out[threadIdx.x * 5 + 1] = __shfl_sync(0xffffffffu, x, 5);              // lane 5's: 6
+  out[threadIdx.x * 5 + 2] = __shfl_down_sync(0xffffffffu, x, 3, 8);      // within groups of 8
+  out[threadIdx.x * 5 + 3] = __shfl_up_sync(0xffffffffu, x, 2, 16);       // within groups of 16
+  out[threadIdx.x * 5 + 4] = float(__shfl_xor_sync(0xffffffffu, lane, 7)); // ints too
+}
+
+TEST_CASE("shuffles exchange among the 32 lanes of a warp, within their width") {
+  float* out = device_array<float>(64 * 5);
+  launch_ok<shuffle_kernel>(1, 64, 0, out);
+  const auto got = to_host(out, 64 * 5);
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32;
+    CHECK(got[t * 5 + 0] == 528.0f);
+    CHECK(got[t * 5 + 1] == 6.0f);
+    CHECK(got[t * 5 + 2] == float((lane % 8 + 3 < 8 ? lane + 3 : lane) + 1));
+    CHECK(got[t * 5 + 3] == float((lane % 16 >= 2 ? lane - 2 : lane) + 1));
+    CHECK(got[t * 5 + 4] == float(lane ^ 7));
+  }
+  cudaFree(out);
+}
+
+__global__ void vote_kernel(unsigned* out) {
+  const int lane = threadIdx.x % 32;
+  out[threadIdx.x * 4 + 0] = __ballot_sync(0xffffffffu, lane % 3 == 0);
+  out[threadIdx.x * 4 + 1] = __any_sync(0xffffffffu, lane == 17);
+  out[threadIdx.x * 4 + 2] = __all_sync(0xffffffffu, lane < 31);
+  __syncwarp();
+  // A half-warp mask: only lanes 0-15 take part.
+  out[threadIdx.x * 4 + 3] = lane < 16 ? __ballot_sync(0x0000ffffu, lane % 2) : 7u;
+}
+
+TEST_CASE("votes see every lane of their mask") {
+  unsigned* out = device_array<unsigned>(32 * 4);
+  launch_ok<vote_kernel>(1, 32, 0, out);
+  const auto got = to_host(out, 32 * 4);
+  unsigned every_third = 0;
+  for (int lane = 0; lane < 32; lane += 3) every_third |= 1u << lane;
+  for (int lane = 0; lane < 32; ++lane) {
+    CHECK(got[lane * 4 + 0] == every_third);
+    CHECK(got[lane * 4 + 1] == 1u);
+    CHECK(got[lane * 4 + 2] == 0u);
+    CHECK(got[lane * 4 + 3] == (lane < 16 ? 0xaaaau : 7u));
+  }
+  cudaFree(out);
+}
+
+// Reads the shared arrays before writing them: what a block finds there.
+__global__ void fresh_shared_kernel(uint32_t* out) {
+  LLMC_SHARED(float, cells, [64]);
+  uint32_t* dyn = llmc::dynamic_shared<uint32_t>();
+  uint32_t bits;
+  std::memcpy(&bits, &cells[threadIdx.x], sizeof bits);
+  out[blockIdx.x * 128 + threadIdx.x] = bits;
+  out[blockIdx.x * 128 + 64 + threadIdx.x] = dyn[threadIdx.x];
+  if (threadIdx.x == 0) out[gridDim.x * 128 + blockIdx.x] = uint32_t(reinterpret_cast<uintptr_t>(dyn) % 16);
+  __syncthreads();
+  cells[threadIdx.x] = float(blockIdx.x);
+  dyn[threadIdx.x] = blockIdx.x;
+}
+
+TEST_CASE("shared memory is fresh for every block and starts as 0xFF bytes (NaN)") {
+  const int blocks = 6;
+  uint32_t* out = device_array<uint32_t>(blocks * 129);
+  launch_ok<fresh_shared_kernel>(blocks, 64, 64 * sizeof(uint32_t), out);
+  const auto got = to_host(out, blocks * 129);
+  for (int i = 0; i < blocks * 128; ++i) CHECK(got[i] == 0xffffffffu);
+  for (int b = 0; b < blocks; ++b) CHECK(got[blocks * 128 + b] == 0u);  // dynamic part 16-byte aligned
+  cudaFree(out);
+}
+
+__global__ void atomics_kernel(int* counter, float* total, int* maximum, unsigned* exchanged, int* swapped) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicAdd(counter, 2);
+  atomicAdd(total, 0.5f);
+  atomicMax(maximum, i);
+  atomicExch(exchanged, 7u);
+  atomicCAS(swapped, 0, i + 1);  // only the first to arrive swaps
+}
+
+TEST_CASE("atomics from every block add up, and CAS succeeds once") {
+  int* counter = device_array<int>(1);
+  float* total = device_array<float>(1);
+  int* maximum = device_array<int>(1);
+  unsigned* exchanged = device_array<unsigned>(1);
+  int* swapped = device_array<int>(1);
+  for (void* p : {(void*)counter, (void*)total, (void*)maximum, (void*)exchanged, (void*)swapped})
+    REQUIRE(cudaMemset(p, 0, 4) == cudaSuccess);
+  launch_ok<atomics_kernel>(16, 256, 0, counter, total, maximum, exchanged, swapped);
+  CHECK(to_host(counter, 1)[0] == 2 * 4096);
+  CHECK(to_host(total, 1)[0] == 2048.0f);  // exact: every partial sum is a multiple of 0.5 below 2^24
+  CHECK(to_host(maximum, 1)[0] == 4095);
+  CHECK(to_host(exchanged, 1)[0] == 7u);
+  const int winner = to_host(swapped, 1)[0];
+  CHECK(winner >= 1);
+  CHECK(winner <= 4096);
+  for (void* p : {(void*)counter, (void*)total, (void*)maximum, (void*)exchanged, (void*)swapped}) cudaFree(p);
+}
+
+__global__ void intrinsics_kernel(const float* in, float* out, __nv_bfloat16* half_out) {
+  const int4 v = __ldcs(reinterpret_cast<const int4*>(in));
+  __stcs(reinterpret_cast<int4*>(out), v);
+  out[4] = __uint_as_float(__float_as_uint(in[0]) ^ 0x80000000u);  // sign flip through the bits
+  out[5] = rsqrtf(in[1]);
+  out[6] = __ldg(in + 2) + 1.0f;
+  half_out[0] = __float2bfloat16_rn(in[3]) * __float2bfloat16_rn(2.0f);
+}
+
+TEST_CASE("cache-hinted loads and stores, bit casts, fast math and bf16 on the device") {
+  const std::vector<float> in = {1.5f, 4.0f, -2.0f, 3.0f};
+  float* d_in = device_array<float>(4);
+  float* d_out = device_array<float>(8);
+  __nv_bfloat16* d_half = device_array<__nv_bfloat16>(1);
+  REQUIRE(cudaMemcpy(d_in, in.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
+  launch_ok<intrinsics_kernel>(1, 1, 0, d_in, d_out, d_half);
+  const auto out = to_host(d_out, 7);
+  for (int i = 0; i < 4; ++i) CHECK(out[i] == in[i]);
+  CHECK(out[4] == -1.5f);
+  CHECK(out[5] == doctest::Approx(0.5f));
+  CHECK(out[6] == -1.0f);
+  CHECK(float(to_host(d_half, 1)[0]) == 6.0f);
+  cudaFree(d_in);
+  cudaFree(d_out);
+  cudaFree(d_half);
+}
+
+TEST_CASE("cudaMalloc: 256-byte aligned, uninitialised (0xFF bytes), counted by cudaMemGetInfo") {
+  size_t free_before = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+  CHECK(total == 80ull << 30);
+  uint8_t* p = device_array<uint8_t>(1000);
+  CHECK(reinterpret_cast<uintptr_t>(p) % 256 == 0);
+  size_t free_after = 0;
+  REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
+  CHECK(free_before - free_after == 1000);
+  for (uint8_t byte : to_host(p, 1000)) CHECK(byte == 0xFF);
+  REQUIRE(cudaMemset(p + 10, 3, 20) == cudaSuccess);
+  const auto after = to_host(p, 40);
+  CHECK(after[9] == 0xFF);
+  CHECK(after[10] == 3);
+  CHECK(after[29] == 3);
+  CHECK(after[30] == 0xFF);
+  cudaFree(p);
+}
+
+TEST_CASE("copies check their kinds and ranges, and a failed call is reported once (not sticky)") {
+  float* d = device_array<float>(8);
+  std::vector<float> host(8, 1.0f);
+  // Device memory given as the host side, a host pointer as the device side, past the end.
+  CHECK(cudaMemcpy(d, d, 32, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(cudaMemcpy(host.data(), host.data(), 32, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(d, host.data(), 36, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(cudaFree(host.data()) == cudaErrorInvalidValue);
+  CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  // cudaMemcpyDefault infers the direction; then the same bytes come back.
+  host = {1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(cudaMemcpy(d, host.data(), 32, cudaMemcpyDefault) == cudaSuccess);
+  CHECK(to_host(d, 8) == host);
+  cudaFree(d);
+}
+
+TEST_CASE("streams, events and pinned memory") {
+  cudaStream_t stream;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cudaEvent_t start, stop, untimed;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming) == cudaSuccess);
+  float* pinned = nullptr;
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), 4 * sizeof(float)) == cudaSuccess);
+  float* d = device_array<float>(4);
+  pinned[0] = 9.0f;
+  REQUIRE(cudaEventRecord(start, stream) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(d, pinned, 4, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+  REQUIRE(cudaEventRecord(stop, stream) == cudaSuccess);
+  REQUIRE(cudaStreamWaitEvent(0, stop, 0) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  float ms = -1.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
+  CHECK(ms >= 0.0f);
+  CHECK(cudaEventElapsedTime(&ms, start, untimed) == cudaErrorInvalidResourceHandle);
+  CHECK(to_host(d, 1)[0] == 9.0f);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(stream) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaFreeHost(pinned) == cudaSuccess);
+  for (cudaEvent_t e : {start, stop, untimed}) CHECK(cudaEventDestroy(e) == cudaSuccess);
+  cudaGetLastError();
+  cudaFree(d);
+}
+
+TEST_CASE("the device is an H100 as the runtime describes one") {
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  CHECK(count == 1);
+  cudaDeviceProp prop;
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  CHECK(prop.major == 9);
+  CHECK(prop.minor == 0);
+  CHECK(prop.maxThreadsPerBlock == 1024);
+  CHECK(prop.warpSize == 32);
+  CHECK(prop.sharedMemPerBlock == 48 * 1024);
+  CHECK(prop.sharedMemPerBlockOptin == 227 * 1024);
+  CHECK(prop.multiProcessorCount == 132);
+  CHECK(cudaSetDevice(1) == cudaErrorInvalidDevice);
+  CHECK(cudaGetLastError() == cudaErrorInvalidDevice);
+}
+
+__global__ void fill_dynamic_kernel(float* out, int floats) {
+  float* dyn = llmc::dynamic_shared<float>();
+  for (int i = threadIdx.x; i < floats; i += blockDim.x) dyn[i] = float(i);
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = dyn[floats - 1];
+}
+
+TEST_CASE("launch configuration errors come from cudaGetLastError, and are not sticky") {
+  float* out = device_array<float>(1);
+  launch<fill_dynamic_kernel>(1, 1025, 0, 0, out, 1);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  launch<fill_dynamic_kernel>(1, dim3(2, 2, 65), 0, 0, out, 1);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  launch<fill_dynamic_kernel>(dim3(1, 1, 65536), 32, 0, 0, out, 1);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  launch<fill_dynamic_kernel>(0, 32, 0, 0, out, 1);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  // 64 KiB of dynamic shared memory: an error until the kernel opts in, then usable to its end.
+  const int floats = 16 * 1024;
+  launch<fill_dynamic_kernel>(1, 256, floats * sizeof(float), 0, out, floats);
+  CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  REQUIRE(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fill_dynamic_kernel),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, floats * sizeof(float)) == cudaSuccess);
+  launch_ok<fill_dynamic_kernel>(1, 256, floats * sizeof(float), out, floats);
+  CHECK(to_host(out, 1)[0] == float(floats - 1));
+  CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fill_dynamic_kernel),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024) == cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaFree(out);
+}
+
+}  // namespace
