@@ -274,17 +274,26 @@ else ifeq ($(EMU_SANITIZER),thread)
 EMU_SAN_FLAGS := -O1 -fsanitize=thread
 EMU_RUNTIME_FLAGS := -O2 -DLLMC_EMU_TSAN
 EMU_OPENMP    :=
+else ifeq ($(EMU_SANITIZER),racecheck)
+# The emulator's own shared-memory race check: TSan's instrumentation, with racecheck.cpp's hooks in
+# place of TSan's runtime (no libtsan at the link).
+EMU_SAN_FLAGS := -O1 -fsanitize=thread
+EMU_LINK_FLAGS := -O1
+EMU_RUNTIME_FLAGS := -O2
+EMU_OPENMP    := -fopenmp
 else ifeq ($(EMU_SANITIZER),none)
 EMU_SAN_FLAGS := -O2
 EMU_RUNTIME_FLAGS := -O2
 EMU_OPENMP    := -fopenmp
 else
-$(error EMU_SANITIZER must be address, thread or none, got '$(EMU_SANITIZER)')
+$(error EMU_SANITIZER must be address, thread, racecheck or none, got '$(EMU_SANITIZER)')
 endif
+EMU_LINK_FLAGS ?= $(EMU_SAN_FLAGS)
 # -fno-strict-aliasing: the kernels pun 16-byte vectors (Packed128 <-> int4) as CUDA code does.
 EMU_KERNEL_FLAGS := $(EMU_CXXFLAGS) $(EMU_SAN_FLAGS) $(EMU_OPENMP) -fno-strict-aliasing -DLLMC_CUDA_EMULATOR \
                     $(CUDA_PREC_FLAGS) -MMD -MP
-EMU_RUNTIME_SRCS := $(wildcard llmc/cuda/emulator/*.cpp)
+EMU_RUNTIME_SRCS := $(filter-out $(if $(filter racecheck,$(EMU_SANITIZER)),,%/racecheck.cpp),\
+                    $(wildcard llmc/cuda/emulator/*.cpp))
 EMU_RUNTIME_LIB  := $(EMU)/libemulator.a
 EMU_REF_LIB      := $(EMU)/libcpu_reference.a
 EMU_LDLIBS       := -lfmt -lpthread
@@ -294,7 +303,7 @@ EMU_LDLIBS       := -lfmt -lpthread
 EMU_BENCHES   := adamw attention_kernels classifier copy_spans encoder gelu $(if $(filter thread,$(EMU_SANITIZER)),,global_norm) layernorm
 EMU_TESTS     := $(basename $(notdir $(wildcard tests/emu/*.cu)))
 
-.PHONY: test-emu emu-benches emu-tests print-emu-benches
+.PHONY: test-emu emu-benches emu-tests print-emu-benches emu-switch-cost
 test-emu:
 	@bash tests/check_emu.sh
 
@@ -305,6 +314,14 @@ print-emu-benches:
 .SECONDARY: $(EMU_BENCHES:%=$(EMU)/$(CUDA_PREC)/%.o) $(EMU_TESTS:%=$(EMU)/tests/%.o)
 emu-benches: $(addprefix $(EMU)/$(CUDA_PREC)/,$(EMU_BENCHES))
 emu-tests: $(addprefix $(EMU)/tests/,$(EMU_TESTS))
+
+# The fibers' switch against ucontext's (docs/cuda-emulator.md), without sanitizers.
+emu-switch-cost: $(BUILD)/emu-none/switch_cost
+	@$<
+
+$(BUILD)/emu-none/switch_cost: dev/emulator/switch_cost.cpp llmc/cuda/emulator/fiber.cpp llmc/cuda/emulator/fiber.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -O2 $(filter %.cpp,$^) -o $@
 
 $(EMU)/runtime/%.o: llmc/cuda/emulator/%.cpp
 	@mkdir -p $(dir $@)
@@ -326,14 +343,14 @@ $(EMU)/$(CUDA_PREC)/%.o: dev/cuda/%.cu
 	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
 $(EMU)/$(CUDA_PREC)/%: $(EMU)/$(CUDA_PREC)/%.o $(EMU_REF_LIB) $(EMU_RUNTIME_LIB)
-	$(CXX) $(EMU_SAN_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
+	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
 $(EMU)/tests/%.o: tests/emu/%.cu
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
 $(EMU)/tests/%: $(EMU)/tests/%.o $(EMU_RUNTIME_LIB)
-	$(CXX) $(EMU_SAN_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
+	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
 -include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/ref/*.d)
 # ==== end of the emulated GPU section ===========================================================

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make test-emu: the CUDA kernels on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan and
-# under TSan. For each sanitizer: the emulator's own tests (tests/emu/test_emulator.cu), the faults
-# a GPU would report, each in its own process (tests/emu/emu_faults.cu: the exit status and the
-# words of the report are checked), and every hand-written kernel family's dev/cuda checks at small
-# shapes (--small) in BF16 and FP32. One summary line at the end.
+# make test-emu: the CUDA kernels on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan,
+# under TSan, and under the emulator's own shared-memory race check (racecheck). For each: the
+# emulator's own tests (tests/emu/test_emulator.cu), the faults a GPU would report, each in its own
+# process (tests/emu/emu_faults.cu: the exit status and the words of the report are checked), and
+# every hand-written kernel family's dev/cuda checks at small shapes (--small) in BF16 and FP32
+# (TSan leaves out global_norm, which racecheck carries). One summary line at the end.
 # Skips (exit 77) when there are no CUDA toolkit headers to compile against.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -49,20 +50,10 @@ expect() {
   echo "ok    $san fault $case"
 }
 
-for san in address thread; do
-  build "$san" BF16 emu-tests || continue
-  log="$logs/$san-test_emulator.log"
-  if "build/emu-$san/tests/test_emulator" >"$log" 2>&1; then
-    cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
-    unit_cases=$((unit_cases + ${cases:-0}))
-    echo "ok    $san test_emulator: $(grep -E '^\[doctest\] test cases' "$log")"
-  else
-    fail "$san test_emulator (log: $log)"
-    tail -n 20 "$log" | sed 's/^/      /'
-  fi
-
-  # Errors the CUDA runtime returns, named with the kernel (or call) and, inside a kernel, the
-  # block and thread.
+# Errors the CUDA runtime returns and device faults, named with the kernel (or call) and, inside a
+# kernel, the block and thread; the same under every sanitizer.
+runtime_faults() {
+  local san=$1
   expect "$san" too_many_threads 1 'launch of .*noop_kernel.*block \(1025,1,1\)' 'at most 1024 threads' \
     'invalid configuration argument'
   expect "$san" block_z_over_64 1 'block \(1,1,65\)' 'invalid configuration argument'
@@ -78,19 +69,49 @@ for san in address thread; do
   expect "$san" shuffle_barrier_deadlock 1 'never completes: lanes 1, .*31 wait at __syncthreads' \
     'thread \(32,0,0\)'
   expect "$san" shared_synced 0 'reached the end'
-  if [ "$san" = address ]; then
-    # compute-sanitizer's memcheck: ASan, which names the kernel through the emulator.
-    expect "$san" out_of_bounds nonzero 'heap-buffer-overflow' 'came from kernel .*out_of_bounds_kernel, block \(3,0,0\)'
-    expect "$san" use_after_free nonzero 'heap-use-after-free' 'came from kernel .*out_of_bounds_kernel'
-    expect "$san" shared_out_of_bounds nonzero 'use-after-poison' 'came from kernel .*shared_out_of_bounds_kernel'
-    expect "$san" dynamic_shared_out_of_bounds nonzero 'use-after-poison' 'dynamic_shared_out_of_bounds_kernel'
-    expect "$san" host_reads_device nonzero 'use-after-poison' 'emu_faults.cu'
+}
+
+# compute-sanitizer's memcheck: ASan, which names the kernel through the emulator.
+memcheck_faults() {
+  expect address out_of_bounds nonzero 'heap-buffer-overflow' 'came from kernel .*out_of_bounds_kernel, block \(3,0,0\)'
+  expect address use_after_free nonzero 'heap-use-after-free' 'came from kernel .*out_of_bounds_kernel'
+  expect address shared_out_of_bounds nonzero 'use-after-poison' 'came from kernel .*shared_out_of_bounds_kernel'
+  expect address dynamic_shared_out_of_bounds nonzero 'use-after-poison' 'dynamic_shared_out_of_bounds_kernel'
+  expect address host_reads_device nonzero 'use-after-poison' 'emu_faults.cu'
+}
+
+# compute-sanitizer's racecheck, by TSan over the fibers: shared memory, within a warp, between blocks.
+tsan_faults() {
+  expect thread shared_race nonzero 'ThreadSanitizer: data race' 'shared_race_kernel'
+  expect thread warp_race nonzero 'ThreadSanitizer: data race' 'warp_race_kernel'
+  expect thread blocks_race nonzero 'ThreadSanitizer: data race' 'blocks_race_kernel'
+}
+
+# The emulator's own race check: shared memory only, as compute-sanitizer's racecheck.
+racecheck_faults() {
+  expect racecheck shared_race 1 'shared memory race \((read after write|write after read)\)' \
+    'kernel .*shared_race_kernel, block \(0,0,0\)'
+  expect racecheck warp_race 1 'shared memory race' 'warp_race_kernel'
+  expect racecheck shared_synced 0 'reached the end'
+}
+
+for san in address thread racecheck; do
+  build "$san" BF16 emu-tests || continue
+  log="$logs/$san-test_emulator.log"
+  if "build/emu-$san/tests/test_emulator" >"$log" 2>&1; then
+    cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
+    unit_cases=$((unit_cases + ${cases:-0}))
+    echo "ok    $san test_emulator: $(grep -E '^\[doctest\] test cases' "$log")"
   else
-    # compute-sanitizer's racecheck: TSan over the fibers.
-    expect "$san" shared_race nonzero 'ThreadSanitizer: data race' 'shared_race_kernel'
-    expect "$san" warp_race nonzero 'ThreadSanitizer: data race' 'warp_race_kernel'
-    expect "$san" blocks_race nonzero 'ThreadSanitizer: data race' 'blocks_race_kernel'
+    fail "$san test_emulator (log: $log)"
+    tail -n 20 "$log" | sed 's/^/      /'
   fi
+
+  case $san in
+    address) runtime_faults "$san"; memcheck_faults ;;
+    thread) runtime_faults "$san"; tsan_faults ;;
+    racecheck) racecheck_faults ;;
+  esac
   # The seed orders blocks and warps: the same order for one seed, another for another.
   order() { LLMC_EMU_WORKERS=1 LLMC_EMU_SEED=$1 "build/emu-$san/tests/emu_faults" print_order 2>&1 | head -n 1; }
   a=$(order 1); b=$(order 1); c=$(order 2)
@@ -121,4 +142,4 @@ if [ "$failed" -ne 0 ]; then
   echo "emulated GPU: $failed failures"
   exit 1
 fi
-echo "emulated GPU, ASan+UBSan and TSan: $kernel_checks kernel checks (bf16+fp32), $unit_cases emulator tests, $fault_cases fault cases"
+echo "emulated GPU (ASan+UBSan, TSan, racecheck): $kernel_checks kernel checks in bf16+fp32, $unit_cases emulator tests, $fault_cases fault cases"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "llmc/cuda/emulator/fiber.h"
+#include "llmc/cuda/emulator/shared_view.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -39,6 +40,9 @@ thread_local int warpSize = 32;
 }
 
 namespace emu {
+
+thread_local SharedView shared_view{0, 0, 0, -1, 0, nullptr};
+
 namespace {
 
 constexpr int kWarp = 32;
@@ -149,6 +153,7 @@ class SharedArena {
   void end_block() { poison(0, used_); }
 
   void* dynamic() { return bytes_; }
+  size_t capacity() const { return kArenaBytes; }
 
   void* allocate_static(const void* tag, size_t bytes) {
     for (const auto& s : statics_)
@@ -263,6 +268,10 @@ class Worker {
     launch_->failed.store(true);
     std::fprintf(stderr, "emulated GPU: %s\n", what.c_str());
   }
+  // The race check found a race in the running thread: the block fails when that thread stops.
+  void shared_race(const std::string& what) {
+    if (race_.empty()) race_ = what + " in " + where(current());
+  }
   // "kernel K, block (x,y,z), thread (x,y,z)"
   std::string where(const CudaThread& t) const {
     return std::string("kernel ") + launch_->job.name + ", block " +
@@ -275,8 +284,11 @@ class Worker {
   void resume(CudaThread& t) {
     current_ = &t;
     threadIdx = t.index;
+    shared_view.thread = t.linear;
     switch_context(context_, t.context);
+    shared_view.thread = -1;
     current_ = nullptr;
+    if (!race_.empty() && !cancelling_) throw DeviceFault(cudaErrorLaunchFailure, std::move(race_));
   }
   void complete_warp(int warp, int n, CudaThread& arrived);
   void lane_exited(int warp, int n, const CudaThread& t);
@@ -291,6 +303,8 @@ class Worker {
   std::vector<unsigned> waiting_, exited_;  // per warp: lanes at a warp operation, lanes that ended
   int live_ = 0;                             // threads of the block that have not ended
   bool cancelling_ = false;
+  std::vector<uint32_t> warp_syncs_;  // shared_view.warp_syncs
+  std::string race_;                  // a shared-memory race the running thread made (racecheck.cpp)
   CudaThread* current_ = nullptr;
   Launch* launch_ = nullptr;
   uint32_t block_ = 0;
@@ -363,6 +377,13 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
   const int warps = (n + kWarp - 1) / kWarp;
   waiting_.assign(warps, 0);
   exited_.assign(warps, 0);
+  warp_syncs_.assign(warps, 0);
+  race_.clear();
+  shared_view.begin = reinterpret_cast<uintptr_t>(arena_.dynamic());
+  shared_view.end = shared_view.begin + arena_.capacity();
+  ++shared_view.block;
+  shared_view.barriers = 0;
+  shared_view.warp_syncs = warp_syncs_.data();
   const std::vector<uint32_t> warp_order = permutation(uint32_t(warps), launch.seed ^ (uint64_t(linear) << 20));
   live_ = n;
   try {
@@ -456,6 +477,7 @@ void Worker::complete_warp(int warp, int n, CudaThread& arrived) {
     u.result = threads_[first + source]->value;
   }
   waiting_[warp] &= ~mask;
+  ++warp_syncs_[warp];
   for (int j = 0; j < kWarp; ++j)
     if (mask >> j & 1u) threads_[first + j]->status = Status::ready;
 }
@@ -505,6 +527,7 @@ void Worker::release_barrier(int n) {
   }
   for (int i = 0; i < n; ++i)
     if (threads_[i]->status == Status::at_barrier) threads_[i]->status = Status::ready;
+  ++shared_view.barriers;
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -641,6 +664,10 @@ uint64_t warp_op(WarpOp op, const char* name, unsigned mask, uint64_t value, int
 #endif
   w.end_if_cancelled();
   return t.result;
+}
+
+void report_shared_race(const std::string& what) {
+  if (tls_worker) tls_worker->shared_race(what);
 }
 
 void* dynamic_shared() {
