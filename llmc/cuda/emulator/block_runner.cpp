@@ -29,8 +29,8 @@ extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
 #endif
 
-// The built-in variables (declared by device_launch_parameters.h as `extern thread_local`, see
-// emulator.h): a worker sets blockIdx/blockDim/gridDim per block and threadIdx at every switch.
+// The built-in variables (declared in emulator.h): a worker sets blockIdx, blockDim and gridDim per
+// block, and threadIdx at every switch to a fiber.
 extern "C" {
 thread_local uint3 threadIdx;
 thread_local uint3 blockIdx;
@@ -107,22 +107,11 @@ struct SyncObjects {
   char* block_start(size_t b) { return &bytes[b * kPerBlock]; }
   char* barrier(size_t b) { return &bytes[b * kPerBlock + 1]; }
   char* warp(size_t b, int w) { return &bytes[b * kPerBlock + 2 + size_t(w)]; }
-  char launch = 0, done = 0;
+  char done = 0;  // every CUDA thread releases it at its end; the host acquires it
 #else
   explicit SyncObjects(size_t) {}
 #endif
 };
-
-inline void tsan_release([[maybe_unused]] void* addr) {
-#if defined(LLMC_EMU_TSAN)
-  __tsan_release(addr);
-#endif
-}
-inline void tsan_acquire([[maybe_unused]] void* addr) {
-#if defined(LLMC_EMU_TSAN)
-  __tsan_acquire(addr);
-#endif
-}
 
 // The shared memory of the block a worker runs: [dynamic][redzone][static array][redzone]...
 class SharedArena {
@@ -320,7 +309,7 @@ void fiber_main(void* arg) {
   for (;;) {
     Launch& launch = w.launch();
 #if defined(LLMC_EMU_TSAN)
-    tsan_acquire(launch.sync.block_start(w.block()));
+    __tsan_acquire(launch.sync.block_start(w.block()));
 #endif
     t.started = true;
     try {
@@ -332,7 +321,7 @@ void fiber_main(void* arg) {
       w.fault(cudaErrorLaunchFailure, std::string(e.what()) + " in " + w.where(t));
     }
 #if defined(LLMC_EMU_TSAN)
-    tsan_release(&launch.sync.done);
+    __tsan_release(&launch.sync.done);
 #endif
     t.started = false;
     t.status = Status::exited;
@@ -372,7 +361,7 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
                       " thread " + dim_text(dim3(threads_[i]->index.x, threads_[i]->index.y, threads_[i]->index.z));
     __tsan_set_fiber_name(threads_[i]->context.tsan_fiber, fiber_names_[i].c_str());
   }
-  tsan_release(launch.sync.block_start(linear));
+  __tsan_release(launch.sync.block_start(linear));
 #endif
   const int warps = (n + kWarp - 1) / kWarp;
   waiting_.assign(warps, 0);
@@ -611,7 +600,7 @@ cudaError_t run_kernel(const KernelJob& job) {
   Launch launch(job, seed());
   Pool::get().run(launch);
 #if defined(LLMC_EMU_TSAN)
-  tsan_acquire(&launch.sync.done);
+  __tsan_acquire(&launch.sync.done);
 #endif
   return launch.code;
 }
@@ -635,9 +624,9 @@ void block_barrier(const char* file, int line) {
   t.barrier_file = file;
   t.barrier_line = line;
 #if defined(LLMC_EMU_TSAN)
-  tsan_release(w.launch().sync.barrier(w.block()));
+  __tsan_release(w.launch().sync.barrier(w.block()));
   w.suspend(t);
-  tsan_acquire(w.launch().sync.barrier(w.block()));
+  __tsan_acquire(w.launch().sync.barrier(w.block()));
 #else
   w.suspend(t);
 #endif
@@ -656,9 +645,9 @@ uint64_t warp_op(WarpOp op, const char* name, unsigned mask, uint64_t value, int
   t.width = width;
 #if defined(LLMC_EMU_TSAN)
   char* sync = w.launch().sync.warp(w.block(), t.linear / kWarp);
-  tsan_release(sync);
+  __tsan_release(sync);
   w.suspend(t);
-  tsan_acquire(sync);
+  __tsan_acquire(sync);
 #else
   w.suspend(t);
 #endif
