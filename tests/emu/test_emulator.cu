@@ -187,21 +187,23 @@ __global__ void intrinsics_kernel(const float* in, float* out, __nv_bfloat16* ha
   out[4] = __uint_as_float(__float_as_uint(in[0]) ^ 0x80000000u);  // sign flip through the bits
   out[5] = rsqrtf(in[1]);
   out[6] = __ldg(in + 2) + 1.0f;
+  out[7] = float(min(int(in[1]), 3) * 10 + max(int(in[2]), 1));  // 3 * 10 + 1
   half_out[0] = __float2bfloat16_rn(in[3]) * __float2bfloat16_rn(2.0f);
 }
 
-TEST_CASE("cache-hinted loads and stores, bit casts, fast math and bf16 on the device") {
+TEST_CASE("cache-hinted loads and stores, bit casts, arithmetic and bf16 on the device") {
   const std::vector<float> in = {1.5f, 4.0f, -2.0f, 3.0f};
   float* d_in = device_array<float>(4);
   float* d_out = device_array<float>(8);
   __nv_bfloat16* d_half = device_array<__nv_bfloat16>(1);
   REQUIRE(cudaMemcpy(d_in, in.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
   launch_ok<intrinsics_kernel>(1, 1, 0, d_in, d_out, d_half);
-  const auto out = to_host(d_out, 7);
+  const auto out = to_host(d_out, 8);
   for (int i = 0; i < 4; ++i) CHECK(out[i] == in[i]);
   CHECK(out[4] == -1.5f);
   CHECK(out[5] == doctest::Approx(0.5f));
   CHECK(out[6] == -1.0f);
+  CHECK(out[7] == 31.0f);
   CHECK(float(to_host(d_half, 1)[0]) == 6.0f);
   cudaFree(d_in);
   cudaFree(d_out);
