@@ -254,10 +254,11 @@ $(SANITIZE)/unit_tests $(SANITIZE)/train_gpt2:
 
 # ==== The emulated GPU (docs/cuda-emulator.md) ==================================================
 # The CUDA kernels compiled with g++ against llmc/cuda/emulator/ (LLMC_CUDA_EMULATOR) and run on the
-# CPU, under a sanitizer: EMU_SANITIZER=address (ASan + UBSan), thread (TSan) or none; PRECISION as
-# for the CUDA build. Everything goes to build/emu-<sanitizer>/.
+# CPU, under a checker: EMU_SANITIZER=address (ASan + UBSan), thread (TSan), racecheck (the
+# emulator's own shared-memory race check) or none; PRECISION as for the CUDA build. Everything goes
+# to build/emu-<sanitizer>/.
 #   make test-emu                       the emulator's tests and every hand-written kernel family's
-#                                       dev/cuda checks at small shapes, under ASan and TSan
+#                                       dev/cuda checks at small shapes, under the three checkers
 #   make emu-benches EMU_SANITIZER=none the dev/cuda benchmarks as CPU binaries, build/emu-none/<prec>/
 # Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
 # every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire

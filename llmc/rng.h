@@ -4,6 +4,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace llmc {
 
@@ -34,5 +36,11 @@ struct Rng {
     return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
   }
 };
+
+// Fisher-Yates: every permutation of v equally likely given uniform below().
+template <class T>
+void shuffle(std::vector<T>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[size_t(rng.below(uint64_t(i)))]);
+}
 
 }  // namespace llmc

@@ -38,7 +38,7 @@ expect() {
   local log="$logs/$san-fault-$case.log" rc=0
   "build/emu-$san/tests/emu_faults" "$case" >"$log" 2>&1 || rc=$?
   fault_cases=$((fault_cases + 1))
-  if [ "$status" = nonzero ] && [ "$rc" -eq 0 ] || [ "$status" != nonzero ] && [ "$rc" -ne "$status" ]; then
+  if { [ "$status" = nonzero ] && [ "$rc" -eq 0 ]; } || { [ "$status" != nonzero ] && [ "$rc" -ne "$status" ]; }; then
     fail "$san fault $case: exit $rc, expected $status (log: $log)"
     tail -n 8 "$log" | sed 's/^/      /'
     return

@@ -60,11 +60,8 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   float* d_m = bench::to_device<float>(m0);
   float* d_v = bench::to_device<float>(v0);
   auto reset = [&] {
-    for (auto [dev, host] : {std::pair{d_master, &params}, std::pair{d_m, &m0}, std::pair{d_v, &v0}}) {
-      float* fresh = bench::to_device<float>(*host);
-      CUDA_CHECK(cudaMemcpy(dev, fresh, n * sizeof(float), cudaMemcpyDeviceToDevice));
-      CUDA_CHECK(cudaFree(fresh));
-    }
+    for (auto [dev, host] : {std::pair{d_master, &params}, std::pair{d_m, &m0}, std::pair{d_v, &v0}})
+      bench::upload(dev, *host);
     bench::poison(d_params, n * sizeof(floatX));
   };
 

@@ -125,9 +125,7 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
     ok &= bench::check(tag + "softmax_fwd att", bench::from_device(d_scores, s.scores()), att_ref, kTol);
   }
   if (bench::selected(args, "softmax_bwd")) {
-    floatX* fresh = bench::to_device<floatX>(datt);
-    CUDA_CHECK(cudaMemcpy(d_scores, fresh, s.scores() * sizeof(floatX), cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaFree(fresh));
+    bench::upload(d_scores, datt);
     llmc::causal_softmax_backward(d_scores, d_scores, d_att, s.rows(), s.T, scale, 0);
     ok &= bench::check(tag + "softmax_bwd dpreatt (in place)", bench::from_device(d_scores, s.scores()), dpreatt_ref,
                        kTol);

@@ -61,11 +61,7 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   floatX* d_logits = bench::to_device<floatX>(logits);
   int* d_targets = bench::to_device_ints(targets);
   float* d_losses = bench::to_device<float>(std::vector<float>(N, 1.0f));
-  auto reset_logits = [&] {
-    floatX* fresh = bench::to_device<floatX>(logits);
-    CUDA_CHECK(cudaMemcpy(d_logits, fresh, NV * sizeof(floatX), cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaFree(fresh));
-  };
+  auto reset_logits = [&] { bench::upload(d_logits, logits); };
 
   for (const std::string v : {"v1", "v2"}) {
     if (!bench::selected(args, v)) continue;

@@ -67,6 +67,14 @@ inline int* to_device_ints(const std::vector<int>& host) {
   return dev;
 }
 
+// Overwrites the first host.size() elements of a device buffer with host values converted to T.
+template <class T>
+void upload(T* dev, const std::vector<float>& host) {
+  T* fresh = to_device<T>(host);
+  CUDA_CHECK(cudaMemcpy(dev, fresh, host.size() * sizeof(T), cudaMemcpyDeviceToDevice));
+  CUDA_CHECK(cudaFree(fresh));
+}
+
 template <class T>
 std::vector<float> from_device(const T* dev, size_t n) {
   CUDA_CHECK(cudaDeviceSynchronize());

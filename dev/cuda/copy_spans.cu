@@ -56,9 +56,7 @@ bool run_case(const bench::Args& args, const std::string& name, const std::vecto
     ok &= bench::check(tag + "pack", bench::from_device(d_packed, packed_n), packed_ref, 1e-12);
   }
   if (bench::selected(args, "unpack")) {
-    floatX* fresh = bench::to_device<floatX>(packed);
-    CUDA_CHECK(cudaMemcpy(d_packed, fresh, packed_n * sizeof(floatX), cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaFree(fresh));
+    bench::upload(d_packed, packed);
     llmc::copy_spans(d_flat, d_packed, d_spans, num, largest, false, 0);
     ok &= bench::check(tag + "unpack (gaps untouched)", bench::from_device(d_flat, flat_n), flat_ref, 1e-12);
   }

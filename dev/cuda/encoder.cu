@@ -105,15 +105,10 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   floatX* d_out = bench::to_device<floatX>(std::vector<float>(BTC, 1.0f));
   floatX* d_dwte = bench::to_device<floatX>(dwte0);
   floatX* d_dwpe = bench::to_device<floatX>(dwpe0);
-  const size_t wte_bytes = static_cast<size_t>(Vp) * C * sizeof(floatX);
   const size_t wpe_bytes = static_cast<size_t>(T) * C * sizeof(floatX);
   auto reset_grads = [&] {
-    floatX* fresh_wte = bench::to_device<floatX>(dwte0);
-    floatX* fresh_wpe = bench::to_device<floatX>(dwpe0);
-    CUDA_CHECK(cudaMemcpy(d_dwte, fresh_wte, wte_bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaMemcpy(d_dwpe, fresh_wpe, wpe_bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaFree(fresh_wte));
-    CUDA_CHECK(cudaFree(fresh_wpe));
+    bench::upload(d_dwte, dwte0);
+    bench::upload(d_dwpe, dwpe0);
   };
 
   for (const std::string v : {"fwd1", "fwd2"}) {

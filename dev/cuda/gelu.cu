@@ -66,9 +66,7 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   }
   for (const std::string v : {"bwd1", "bwd2"}) {
     if (!bench::selected(args, v)) continue;
-    floatX* fresh = bench::to_device<floatX>(dout);
-    CUDA_CHECK(cudaMemcpy(d_dout, fresh, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaFree(fresh));
+    bench::upload(d_dout, dout);
     bench::poison(d_out, bytes);
     backward(v, n, d_out, d_inp, d_dout);
     ok &= bench::check(tag + v + " dinp", bench::from_device(v == "bwd1" ? d_out : d_dout, n), dinp_ref, 1e-2);

@@ -110,13 +110,6 @@ void backward(const std::string& v, const Buffers& d) {
   }
 }
 
-template <class T>
-void upload(T* dev, const std::vector<float>& host) {
-  T* fresh = bench::to_device<T>(host);
-  CUDA_CHECK(cudaMemcpy(dev, fresh, host.size() * sizeof(T), cudaMemcpyDeviceToDevice));
-  CUDA_CHECK(cudaFree(fresh));
-}
-
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.
 bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   const std::string tag = timed ? "layernorm " : fmt::format("layernorm N={} C={} ", N, C);
@@ -178,13 +171,13 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   }
   for (const std::string v : {"bwd1", "bwd2"}) {
     if (!bench::selected(args, v)) continue;
-    upload(d.mean, mean_ref);
-    upload(d.rstd, rstd_ref);
+    bench::upload(d.mean, mean_ref);
+    bench::upload(d.rstd, rstd_ref);
     std::vector<float> dweight_first;
     for (int repeat = 0; repeat < 2; ++repeat) {
-      upload(d.dinp, dinp0);
-      upload(d.dweight, dweight0);
-      upload(d.dbias, dbias0);
+      bench::upload(d.dinp, dinp0);
+      bench::upload(d.dweight, dweight0);
+      bench::upload(d.dbias, dbias0);
       backward(v, d);
       const auto dweight_got = bench::from_device(d.dweight, C);
       if (repeat == 1) {

@@ -106,13 +106,6 @@ struct DeviceBuffers {
   }
 };
 
-// Overwrites a device buffer with host values converted to floatX.
-void upload(floatX* dst, const std::vector<float>& src) {
-  floatX* tmp = bench::to_device<floatX>(src);
-  CUDA_CHECK(cudaMemcpy(dst, tmp, src.size() * sizeof(floatX), cudaMemcpyDeviceToDevice));
-  CUDA_CHECK(cudaFree(tmp));
-}
-
 struct Runner {
   bench::Args args;
   llmc::BlasContext& ctx;
@@ -173,19 +166,19 @@ struct Runner {
     // The accumulating outputs are reset to the random initial gradient, checked after one launch,
     // then timed on the same buffers (which keep accumulating).
     if (bench::selected(args, "bwd_dweight")) {
-      upload(d.dweight, r.dweight0);
+      bench::upload(d.dweight, r.dweight0);
       auto run = [&] { llmc::matmul_backward_weight(ctx, d.dweight, d.dout, d.inp, s.BT, s.C, s.OC, 0); };
       run();
       ok(bench::check(tag("bwd_dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
       time_it(tag("bwd_dweight"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
     }
     if (bench::selected(args, "dbias_kernel")) {
-      upload(d.dbias, r.dbias0);
+      bench::upload(d.dbias, r.dbias0);
       auto run = [&] { llmc::matmul_bias_grad(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC, 0); };
       run();
       ok(bench::check(tag("dbias_kernel (+=)"), bench::from_device(d.dbias, s.OC), r.dbias, kTol));
       const std::vector<float> first = bench::from_device(d.dbias, s.OC);
-      upload(d.dbias, r.dbias0);
+      bench::upload(d.dbias, r.dbias0);
       run();
       const bool same = bench::from_device(d.dbias, s.OC) == first;
       fmt::print("{}  {}  bitwise identical on a second run\n", same ? "PASS" : "FAIL", tag("dbias_kernel"));
@@ -193,7 +186,7 @@ struct Runner {
       time_it(tag("dbias_kernel"), run, e * (n_out + 2.0 * s.OC), 0.0);
     }
     if (bench::selected(args, "dweight_bgradb")) {
-      upload(d.dweight, r.dweight0);
+      bench::upload(d.dweight, r.dweight0);
       bench::poison(d.dbias, s.OC * sizeof(floatX));
       auto run = [&] {
         llmc::matmul_backward_weight_bgradb(ctx, d.dweight, d.dbias, d.dout, d.inp, s.BT, s.C, s.OC, 0);

@@ -11,12 +11,10 @@ namespace {
 // Distinguishes the shuffle stream from other users of the same --seed (model init, sampling).
 constexpr uint64_t kShuffleSeedTag = 0x53485546464C4531ull;
 
-// Fisher-Yates: every permutation equally likely given uniform below().
-void permute(std::vector<int64_t>& order, int64_t n, bool shuffle, Rng& rng) {
+void permute(std::vector<int64_t>& order, int64_t n, bool shuffled, Rng& rng) {
   order.resize(size_t(n));
   std::iota(order.begin(), order.end(), int64_t(0));
-  if (!shuffle) return;
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[size_t(i)], order[size_t(rng.below(uint64_t(i + 1)))]);
+  if (shuffled) shuffle(order, rng);
 }
 
 }  // namespace

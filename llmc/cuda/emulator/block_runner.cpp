@@ -11,12 +11,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "llmc/cuda/emulator/fiber.h"
 #include "llmc/cuda/emulator/shared_view.h"
+#include "llmc/rng.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -45,7 +47,6 @@ thread_local SharedView shared_view{0, 0, 0, -1, 0, nullptr};
 
 namespace {
 
-constexpr int kWarp = 32;
 #if defined(__SANITIZE_ADDRESS__)
 constexpr size_t kFiberStackBytes = 256 * 1024;  // ASan's redzones make frames larger
 #else
@@ -56,23 +57,12 @@ constexpr size_t kArenaBytes = 232448;
 // Between shared arrays: an access past one array's end lands here, where ASan reports it.
 constexpr size_t kSharedRedzone = 256;
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// 0, 1, ..., n-1 shuffled by `state` (Fisher-Yates).
-std::vector<uint32_t> permutation(uint32_t n, uint64_t state) {
-  std::vector<uint32_t> order(n);
-  for (uint32_t i = 0; i < n; ++i) order[i] = i;
-  for (uint32_t i = n; i > 1; --i) std::swap(order[i - 1], order[splitmix64(state) % i]);
-  return order;
-}
-
-std::string dim_text(dim3 d) {
-  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+// 0, 1, ..., n-1 in an order drawn from `seed`, into `order`.
+void permutation(std::vector<uint32_t>& order, uint32_t n, uint64_t seed) {
+  order.resize(n);
+  std::iota(order.begin(), order.end(), 0u);
+  llmc::Rng rng(seed);
+  llmc::shuffle(order, rng);
 }
 
 enum class Status { ready, at_barrier, at_warp_op, exited };
@@ -197,11 +187,9 @@ class SharedArena {
 // A kernel on its way through the pool.
 struct Launch {
   Launch(const KernelJob& j, uint64_t s)
-      : job(j),
-        blocks(size_t(j.grid.x) * j.grid.y * j.grid.z),
-        order(permutation(uint32_t(blocks), s)),
-        seed(s),
-        sync(blocks) {}
+      : job(j), blocks(size_t(j.grid.x) * j.grid.y * j.grid.z), seed(s), sync(blocks) {
+    permutation(order, uint32_t(blocks), seed);
+  }
   const KernelJob& job;
   size_t blocks;
   std::vector<uint32_t> order;
@@ -289,6 +277,7 @@ class Worker {
   Context context_;
   std::vector<std::unique_ptr<CudaThread>> threads_;
   SharedArena arena_;
+  std::vector<uint32_t> warp_order_;         // the order the block's warps run in
   std::vector<unsigned> waiting_, exited_;  // per warp: lanes at a warp operation, lanes that ended
   int live_ = 0;                             // threads of the block that have not ended
   bool cancelling_ = false;
@@ -373,12 +362,12 @@ void Worker::run_block(Launch& launch, uint32_t linear) {
   ++shared_view.block;
   shared_view.barriers = 0;
   shared_view.warp_syncs = warp_syncs_.data();
-  const std::vector<uint32_t> warp_order = permutation(uint32_t(warps), launch.seed ^ (uint64_t(linear) << 20));
+  permutation(warp_order_, uint32_t(warps), launch.seed ^ (uint64_t(linear) << 20));
   live_ = n;
   try {
     while (live_ > 0) {
       bool progressed = false;
-      for (uint32_t w : warp_order) {
+      for (uint32_t w : warp_order_) {
         for (int i = int(w) * kWarp; i < std::min(n, int(w + 1) * kWarp); ++i) {
           CudaThread& t = *threads_[i];
           if (t.status != Status::ready) continue;
@@ -448,16 +437,15 @@ void Worker::complete_warp(int warp, int n, CudaThread& arrived) {
     const int segment = j & ~(width - 1);
     int source = j;
     switch (u.op) {
-      case WarpOp::sync: u.result = 0; break;
-      case WarpOp::ballot: u.result = ballot; break;
-      case WarpOp::any: u.result = ballot != 0; break;
-      case WarpOp::all: u.result = ballot == uint64_t(mask); break;
+      case WarpOp::sync: u.result = 0; continue;
+      case WarpOp::ballot: u.result = ballot; continue;
+      case WarpOp::any: u.result = ballot != 0; continue;
+      case WarpOp::all: u.result = ballot == uint64_t(mask); continue;
       case WarpOp::shfl_idx: source = segment + (u.operand & (width - 1)); break;
       case WarpOp::shfl_xor: source = j ^ u.operand; break;
       case WarpOp::shfl_down: source = j + u.operand; break;
       case WarpOp::shfl_up: source = j - u.operand; break;
     }
-    if (u.op == WarpOp::sync || u.op == WarpOp::ballot || u.op == WarpOp::any || u.op == WarpOp::all) continue;
     // Outside the lane's width segment a shuffle returns the lane's own value.
     if (source < segment || source >= segment + width) source = j;
     if (!(mask >> source & 1u))
@@ -586,14 +574,25 @@ class Pool {
   int busy_ = 0;
 };
 
-}  // namespace
-
+// The seed that orders blocks and warps: LLMC_EMU_SEED, default 0.
 uint64_t seed() {
   static const uint64_t value = [] {
     const char* env = std::getenv("LLMC_EMU_SEED");
     return env ? std::strtoull(env, nullptr, 0) : uint64_t(0);
   }();
   return value;
+}
+
+// The calling worker, for the device functions: there is none outside a kernel.
+Worker& worker(const char* what) {
+  if (!tls_worker) throw std::logic_error(std::string("emulated GPU: ") + what + " outside a kernel");
+  return *tls_worker;
+}
+
+}  // namespace
+
+std::string dim_text(dim3 d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
 }
 
 cudaError_t run_kernel(const KernelJob& job) {
@@ -606,9 +605,8 @@ cudaError_t run_kernel(const KernelJob& job) {
 }
 
 void device_fault(cudaError_t code, const std::string& what) {
-  Worker* w = tls_worker;
-  if (!w) throw std::logic_error("emulated GPU: a device function was called outside a kernel: " + what);
-  throw DeviceFault(code, what + " in " + w->where(w->current()));
+  Worker& w = worker(what.c_str());
+  throw DeviceFault(code, what + " in " + w.where(w.current()));
 }
 
 void misaligned_fault(const void* p, size_t bytes, const char* access) {
@@ -618,7 +616,7 @@ void misaligned_fault(const void* p, size_t bytes, const char* access) {
 }
 
 void block_barrier(const char* file, int line) {
-  Worker& w = *tls_worker;
+  Worker& w = worker("__syncthreads");
   CudaThread& t = w.current();
   t.status = Status::at_barrier;
   t.barrier_file = file;
@@ -634,7 +632,7 @@ void block_barrier(const char* file, int line) {
 }
 
 uint64_t warp_op(WarpOp op, const char* name, unsigned mask, uint64_t value, int operand, int width) {
-  Worker& w = *tls_worker;
+  Worker& w = worker(name);
   CudaThread& t = w.current();
   t.status = Status::at_warp_op;
   t.op = op;
@@ -659,14 +657,10 @@ void report_shared_race(const std::string& what) {
   if (tls_worker) tls_worker->shared_race(what);
 }
 
-void* dynamic_shared() {
-  if (!tls_worker) throw std::logic_error("emulated GPU: shared memory used outside a kernel");
-  return tls_worker->arena().dynamic();
-}
+void* dynamic_shared() { return worker("shared memory").arena().dynamic(); }
 
 void* static_shared(const void* tag, size_t bytes) {
-  if (!tls_worker) throw std::logic_error("emulated GPU: shared memory used outside a kernel");
-  return tls_worker->arena().allocate_static(tag, bytes);
+  return worker("shared memory").arena().allocate_static(tag, bytes);
 }
 
 }  // namespace emu

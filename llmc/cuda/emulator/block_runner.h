@@ -27,8 +27,8 @@ struct KernelJob {
 // printed on stderr what went wrong and in which kernel, block and thread.
 cudaError_t run_kernel(const KernelJob& job);
 
-// The seed that orders blocks and warps (environment variable LLMC_EMU_SEED, default 0).
-uint64_t seed();
+// "(x,y,z)", as the errors name blocks, threads and launch shapes.
+std::string dim_text(dim3 d);
 
 // A fault inside a kernel: thrown in the faulting CUDA thread, it ends the kernel with `code`.
 struct DeviceFault : std::runtime_error {

@@ -37,25 +37,28 @@ inline T from_bits(uint64_t bits) {
 }
 }  // namespace emu
 
+namespace emu {
+template <class T>
+inline T shuffle(WarpOp op, const char* name, unsigned mask, T var, int operand, int width) {
+  return from_bits<T>(warp_op(op, name, mask, to_bits(var), operand, width));
+}
+}  // namespace emu
+
 template <class T>
 inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
-  return emu::from_bits<T>(
-      emu::warp_op(emu::WarpOp::shfl_idx, "__shfl_sync", mask, emu::to_bits(var), src_lane, width));
+  return emu::shuffle(emu::WarpOp::shfl_idx, "__shfl_sync", mask, var, src_lane, width);
 }
 template <class T>
 inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
-  return emu::from_bits<T>(
-      emu::warp_op(emu::WarpOp::shfl_xor, "__shfl_xor_sync", mask, emu::to_bits(var), lane_mask, width));
+  return emu::shuffle(emu::WarpOp::shfl_xor, "__shfl_xor_sync", mask, var, lane_mask, width);
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return emu::from_bits<T>(
-      emu::warp_op(emu::WarpOp::shfl_down, "__shfl_down_sync", mask, emu::to_bits(var), int(delta), width));
+  return emu::shuffle(emu::WarpOp::shfl_down, "__shfl_down_sync", mask, var, int(delta), width);
 }
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return emu::from_bits<T>(
-      emu::warp_op(emu::WarpOp::shfl_up, "__shfl_up_sync", mask, emu::to_bits(var), int(delta), width));
+  return emu::shuffle(emu::WarpOp::shfl_up, "__shfl_up_sync", mask, var, int(delta), width);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
   return unsigned(emu::warp_op(emu::WarpOp::ballot, "__ballot_sync", mask, predicate != 0, 0, 32));

@@ -17,8 +17,6 @@
 namespace emu {
 namespace {
 
-constexpr int kWarp = 32;
-
 struct Access {
   uint64_t block = 0;  // shared_view.block when it happened; another value: no access yet
   int thread = 0;
@@ -40,9 +38,10 @@ Access now() {
   return {v.block, v.thread, v.barriers, v.warp_syncs[v.thread / kWarp]};
 }
 
-// Did `before` happen, as the GPU orders it, before what the current thread does now?
+// Did `before` (an access of this block) happen, as the GPU orders it, before what the current
+// thread does now?
 bool ordered(const Access& before, const Access& current) {
-  if (before.block != current.block || before.thread == current.thread) return true;
+  if (before.thread == current.thread) return true;
   if (before.barriers < current.barriers) return true;
   return before.thread / kWarp == current.thread / kWarp && before.warp_syncs < current.warp_syncs;
 }

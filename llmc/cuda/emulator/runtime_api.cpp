@@ -117,7 +117,7 @@ cudaError_t check_side(const char* call, const char* side, const void* p, size_t
   return cudaSuccess;
 }
 
-// Makes the device memory usable while f runs (copies and kernels), poisoned again afterwards.
+// Makes all device memory usable while a kernel runs, poisoned again afterwards (under ASan).
 template <class F>
 void with_device_memory(F&& f) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -130,20 +130,44 @@ void with_device_memory(F&& f) {
 #endif
 }
 
+// The allocation that holds a copy's device side, usable for the copy's lifetime (under ASan). Whole
+// allocations are unpoisoned and poisoned again, so that no partly poisoned granule is left behind.
+class UsableAllocation {
+ public:
+  UsableAllocation([[maybe_unused]] const void* p, [[maybe_unused]] bool device) {
+#if defined(__SANITIZE_ADDRESS__)
+    if (!device) return;
+    std::lock_guard<std::mutex> lock(state().mutex);
+    const auto* a = device_range(p, 0);
+    begin_ = reinterpret_cast<const void*>(a->first);
+    bytes_ = a->second;
+    unpoison(begin_, bytes_);
+#endif
+  }
+  ~UsableAllocation() { poison(begin_, bytes_); }
+  UsableAllocation(const UsableAllocation&) = delete;
+  UsableAllocation& operator=(const UsableAllocation&) = delete;
+
+ private:
+  const void* begin_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (kind == cudaMemcpyDefault)
     kind = is_device(dst) ? (is_device(src) ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                           : (is_device(src) ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyHostToHost)
     return fail(cudaErrorInvalidMemcpyDirection, std::string(call) + ": copy kind " + std::to_string(int(kind)));
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (cudaError_t e = check_side(call, "destination", dst, count, dst_device)) return e;
   if (cudaError_t e = check_side(call, "source", src, count, src_device)) return e;
-  with_device_memory([&] { std::memmove(dst, src, count); });
+  const UsableAllocation to(dst, dst_device), from(src, src_device);
+  std::memmove(dst, src, count);
   return cudaSuccess;
 }
 
@@ -151,7 +175,8 @@ cudaError_t fill(const char* call, void* p, int value, size_t count) {
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  with_device_memory([&] { std::memset(p, value, count); });
+  const UsableAllocation to(p, true);
+  std::memset(p, value, count);
   return cudaSuccess;
 }
 
@@ -172,16 +197,12 @@ cudaError_t check_event(const char* call, cudaEvent_t event) {
   return cudaSuccess;
 }
 
-std::string dims(dim3 d) {
-  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
-}
-
 }  // namespace
 
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
                           cudaStream_t stream, void (*invoke)(const void*), const void* args) {
   if (cudaError_t e = sticky_error()) return e;
-  const std::string launch = std::string("launch of ") + name + " with grid " + dims(grid) + ", block " + dims(block);
+  const std::string launch = std::string("launch of ") + name + " with grid " + dim_text(grid) + ", block " + dim_text(block);
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
       threads > 1024)

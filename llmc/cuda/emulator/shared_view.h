@@ -9,6 +9,8 @@
 
 namespace emu {
 
+constexpr int kWarp = 32;  // lanes of a warp
+
 // Plain data, so that the per-access hooks reach it without a thread_local initialisation check.
 struct SharedView {
   uintptr_t begin, end;         // the block's shared memory (dynamic and static)
