@@ -301,7 +301,7 @@ EMU_LDLIBS       := -lfmt -lpthread
 # The families whose checks need no cuBLAS or cuDNN (matmul and attention wait for those libraries).
 # TSan leaves out global_norm: its fixed grid of 1024 blocks of 512 threads, every thread at 11 warp
 # operations and a barrier, takes TSan 4 minutes per precision (docs/cuda-emulator.md).
-EMU_BENCHES   := adamw attention_kernels classifier copy_spans encoder gelu $(if $(filter thread,$(EMU_SANITIZER)),,global_norm) layernorm
+EMU_BENCHES   := adamw attention attention_kernels classifier copy_spans encoder gelu $(if $(filter thread,$(EMU_SANITIZER)),,global_norm) layernorm matmul
 EMU_TESTS     := $(basename $(notdir $(wildcard tests/emu/*.cu)))
 
 .PHONY: test-emu emu-benches emu-tests print-emu-benches emu-switch-cost
@@ -327,6 +327,10 @@ $(BUILD)/emu-none/switch_cost: dev/emulator/switch_cost.cpp llmc/cuda/emulator/f
 $(EMU)/runtime/%.o: llmc/cuda/emulator/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) -MMD -MP -c $< -o $@
+
+# The GEMMs under the emulated cuBLAS: optimised, uninstrumented (they read only the emulator's own
+# fp32 copies of checked operands), parallel where the checker allows OpenMP.
+$(EMU)/runtime/gemm.o: EMU_RUNTIME_FLAGS := -O3 -march=native $(EMU_OPENMP)
 
 $(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:llmc/cuda/emulator/%.cpp=$(EMU)/runtime/%.o)
 	$(archive)

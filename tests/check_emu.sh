@@ -97,15 +97,17 @@ racecheck_faults() {
 
 for san in address thread racecheck; do
   build "$san" BF16 emu-tests || continue
-  log="$logs/$san-test_emulator.log"
-  if "build/emu-$san/tests/test_emulator" >"$log" 2>&1; then
-    cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
-    unit_cases=$((unit_cases + ${cases:-0}))
-    echo "ok    $san test_emulator: $(grep -E '^\[doctest\] test cases' "$log")"
-  else
-    fail "$san test_emulator (log: $log)"
-    tail -n 20 "$log" | sed 's/^/      /'
-  fi
+  for test in test_emulator test_blas; do
+    log="$logs/$san-$test.log"
+    if "build/emu-$san/tests/$test" >"$log" 2>&1; then
+      cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
+      unit_cases=$((unit_cases + ${cases:-0}))
+      echo "ok    $san $test: $(grep -E '^\[doctest\] test cases' "$log")"
+    else
+      fail "$san $test (log: $log)"
+      tail -n 20 "$log" | sed 's/^/      /'
+    fi
+  done
 
   case $san in
     address) runtime_faults "$san"; memcheck_faults ;;

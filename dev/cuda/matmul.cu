@@ -224,7 +224,8 @@ bool run(const bench::Args& args) {
                           // OC not a multiple of its 256 columns, matrices not 256-byte aligned.
                           {"odd", 200, 96, 264, 8}};
   uint64_t seed = 1000;
-  for (const Shape& s : shapes) runner.run_shape(s, seed += 100);
+  for (const Shape& s : shapes)
+    if (!args.small || s.offset != 0) runner.run_shape(s, seed += 100);
   fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
   CUDA_CHECK(cudaFree(workspace));
   fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");

@@ -24,6 +24,12 @@ using floatX = float;
 using floatX = __nv_bfloat16;
 #endif
 
+// cuDNN's fused attention exists in the GPU build in bf16 (llmc/cuda/cudnn_attention.h). The FP32
+// build and the emulated GPU, which does not emulate cuDNN, have only the plain attention kernels.
+#if !defined(ENABLE_FP32) && !defined(LLMC_CUDA_EMULATOR)
+#define LLMC_CUDNN 1
+#endif
+
 // floatX as a cuBLAS / cuBLASLt data type.
 inline cudaDataType_t floatX_cuda_type() {
   return std::is_same<floatX, float>::value ? CUDA_R_32F : CUDA_R_16BF;

@@ -74,6 +74,11 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.attention = opt.attention;
   plan_inputs.partition = partition;
   check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
+#if !defined(LLMC_CUDNN)
+  if (opt.attention == AttentionKind::kCudnn)
+    throw std::runtime_error("CUDA backend: this build has no cuDNN attention (the emulated GPU does not emulate "
+                             "cuDNN): use LLMC_ATTENTION=fallback");
+#endif
   if (C % 8 != 0 || NH <= 0 || C % NH != 0 || (C / NH) % 8 != 0)
     throw std::runtime_error(fmt::format(
         "CUDA backend: channels {} and heads {} must give a multiple of 8 for both C and the head size", C, NH));
@@ -98,7 +103,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   // all_reduce_gradients stages with several ranks, the ZeRO-1 collectives with any number.
   plan_inputs.host_staging = nccl == nullptr && (opt.world_size > 1 || partition.sharded);
   plan_inputs.overlap_buckets = nccl != nullptr && opt.overlap_gradients;
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     // cuDNN's workspace is known only once its plans exist: for the training shape and for sampling
     // (B=1 at the longest T), built now, so that the plan holds the real size.
@@ -145,7 +150,7 @@ CudaBackend::Impl::~Impl() {
   if (comm_stream) cudaStreamSynchronize(comm_stream);
   if (stream) cudaStreamSynchronize(stream);
   nccl.reset();
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
   cudnn.reset();
 #endif
   blas.reset();
@@ -204,7 +209,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
   const int C = this->C(), NH = this->NH();
   floatX* q = slot_of(qkv, l, 3 * size_t(C));
   floatX* out = slot_of(atty, l, size_t(C));
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     const int HS = C / NH;
     ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
@@ -220,7 +225,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
 void CudaBackend::Impl::attention_backward(int l, int B, int T) {
   const int C = this->C(), NH = this->NH();
   const floatX* q = slot_of(qkv, l, 3 * size_t(C));
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     const int HS = C / NH;
     // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.

@@ -24,7 +24,7 @@
 #include "llmc/dist/bucket_sync_order.h"
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/dist/nccl_communicator.h"
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
 #include "llmc/cuda/cudnn_attention.h"
 #endif
 
@@ -133,7 +133,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   unsigned micro_steps = 0;
 
   std::unique_ptr<BlasContext> blas;
-#if !defined(ENABLE_FP32)
+#if defined(LLMC_CUDNN)
   std::unique_ptr<CudnnAttention> cudnn;
 #endif
   size_t cudnn_workspace_bytes = 0;

@@ -1,6 +1,8 @@
 // The CUDA trainer's device and library queries (llmc/cuda/cuda_backend.h): precision, attention
 // kind, devices, versions. No kernels.
+#if !defined(LLMC_CUDA_EMULATOR)
 #include <cudnn.h>
+#endif
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -26,10 +28,10 @@ Precision cuda_precision() {
 }
 
 AttentionKind default_attention_kind() {
-#if defined(ENABLE_FP32)
-  AttentionKind kind = AttentionKind::kFallback;
-#else
+#if defined(LLMC_CUDNN)
   AttentionKind kind = AttentionKind::kCudnn;
+#else
+  AttentionKind kind = AttentionKind::kFallback;
 #endif
   const char* env = std::getenv("LLMC_ATTENTION");
   if (env == nullptr || *env == '\0') return kind;
@@ -66,9 +68,14 @@ std::string cuda_library_versions() {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   ncclGetVersion(&nccl);
+#if defined(LLMC_CUDA_EMULATOR)
+  const std::string cudnn = "none (not emulated)";
+#else
+  const std::string cudnn = dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100);
+#endif
   return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
                      runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
-                     dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100), dotted(nccl, 10000, 100));
+                     cudnn, dotted(nccl, 10000, 100));
 }
 
 int cuda_device_for_local_rank(int local_rank) {

@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "llmc/cuda/emulator/block_runner.h"
+#include "llmc/cuda/emulator/device_memory.h"
 #include "llmc/cuda/emulator/kernel_launch.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -117,19 +119,6 @@ cudaError_t check_side(const char* call, const char* side, const void* p, size_t
   return cudaSuccess;
 }
 
-// Makes all device memory usable while a kernel runs, poisoned again afterwards (under ASan).
-template <class F>
-void with_device_memory(F&& f) {
-#if defined(__SANITIZE_ADDRESS__)
-  std::lock_guard<std::mutex> lock(state().mutex);
-  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second);
-  f();
-  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second);
-#else
-  f();
-#endif
-}
-
 // The allocation that holds a copy's device side, usable for the copy's lifetime (under ASan). Whole
 // allocations are unpoisoned and poisoned again, so that no partly poisoned granule is left behind.
 class UsableAllocation {
@@ -198,6 +187,38 @@ cudaError_t check_event(const char* call, cudaEvent_t event) {
 }
 
 }  // namespace
+
+// Makes all device memory usable while a kernel or a library call runs, poisoned again afterwards
+// (under ASan).
+void with_device_memory(const std::function<void()>& work) {
+#if defined(__SANITIZE_ADDRESS__)
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second);
+  work();
+  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second);
+#else
+  work();
+#endif
+}
+
+bool inside_device_allocation(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return device_range(p, bytes) != nullptr;
+}
+
+bool valid_stream(cudaStream_t stream) {
+  if (stream == nullptr) return true;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().streams.count(stream) != 0;
+}
+
+cudaError_t context_error() { return sticky_error(); }
+
+void library_fault(cudaError_t code, const std::string& what) {
+  fail(code, what);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().sticky == cudaSuccess) state().sticky = code;
+}
 
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
                           cudaStream_t stream, void (*invoke)(const void*), const void* args) {
@@ -424,6 +445,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorMisalignedAddress:
       return "cudaErrorMisalignedAddress";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure:
       return "cudaErrorLaunchFailure";
     case cudaErrorNotReady:
@@ -452,6 +475,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid resource handle";
     case cudaErrorMisalignedAddress:
       return "misaligned address";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure";
     case cudaErrorNotReady:

@@ -1,0 +1,562 @@
+// cuBLAS and cuBLASLt on the emulated GPU: the calls the project makes, against the toolkit's own
+// cublas_api.h and cublasLt.h, implemented from NVIDIA's documented semantics (docs/cuda-emulator.md
+// lists them). Matrices are column-major: element (r, c) of a rows x cols matrix with leading
+// dimension ld is at r + c * ld. D = alpha op(A) op(B) + beta C, then the epilogue, every product
+// and sum in fp32 and each output rounded once to its type. A call the real library rejects returns
+// the status the documentation gives for it; one it would run but the emulator does not implement
+// returns CUBLAS_STATUS_NOT_SUPPORTED. Every failure is printed on stderr with the call and why.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "llmc/cuda/emulator/device_memory.h"
+#include "llmc/cuda/emulator/gemm.h"
+
+struct cublasLtContext {
+  int unused;
+};
+struct cublasContext {
+  cudaStream_t stream;  // cublasSetStream's: the GEMMs run on it
+};
+
+namespace emu {
+namespace {
+
+struct LtDesc {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  void* bias = nullptr;
+  void* aux = nullptr;
+  int64_t aux_ld = 0;
+};
+struct LtLayout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+};
+struct LtPreference {
+  uint64_t max_workspace = 0;
+  uint32_t align[4] = {256, 256, 256, 256};  // A, B, C, D (the documented defaults)
+};
+// What an emulated algorithm remembers of the query that chose it: cublasLtMatmul refuses to run
+// it on another kind of GEMM or on operands less aligned than the query promised.
+struct LtAlgo {
+  uint64_t magic;
+  uint32_t epilogue;
+  int32_t trans_a, trans_b;
+  int32_t type;
+  uint32_t align[4];
+  uint32_t vector_align;  // bias and aux, capped at 16 bytes
+};
+constexpr uint64_t kAlgoMagic = 0x454d55414c474f31ull;  // "EMUALGO1"
+static_assert(sizeof(LtAlgo) <= sizeof(cublasLtMatmulAlgo_t), "an algorithm fits cuBLASLt's opaque struct");
+
+// Live handles and descriptors: a destroyed or never created one is an error, not a crash.
+struct Registry {
+  std::mutex mutex;
+  std::set<const void*> live;
+};
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+template <class T>
+T* track(T* p) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().live.insert(p);
+  return p;
+}
+bool alive(const void* p) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  return p != nullptr && registry().live.count(p) != 0;
+}
+template <class T>
+cublasStatus_t release(T* p) {
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    if (!registry().live.erase(p)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  }
+  delete p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t fail(cublasStatus_t status, const std::string& what) {
+  std::fprintf(stderr, "emulated cuBLAS: %s (%s)\n", what.c_str(), cublasGetStatusString(status));
+  return status;
+}
+
+LtDesc* desc_of(cublasLtMatmulDesc_t d) { return reinterpret_cast<LtDesc*>(d); }
+LtLayout* layout_of(cublasLtMatrixLayout_t l) { return reinterpret_cast<LtLayout*>(l); }
+LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPreference*>(p); }
+
+bool supported_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
+size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+const char* type_name(cudaDataType_t t) { return t == CUDA_R_32F ? "fp32" : t == CUDA_R_16BF ? "bf16" : "other"; }
+
+// The largest power of two up to 256 that divides the address.
+uint32_t alignment_of(const void* p) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
+  return uint32_t(bits & (~bits + 1));
+}
+
+// The tanh approximation, as cuBLASLt's GELU epilogues compute it, and its derivative.
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+float gelu(float x) {
+  const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
+  return 0.5f * x * (1.0f + t);
+}
+float gelu_grad(float x) {
+  const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+}
+
+float load(const void* p, cudaDataType_t type, size_t i) {
+  if (type == CUDA_R_32F) return static_cast<const float*>(p)[i];
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+}
+void store(void* p, cudaDataType_t type, size_t i, float v) {
+  if (type == CUDA_R_32F)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
+}
+
+// The bytes a column-major rows x cols matrix with leading dimension ld spans from its start.
+size_t matrix_bytes(uint64_t rows, uint64_t cols, int64_t ld, cudaDataType_t type) {
+  if (rows == 0 || cols == 0) return 0;
+  return size_t((cols - 1) * uint64_t(ld) + rows) * type_bytes(type);
+}
+
+// Every operand a library kernel would touch must lie in one device allocation; on a GPU a kernel
+// that reads past one faults (or silently reads a neighbour), here it is a sticky device fault.
+bool check_device(const char* call, const char* what, const void* p, size_t bytes) {
+  if (bytes == 0 || inside_device_allocation(p, bytes)) return true;
+  char text[160];
+  std::snprintf(text, sizeof text, "%s: %s at %p (+%zu bytes) is not inside one device allocation", call, what, p,
+                bytes);
+  library_fault(cudaErrorIllegalAddress, text);
+  return false;
+}
+
+enum class EpilogueKind { plain, bias, gelu, gelu_bias, gelu_aux, gelu_aux_bias, dgelu, dgelu_bgrad, bgrada, bgradb };
+bool epilogue_kind(uint32_t e, EpilogueKind& kind) {
+  switch (e) {
+    case CUBLASLT_EPILOGUE_DEFAULT: kind = EpilogueKind::plain; return true;
+    case CUBLASLT_EPILOGUE_BIAS: kind = EpilogueKind::bias; return true;
+    case CUBLASLT_EPILOGUE_GELU: kind = EpilogueKind::gelu; return true;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: kind = EpilogueKind::gelu_bias; return true;
+    case CUBLASLT_EPILOGUE_GELU_AUX: kind = EpilogueKind::gelu_aux; return true;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: kind = EpilogueKind::gelu_aux_bias; return true;
+    case CUBLASLT_EPILOGUE_DGELU: kind = EpilogueKind::dgelu; return true;
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: kind = EpilogueKind::dgelu_bgrad; return true;
+    case CUBLASLT_EPILOGUE_BGRADA: kind = EpilogueKind::bgrada; return true;
+    case CUBLASLT_EPILOGUE_BGRADB: kind = EpilogueKind::bgradb; return true;
+    default: return false;
+  }
+}
+bool uses_bias(EpilogueKind k) { return k != EpilogueKind::plain && k != EpilogueKind::gelu &&
+                                        k != EpilogueKind::gelu_aux && k != EpilogueKind::dgelu; }
+bool uses_aux(EpilogueKind k) {
+  return k == EpilogueKind::gelu_aux || k == EpilogueKind::gelu_aux_bias || k == EpilogueKind::dgelu ||
+         k == EpilogueKind::dgelu_bgrad;
+}
+
+// The shape checks common to the heuristic query and the matmul: op(A) is m x k, op(B) k x n, C and
+// D m x n; types, leading dimensions and the epilogue's extra operands as documented.
+struct LtShape {
+  uint64_t m, n, k;
+  EpilogueKind kind;
+};
+cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                        cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, LtShape& shape) {
+  if (!alive(op) || !alive(a) || !alive(b) || !alive(c) || !alive(d))
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": a descriptor that is null or destroyed");
+  const LtDesc& o = *desc_of(op);
+  const LtLayout &la = *layout_of(a), &lb = *layout_of(b), &lc = *layout_of(c), &ld = *layout_of(d);
+  if (o.compute != CUBLAS_COMPUTE_32F || o.scale != CUDA_R_32F)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": only CUBLAS_COMPUTE_32F with fp32 scale is emulated");
+  if (!supported_type(la.type) || la.type != lb.type || la.type != lc.type || la.type != ld.type)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                std::string(call) + ": A, B, C and D must all be fp32 or all bf16 (the combinations emulated)");
+  for (const LtLayout* l : {&la, &lb, &lc, &ld})
+    if (l->ld < int64_t(l->rows) || l->ld < 1)
+      return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": leading dimension " + std::to_string(l->ld) +
+                                                   " is less than the " + std::to_string(l->rows) + " rows");
+  const bool ta = o.trans_a == CUBLAS_OP_T, tb = o.trans_b == CUBLAS_OP_T;
+  if ((o.trans_a != CUBLAS_OP_N && !ta) || (o.trans_b != CUBLAS_OP_N && !tb))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": only CUBLAS_OP_N and CUBLAS_OP_T are emulated");
+  shape.m = ta ? la.cols : la.rows;
+  shape.k = ta ? la.rows : la.cols;
+  shape.n = tb ? lb.rows : lb.cols;
+  const uint64_t kb = tb ? lb.cols : lb.rows;
+  if (kb != shape.k || lc.rows != shape.m || lc.cols != shape.n || ld.rows != shape.m || ld.cols != shape.n ||
+      lc.ld != ld.ld)
+    return fail(CUBLAS_STATUS_INVALID_VALUE,
+                std::string(call) + ": op(A) is " + std::to_string(shape.m) + " x " + std::to_string(shape.k) +
+                    ", op(B) " + std::to_string(kb) + " x " + std::to_string(shape.n) + ", C " +
+                    std::to_string(lc.rows) + " x " + std::to_string(lc.cols) + ", D " + std::to_string(ld.rows) +
+                    " x " + std::to_string(ld.cols) + " (C and D must also share a leading dimension)");
+  if (!epilogue_kind(o.epilogue, shape.kind))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                std::string(call) + ": epilogue " + std::to_string(o.epilogue) + " is not emulated (no ReLU)");
+  if (uses_bias(shape.kind) && o.bias == nullptr)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the epilogue needs CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+  if (uses_aux(shape.kind)) {
+    if (o.aux == nullptr)
+      return fail(CUBLAS_STATUS_INVALID_VALUE,
+                  std::string(call) + ": the epilogue needs CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
+    if (o.aux_ld < int64_t(shape.m) || o.aux_ld % 8 != 0)
+      return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD " +
+                                                   std::to_string(o.aux_ld) +
+                                                   " must be a multiple of 8 and at least the " +
+                                                   std::to_string(shape.m) + " rows of D");
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// D = alpha op(A) op(B) + beta C and the epilogue, on host-visible device memory. `c` may equal
+// `d` (the product is formed in full before D is written).
+void run_lt(const LtDesc& o, const LtShape& s, float alpha, const void* a, const LtLayout& la, const void* b,
+            const LtLayout& lb, float beta, const void* c, const LtLayout& lc, void* d, const LtLayout& ld) {
+  const cudaDataType_t t = ld.type;
+  const bool bf16 = t == CUDA_R_16BF;
+  const GemmOperand ga{a, bf16, la.ld, o.trans_a == CUBLAS_OP_T}, gb{b, bf16, lb.ld, o.trans_b == CUBLAS_OP_T};
+  std::vector<float> acc;
+  gemm_fp32(acc, ga, gb, int(s.m), int(s.n), int(s.k));
+  const EpilogueKind kind = s.kind;
+  const bool add_bias = kind == EpilogueKind::bias || kind == EpilogueKind::gelu_bias ||
+                        kind == EpilogueKind::gelu_aux_bias;
+  const bool apply_gelu = kind == EpilogueKind::gelu || kind == EpilogueKind::gelu_bias ||
+                          kind == EpilogueKind::gelu_aux || kind == EpilogueKind::gelu_aux_bias;
+  const bool dgelu = kind == EpilogueKind::dgelu || kind == EpilogueKind::dgelu_bgrad;
+  const bool write_aux = kind == EpilogueKind::gelu_aux || kind == EpilogueKind::gelu_aux_bias;
+  // Bias gradients: reductions over k of op(A) (BGRADA, one per row of D) or op(B) (BGRADB, one per
+  // column), read from the inputs as they are, before any scaling.
+  if (kind == EpilogueKind::bgrada || kind == EpilogueKind::bgradb) {
+    const bool by_rows = kind == EpilogueKind::bgrada;
+    const GemmOperand& x = by_rows ? ga : gb;
+    const uint64_t count = by_rows ? s.m : s.n;
+    for (uint64_t i = 0; i < count; ++i) {
+      float sum = 0.0f;
+      for (uint64_t p = 0; p < s.k; ++p) {
+        const long long r = by_rows ? i : p, col = by_rows ? p : i;  // op(X)'s element
+        sum += x.transposed ? operand_at(x, col, r) : operand_at(x, r, col);
+      }
+      store(o.bias, t, i, sum);
+    }
+  }
+  std::vector<float> row_sums(dgelu ? s.m : 0, 0.0f);
+  for (uint64_t j = 0; j < s.n; ++j)
+    for (uint64_t i = 0; i < s.m; ++i) {
+      const size_t at = size_t(i + j * ld.ld);
+      float x = alpha * acc[size_t(i + j * s.m)];
+      if (beta != 0.0f) x += beta * load(c, t, size_t(i + j * lc.ld));
+      if (add_bias) x += load(o.bias, t, i);
+      const size_t aux_at = size_t(i + j * uint64_t(o.aux_ld));
+      if (write_aux) store(o.aux, t, aux_at, x);
+      if (apply_gelu) x = gelu(x);
+      if (dgelu) {
+        x *= gelu_grad(load(o.aux, t, aux_at));
+        row_sums[i] += x;
+      }
+      store(d, t, at, x);
+    }
+  if (kind == EpilogueKind::dgelu_bgrad)
+    for (uint64_t i = 0; i < s.m; ++i) store(o.bias, t, i, row_sums[i]);
+}
+
+}  // namespace
+}  // namespace emu
+
+using namespace emu;
+
+extern "C" {
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "the operation completed successfully";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "an absent device architectural feature is required";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "an access to GPU memory space failed";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "an internal operation failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    default: return "unknown error";
+  }
+}
+
+size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  if (!handle) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtCreate: null handle pointer");
+  *handle = track(new cublasLtContext{});
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) { return release(handle); }
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  if (!desc) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescCreate: null descriptor pointer");
+  LtDesc* d = track(new LtDesc{});
+  d->compute = compute;
+  d->scale = scale;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(d);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) { return release(desc_of(desc)); }
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t bytes) {
+  if (!alive(desc)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescSetAttribute: no such descriptor");
+  LtDesc& d = *desc_of(desc);
+  void* field = nullptr;
+  size_t size = 0;
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: field = &d.trans_a, size = sizeof d.trans_a; break;
+    case CUBLASLT_MATMUL_DESC_TRANSB: field = &d.trans_b, size = sizeof d.trans_b; break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: field = &d.epilogue, size = sizeof d.epilogue; break;
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: field = &d.bias, size = sizeof d.bias; break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: field = &d.aux, size = sizeof d.aux; break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: field = &d.aux_ld, size = sizeof d.aux_ld; break;
+    default:
+      return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                  "cublasLtMatmulDescSetAttribute: attribute " + std::to_string(int(attr)) + " is not emulated");
+  }
+  // Documented: INVALID_VALUE when buf is null or the size is not the attribute's.
+  if (buf == nullptr || bytes != size)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescSetAttribute: attribute " +
+                                                 std::to_string(int(attr)) + " takes " + std::to_string(size) +
+                                                 " bytes, got " + (buf ? std::to_string(bytes) + " bytes" : "null"));
+  std::memcpy(field, buf, size);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  if (!layout) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatrixLayoutCreate: null layout pointer");
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(track(new LtLayout{type, rows, cols, ld}));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) { return release(layout_of(layout)); }
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  if (!pref) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceCreate: null pointer");
+  *pref = reinterpret_cast<cublasLtMatmulPreference_t>(track(new LtPreference{}));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) { return release(pref_of(pref)); }
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                    size_t bytes) {
+  if (!alive(pref)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceSetAttribute: no such preference");
+  LtPreference& p = *pref_of(pref);
+  void* field = nullptr;
+  size_t size = sizeof(uint32_t);
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: field = &p.max_workspace, size = sizeof p.max_workspace; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: field = &p.align[0]; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: field = &p.align[1]; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: field = &p.align[2]; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: field = &p.align[3]; break;
+    default:
+      return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                  "cublasLtMatmulPreferenceSetAttribute: attribute " + std::to_string(int(attr)) + " is not emulated");
+  }
+  if (buf == nullptr || bytes != size)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceSetAttribute: attribute " +
+                                                 std::to_string(int(attr)) + " takes " + std::to_string(size) +
+                                                 " bytes, got " + (buf ? std::to_string(bytes) + " bytes" : "null"));
+  std::memcpy(field, buf, size);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// One algorithm for every GEMM the emulator can run (it needs no workspace); it records what the
+// query promised about the operands.
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* returned) {
+  const char* call = "cublasLtMatmulAlgoGetHeuristic";
+  if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, std::string(call) + ": no such handle");
+  if (!alive(pref) || requested < 1 || results == nullptr || returned == nullptr)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": a null or destroyed argument, or no room for results");
+  LtShape shape;
+  if (cublasStatus_t s = check_lt(call, op, a, b, c, d, shape)) return s;
+  const LtDesc& o = *desc_of(op);
+  const LtPreference& p = *pref_of(pref);
+  LtAlgo algo{kAlgoMagic, o.epilogue, o.trans_a, o.trans_b, int32_t(layout_of(d)->type),
+              {p.align[0], p.align[1], p.align[2], p.align[3]}, 16};
+  for (const void* v : {static_cast<const void*>(o.bias), static_cast<const void*>(o.aux)})
+    if (v) algo.vector_align = std::min(algo.vector_align, alignment_of(v));
+  results[0] = cublasLtMatmulHeuristicResult_t{};
+  std::memcpy(&results[0].algo, &algo, sizeof algo);
+  results[0].workspaceSize = 0;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* a,
+                              cublasLtMatrixLayout_t adesc, const void* b, cublasLtMatrixLayout_t bdesc,
+                              const void* beta, const void* c, cublasLtMatrixLayout_t cdesc, void* d,
+                              cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  const char* call = "cublasLtMatmul";
+  if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, std::string(call) + ": no such handle");
+  if (alpha == nullptr || beta == nullptr || a == nullptr || b == nullptr || d == nullptr)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": null alpha, beta, A, B or D");
+  LtShape shape;
+  if (cublasStatus_t s = check_lt(call, op, adesc, bdesc, cdesc, ddesc, shape)) return s;
+  const LtDesc& o = *desc_of(op);
+  const LtLayout &la = *layout_of(adesc), &lb = *layout_of(bdesc), &lc = *layout_of(cdesc), &ld = *layout_of(ddesc);
+  const float alpha_value = *static_cast<const float*>(alpha), beta_value = *static_cast<const float*>(beta);
+  if (beta_value != 0.0f && c == nullptr) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": beta != 0, C null");
+  // The algorithm must come from a query for this kind of GEMM, and the operands must be as aligned
+  // as that query said they would be: an algorithm may rely on every byte of alignment promised.
+  if (algo != nullptr) {
+    LtAlgo chosen;
+    std::memcpy(&chosen, algo, sizeof chosen);
+    if (chosen.magic != kAlgoMagic || chosen.epilogue != o.epilogue || chosen.trans_a != o.trans_a ||
+        chosen.trans_b != o.trans_b || chosen.type != int32_t(ld.type))
+      return fail(CUBLAS_STATUS_INVALID_VALUE,
+                  std::string(call) + ": the algorithm was chosen for another epilogue, transpose or type");
+    const struct {
+      const char* name;
+      const void* p;
+      uint32_t promised;
+    } operands[] = {{"A", a, chosen.align[0]}, {"B", b, chosen.align[1]}, {"C", c ? c : d, chosen.align[2]},
+                    {"D", d, chosen.align[3]}, {"the bias", o.bias, chosen.vector_align},
+                    {"the GELU aux", o.aux, chosen.vector_align}};
+    for (const auto& x : operands)
+      if (x.p && alignment_of(x.p) < x.promised)
+        return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": " + x.name + " is " +
+                                                     std::to_string(alignment_of(x.p)) +
+                                                     "-byte aligned, but the algorithm was chosen for " +
+                                                     std::to_string(x.promised) + "-byte alignment");
+  }
+  if (workspace_bytes > 0 && !inside_device_allocation(workspace, workspace_bytes))
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the workspace is not device memory of that size");
+  if (!valid_stream(stream)) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": no such stream");
+  if (context_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+  const cudaDataType_t t = ld.type;
+  const size_t e = type_bytes(t);
+  bool ok = check_device(call, "A", a, matrix_bytes(la.rows, la.cols, la.ld, t)) &&
+            check_device(call, "B", b, matrix_bytes(lb.rows, lb.cols, lb.ld, t)) &&
+            check_device(call, "D", d, matrix_bytes(ld.rows, ld.cols, ld.ld, t)) &&
+            (beta_value == 0.0f || check_device(call, "C", c, matrix_bytes(lc.rows, lc.cols, lc.ld, t)));
+  const EpilogueKind kind = shape.kind;
+  const size_t bias_count = kind == EpilogueKind::bgradb ? shape.n : shape.m;
+  if (ok && uses_bias(kind)) ok = check_device(call, "the bias vector", o.bias, bias_count * e);
+  if (ok && uses_aux(kind))
+    ok = check_device(call, "the GELU aux matrix", o.aux, matrix_bytes(shape.m, shape.n, o.aux_ld, t));
+  if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
+  with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  if (!handle) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasCreate: null handle pointer");
+  *handle = track(new cublasContext{nullptr});
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) { return release(handle); }
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
+  if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetWorkspace: no such handle");
+  if (bytes > 0 && !inside_device_allocation(workspace, bytes))
+    return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: the workspace is not device memory of that size");
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream: no such handle");
+  if (!valid_stream(stream)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: no such stream");
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch, X_i = X + i * stride_X; host alpha and beta.
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                          int m, int n, int k, const void* alpha, const void* a, cudaDataType a_type,
+                                          int lda, long long stride_a, const void* b, cudaDataType b_type, int ldb,
+                                          long long stride_b, const void* beta, void* c, cudaDataType c_type, int ldc,
+                                          long long stride_c, int batch, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t algo) {
+  const char* call = "cublasGemmStridedBatchedEx";
+  if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, std::string(call) + ": no such handle");
+  const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
+  if ((transa != CUBLAS_OP_N && !ta) || (transb != CUBLAS_OP_N && !tb))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": only CUBLAS_OP_N and CUBLAS_OP_T are emulated");
+  // Documented: INVALID_VALUE for negative sizes or leading dimensions smaller than the stored rows.
+  const int a_rows = ta ? k : m, b_rows = tb ? n : k;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) ||
+      ldc < std::max(1, m))
+    return fail(CUBLAS_STATUS_INVALID_VALUE,
+                std::string(call) + ": m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                    " batch=" + std::to_string(batch) + " lda=" + std::to_string(lda) + " ldb=" + std::to_string(ldb) +
+                    " ldc=" + std::to_string(ldc));
+  if (compute != CUBLAS_COMPUTE_32F || !supported_type(a_type) || a_type != b_type || a_type != c_type)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                std::string(call) + ": only CUBLAS_COMPUTE_32F with A, B and C all fp32 or all bf16 is emulated");
+  if (algo != CUBLAS_GEMM_DEFAULT && algo != CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": only the default algorithm is emulated");
+  if (!alpha || !beta) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": null alpha or beta");
+  if (!valid_stream(handle->stream))
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the handle's stream was destroyed");
+  if (context_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  const float alpha_value = *static_cast<const float*>(alpha), beta_value = *static_cast<const float*>(beta);
+  const size_t e = type_bytes(a_type);
+  const char* names[] = {"A", "B", "C"};
+  const void* bases[] = {a, b, c};
+  const long long strides[] = {stride_a, stride_b, stride_c};
+  const size_t spans[] = {matrix_bytes(a_rows, ta ? m : k, lda, a_type), matrix_bytes(b_rows, tb ? k : n, ldb, a_type),
+                          matrix_bytes(m, n, ldc, a_type)};
+  for (int x = 0; x < 3; ++x)
+    for (int i = 0; i < batch; ++i)
+      if (!(x < 2 && k == 0) &&
+          !check_device(call, (std::string(names[x]) + " of batch entry " + std::to_string(i)).c_str(),
+                        static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+  const bool bf16 = a_type == CUDA_R_16BF;
+  with_device_memory([&] {
+    std::vector<float> acc;
+    for (int i = 0; i < batch; ++i) {
+      const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, bf16, lda, ta};
+      const GemmOperand gb{static_cast<const char*>(b) + i * stride_b * e, bf16, ldb, tb};
+      void* ci = static_cast<char*>(c) + i * stride_c * e;
+      gemm_fp32(acc, ga, gb, m, n, k);
+      for (int j = 0; j < n; ++j)
+        for (int r = 0; r < m; ++r) {
+          const size_t at = size_t(r) + size_t(j) * ldc;
+          float x = alpha_value * acc[size_t(r) + size_t(j) * m];
+          if (beta_value != 0.0f) x += beta_value * load(ci, c_type, at);
+          store(ci, c_type, at, x);
+        }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"

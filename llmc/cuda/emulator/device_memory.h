@@ -1,0 +1,29 @@
+// What the libraries on the emulated GPU (cuBLAS/cuBLASLt in blas_api.cpp, NCCL in nccl_api.cpp)
+// need of the emulated runtime (runtime_api.cpp): its device memory, its streams and its sticky
+// error, so that library calls are checked and fail the way the runtime's own calls do.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace emu {
+
+// Whether [p, p + bytes) lies inside one live device allocation.
+bool inside_device_allocation(const void* p, size_t bytes);
+
+// Whether `stream` is the default stream or one created and not yet destroyed.
+bool valid_stream(cudaStream_t stream);
+
+// The context's sticky error (cudaSuccess while no kernel or library call has faulted).
+cudaError_t context_error();
+
+// A fault on the device outside a kernel (a library's kernel reading past an allocation): printed
+// on stderr with `what`, then sticky for every later runtime call, as a GPU context's is.
+void library_fault(cudaError_t code, const std::string& what);
+
+// Runs `work` with all device memory usable (it is poisoned for the host otherwise, under ASan).
+void with_device_memory(const std::function<void()>& work);
+
+}  // namespace emu
