@@ -307,6 +307,7 @@ EMU_TESTS     := $(basename $(notdir $(wildcard tests/emu/*.cu)))
 .PHONY: test-emu emu-benches emu-tests print-emu-benches emu-switch-cost
 test-emu:
 	@bash tests/check_emu.sh
+	@bash tests/check_emu_trainer.sh
 
 print-emu-benches:
 	@echo $(EMU_BENCHES)
@@ -326,7 +327,7 @@ $(BUILD)/emu-none/switch_cost: dev/emulator/switch_cost.cpp llmc/cuda/emulator/f
 
 $(EMU)/runtime/%.o: llmc/cuda/emulator/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) -MMD -MP -c $< -o $@
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
 
 # The GEMMs under the emulated cuBLAS: optimised, uninstrumented (they read only the emulator's own
 # fp32 copies of checked operands), parallel where the checker allows OpenMP.
@@ -357,5 +358,36 @@ $(EMU)/tests/%.o: tests/emu/%.cu
 $(EMU)/tests/%: $(EMU)/tests/%.o $(EMU_RUNTIME_LIB)
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
--include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/ref/*.d)
+# ---- The CUDA trainer and its parity test on the emulated GPU ----
+# make train_gpt2cu-emu / test_gpt2cu-emu [PRECISION=FP32] [EMU_SANITIZER=address|none]: the same
+# sources as train_gpt2cu / test_gpt2cu (the backend, the NCCL communicator, the two mains), compiled
+# with g++ against the emulator and linked with the host library built with the same checker
+# (build/sanitize/libllmc.a under ASan + UBSan, build/libllmc.a without).
+EMU_TRAINER      := $(EMU)/$(CUDA_PREC)/trainer
+EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_state.o \
+                    llmc/cuda/cuda_device.o llmc/dist/nccl_communicator.o)
+ifeq ($(EMU_SANITIZER),address)
+EMU_HOST_LIB := $(SANITIZE_LIB)
+else ifeq ($(EMU_SANITIZER),none)
+EMU_HOST_LIB := $(LIBLLMC)
+else
+EMU_HOST_LIB  = $(error the trainer on the emulated GPU builds with EMU_SANITIZER=address or none)
+endif
+
+.PHONY: train_gpt2cu-emu test_gpt2cu-emu
+train_gpt2cu-emu test_gpt2cu-emu: %-emu: $(EMU_TRAINER)/% FORCE
+	cp -f $< $@
+
+$(EMU_TRAINER)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_KERNEL_FLAGS) $(MPI_CFLAGS) -x c++ -c $< -o $@
+
+# As for the sanitizer's binaries: the main's object first on the link line, the libraries last.
+$(EMU_TRAINER)/train_gpt2cu: $(EMU_TRAINER)/train_gpt2.o $(EMU_TRAINER_OBJS) $(EMU_HOST_LIB) $(EMU_RUNTIME_LIB)
+$(EMU_TRAINER)/test_gpt2cu: $(EMU_TRAINER)/test_gpt2.o $(EMU_TRAINER_OBJS) $(EMU_HOST_LIB) $(EMU_RUNTIME_LIB)
+$(EMU_TRAINER)/train_gpt2cu $(EMU_TRAINER)/test_gpt2cu:
+	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS) $(MPI_LDLIBS)
+
+-include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/ref/*.d $(BUILD)/emu-*/*/trainer/*.d \
+  $(BUILD)/emu-*/*/trainer/llmc/*/*.d)
 # ==== end of the emulated GPU section ===========================================================

@@ -2,6 +2,7 @@
 // driving the GPU backend, one GPU per rank under mpirun/srun (or one process). Flags:
 // ./train_gpt2cu --help; semantics: docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build).
+// LLMC_GELU=mixed|kernels|epilogues chooses where the GELU is computed (llmc/cuda/cuda_backend.h).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
     options.max_seq_len = o.seq_len;
     options.recompute = o.recompute;
     options.attention = llmc::default_attention_kind();
+    options.gelu = llmc::default_gelu_path();
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.world_size = placement.process.world_size;
@@ -97,14 +99,19 @@ int main(int argc, char** argv) {
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;
       const double mib = 1024.0 * 1024.0;
-      fmt::print("cuda: {} | precision {} | attention {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB allocated | {}\n",
+      fmt::print("cuda: {} | precision {} | attention {} | gelu {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
+                 "allocated | {}\n",
                  llmc::cuda_device_description(), llmc::cuda_precision_name(),
-                 llmc::attention_kind_name(options.attention), options.recompute,
+                 llmc::attention_kind_name(options.attention), llmc::gelu_path_name(options.gelu), options.recompute,
                  double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
                                    : std::string("one rank"));
       fmt::print("cuda libraries: {}\n", llmc::cuda_library_versions());
+#if defined(LLMC_CUDA_EMULATOR)
+      fmt::print("emulated GPU: every kernel runs on the CPU, thousands of times slower than a GPU; for checking "
+                 "and debugging (docs/cuda-emulator.md)\n");
+#endif
       std::fflush(stdout);
     }
     return backend;

@@ -2,8 +2,9 @@
 // with tails and misaligned matrices, each version checked against the CPU layer
 // (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed.
 //
-// Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU, pre-activation as aux),
-// bwd_dinp, bwd_dinp_dgelu (DGELU epilogue), bwd_dweight (accumulating), dbias_kernel (the
+// Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU epilogue, pre-activation as aux),
+// fwd_gelu_kernel (bias epilogue, then the GELU kernel), bwd_dinp, bwd_dinp_dgelu (DGELU
+// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating), dbias_kernel (the
 // deterministic hand-written reduction), dweight_bgradb (dweight GEMM with the BGRADB epilogue
 // producing dbias).
 //
@@ -146,23 +147,34 @@ struct Runner {
     if (bench::selected(args, "fwd_bias"))
       check_and_time(tag("fwd_bias"), d.out, n_out, r.out_bias, fwd_bytes, gemm_flops,
                      [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); });
-    if (bench::selected(args, "fwd_gelu")) {
+    // The GELU two ways: cuBLASLt's epilogues, and a plain GEMM followed by the GELU kernels.
+    for (bool epilogue : {true, false}) {
+      const char* version = epilogue ? "fwd_gelu" : "fwd_gelu_kernel";
+      if (!bench::selected(args, version)) continue;
       bench::poison(d.out, n_out * sizeof(floatX));
       bench::poison(d.aux, n_out * sizeof(floatX));
-      auto run = [&] { llmc::matmul_forward_gelu(ctx, d.out, d.aux, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); };
+      auto run = [&] {
+        llmc::matmul_forward_gelu(ctx, d.out, d.aux, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, epilogue, 0);
+      };
       run();
-      ok(bench::check(tag("fwd_gelu out"), bench::from_device(d.out, n_out), r.out_gelu, kTol));
-      ok(bench::check(tag("fwd_gelu pre-activation"), bench::from_device(d.aux, n_out), r.out_bias, kTol));
-      time_it(tag("fwd_gelu"), run, fwd_bytes + e * n_out, gemm_flops);
+      ok(bench::check(tag(version) + " out", bench::from_device(d.out, n_out), r.out_gelu, kTol));
+      ok(bench::check(tag(version) + " pre-activation", bench::from_device(d.aux, n_out), r.out_bias, kTol));
+      time_it(tag(version), run, fwd_bytes + e * n_out * (epilogue ? 1 : 3), gemm_flops);
     }
     const double dinp_bytes = e * (n_out + n_w + n_in);
     if (bench::selected(args, "bwd_dinp"))
-      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops,
-                     [&] { llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, nullptr, s.BT, s.C, s.OC, 0); });
-    if (bench::selected(args, "bwd_dinp_dgelu"))
-      check_and_time(tag("bwd_dinp_dgelu"), d.dinp, n_in, r.dinp_dgelu, dinp_bytes + e * n_in, gemm_flops, [&] {
-        llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, d.pre_gelu_in, s.BT, s.C, s.OC, 0);
+      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops, [&] {
+        llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, nullptr, s.BT, s.C, s.OC, false, 0);
       });
+    for (bool epilogue : {true, false}) {
+      const char* version = epilogue ? "bwd_dinp_dgelu" : "bwd_dinp_gelu_kernel";
+      if (bench::selected(args, version))
+        check_and_time(tag(version), d.dinp, n_in, r.dinp_dgelu, dinp_bytes + e * n_in * (epilogue ? 1 : 3),
+                       gemm_flops, [&] {
+                         llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, d.pre_gelu_in, s.BT, s.C, s.OC,
+                                                     epilogue, 0);
+                       });
+    }
     // The accumulating outputs are reset to the random initial gradient, checked after one launch,
     // then timed on the same buffers (which keep accumulating).
     if (bench::selected(args, "bwd_dweight")) {
@@ -237,6 +249,7 @@ bool run(const bench::Args& args) {
 int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
-      {"fwd", "fwd_bias", "fwd_gelu", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dweight", "dbias_kernel", "dweight_bgradb"},
+      {"fwd", "fwd_bias", "fwd_gelu", "fwd_gelu_kernel", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dinp_gelu_kernel",
+       "bwd_dweight", "dbias_kernel", "dweight_bgradb"},
       run);
 }

@@ -2,17 +2,15 @@
 //   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
 // p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it
-// with stochastic rounding (bf16), so that updates far below bf16's resolution still move the
-// parameters in expectation. The random bits depend only on (seed, element index within the
-// tensor): a step is reproducible, and the same whether a tensor is updated whole or in slices (as
-// ZeRO-1 does when a rank's shard boundary cuts through it). Weight decay is per tensor: the caller
-// launches once per tensor (or contiguous run of tensors) with its decay.
+// rounded to nearest. They are a function of the master copy alone, so a checkpoint (which holds
+// the master copy) restores them exactly, and every rank's copy of a ZeRO-1 shard is the same. The
+// updates far below bf16's resolution accumulate in the master copy. Weight decay is per tensor:
+// the caller launches once per tensor (or contiguous run of tensors) with its decay.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "llmc/cuda/common.cuh"
-#include "llmc/cuda/random.cuh"
 
 namespace llmc {
 
@@ -20,8 +18,6 @@ struct AdamWArgs {
   float lr, beta1, beta2, eps, weight_decay;
   float correction1, correction2;  // 1 - beta^t
   float grad_scale;
-  uint32_t seed;
-  uint64_t index_offset;  // index of element 0 of this launch within its tensor (rounding stream)
 };
 
 // Updates m, v and returns the new master value of one parameter.
@@ -45,7 +41,7 @@ __global__ void adamw_scalar_kernel(Real* params, float* master, const Real* gra
   m[i] = mi;
   v[i] = vi;
   if (master) master[i] = p;
-  params[i] = stochastic_round<Real>(p, random_u32(a.seed, a.index_offset + i));
+  params[i] = Real(p);
 }
 
 // One 16-byte vector of parameters/gradients per thread, with the fp32 state as 16-byte vectors too.
@@ -70,7 +66,7 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
     for (int k = 0; k < F; ++k) {
       const float p_old = master ? pm[k] : float(p_low[f + k]);
       pm[k] = adamw_step(p_old, float(g[f + k]), mv[k], vv[k], a);
-      p_out[f + k] = stochastic_round<Real>(pm[k], random_u32(a.seed, a.index_offset + i + f + k));
+      p_out[f + k] = Real(pm[k]);
     }
     store128cs(m + i + f, mv);
     store128cs(v + i + f, vv);
@@ -80,7 +76,7 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
 }
 
 inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                            float grad_scale, uint32_t seed, uint64_t index_offset) {
+                            float grad_scale) {
   return {lr,
           beta1,
           beta2,
@@ -88,18 +84,15 @@ inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float
           weight_decay,
           static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)),
           static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)),
-          grad_scale,
-          seed,
-          index_offset};
+          grad_scale};
 }
 
 // One AdamW step (1-based t) over n parameters. master may be null, in which case params hold the
-// master values themselves (the FP32 build). seed should differ per step and per tensor;
-// index_offset is where params[0] sits in its tensor, so that slices draw the tensor's own bits.
+// master values themselves (the FP32 build).
 inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, float lr,
                          float beta1, float beta2, float eps, float weight_decay, int t, float grad_scale,
-                         uint32_t seed, uint64_t index_offset, cudaStream_t stream) {
-  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale, seed, index_offset);
+                         cudaStream_t stream) {
+  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale);
   constexpr int block = 256;
   constexpr int S = Packed128<floatX>::size;
   const bool aligned = ((reinterpret_cast<uintptr_t>(params) | reinterpret_cast<uintptr_t>(grads) |

@@ -74,6 +74,11 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.attention = opt.attention;
   plan_inputs.partition = partition;
   check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
+  if (opt.gelu == GeluPath::kEpilogues && opt.recompute != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: LLMC_GELU=epilogues needs -r 0: recompute {} would rebuild "
+                                         "the GELU output from the stored bf16 pre-activation, not as the epilogue "
+                                         "computed it",
+                                         opt.recompute));
 #if !defined(LLMC_CUDNN)
   if (opt.attention == AttentionKind::kCudnn)
     throw std::runtime_error("CUDA backend: this build has no cuDNN attention (the emulated GPU does not emulate "
@@ -254,7 +259,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
                                      branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     matmul_forward_gelu(*blas, gelu_of(l), slot_of(fch, l, 4 * Cs), ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C,
-                        4 * C, stream);
+                        4 * C, opt.gelu == GeluPath::kEpilogues, stream);
     matmul_forward(*blas, branch, gelu_of(l), param(kFcprojw, l), param(kFcprojb, l), BT, 4 * C, C, stream);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
@@ -275,7 +280,9 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
-  matmul_backward(*blas, d_ln, grad(kWte), nullptr, nullptr, logits, lnf, param(kWte), nullptr, BT, C, Vp, stream);
+  const bool dgelu_epilogue = opt.gelu != GeluPath::kKernels;
+  matmul_backward(*blas, d_ln, grad(kWte), nullptr, nullptr, logits, lnf, param(kWte), nullptr, BT, C, Vp, false,
+                  stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, stream);
   for (int l = L - 1; l >= 0; --l) {
@@ -285,27 +292,27 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
     if (opt.recompute >= 1) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream);
     if (opt.recompute >= 2)
       layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
-    // fcproj: its input gradient comes out already multiplied by gelu'(fch) (DGELU epilogue).
+    // fcproj: its input gradient comes out already multiplied by gelu'(fch).
     matmul_backward(*blas, d_big, grad(kFcprojw, l), grad(kFcprojb, l), scratch, dres, gelu_of(l),
-                    param(kFcprojw, l), layer_fch, BT, 4 * C, C, stream);
+                    param(kFcprojw, l), layer_fch, BT, 4 * C, C, dgelu_epilogue, stream);
     matmul_backward(*blas, d_ln, grad(kFcw, l), grad(kFcb, l), scratch, d_big, ln2_of(l), param(kFcw, l), nullptr, BT,
-                    C, 4 * C, stream);
+                    C, 4 * C, false, stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream);
     matmul_backward(*blas, d_ln, grad(kAttprojw, l), grad(kAttprojb, l), scratch, dres, slot_of(atty, l, Cs),
-                    param(kAttprojw, l), nullptr, BT, C, C, stream);
+                    param(kAttprojw, l), nullptr, BT, C, C, false, stream);
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
     matmul_backward(*blas, d_ln, grad(kQkvw, l), grad(kQkvb, l), scratch, d_big, ln1_of(l), param(kQkvw, l), nullptr,
-                    BT, C, 3 * C, stream);
+                    BT, C, 3 * C, false, stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
     if (overlapping()) start_bucket(L - 1 - l);
   }
   encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C,
-                   mix32(opt.seed ^ mix32(micro_steps)), stream);
+                   rounding_seed, stream);
   if (overlapping()) start_bucket(L);
 }
 
@@ -341,6 +348,7 @@ void CudaBackend::zero_grad() {
   Impl& d = *impl_;
   CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.buffer_size * sizeof(floatX), d.stream));
   CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kLossAccum, 0, sizeof(float), d.stream));
+  d.micro_in_step = 0;
 }
 
 void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
@@ -355,7 +363,9 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
   // The host sorts the tokens into buckets while the GPU runs the forward pass.
   const int num_buckets = d.stage_buckets(inputs, BT);
-  ++d.micro_steps;
+  uint32_t seed = mix32(d.opt.seed ^ mix32(++d.micro_in_step));
+  for (int i = 0; i < BT; ++i) seed = mix32(seed ^ uint32_t(inputs[i]));
+  d.rounding_seed = seed;
   d.backward(B, T, num_buckets);
 }
 

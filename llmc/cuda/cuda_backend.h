@@ -3,7 +3,7 @@
 //
 // Precision (fixed at compile time, see llmc/cuda/common.cuh): the default build keeps parameters,
 // gradients and activations in bf16, with fp32 master weights, AdamW moments, losses and norms,
-// and writes the bf16 parameters from the master copy with stochastic rounding; PRECISION=FP32
+// and writes the bf16 parameters from the master copy rounded to nearest; PRECISION=FP32
 // (-DENABLE_FP32) keeps everything in fp32. Design and memory layout: docs/cuda-trainer.md.
 //
 // This header is plain C++ (no CUDA types), so host-only translation units can include it; the
@@ -20,6 +20,15 @@
 
 namespace llmc {
 
+// Where the fc layers' GELU is computed (LLMC_GELU, default_gelu_path). kMixed, the default: the
+// forward pass runs the GELU kernel on the stored bf16 pre-activation, which is exactly what a
+// recompute in the backward pass reproduces (so -r 0, 1 and 2 give the same gradients), and the
+// backward pass folds gelu' into the input-gradient GEMM (cuBLASLt's DGELU epilogue). kKernels: no
+// GELU epilogue at all. kEpilogues: the forward pass too uses cuBLASLt's GELU_AUX_BIAS epilogue (one
+// pass less), whose output comes from the fp32 pre-activation, which a recompute cannot reproduce:
+// it needs recompute 0.
+enum class GeluPath { kMixed, kKernels, kEpilogues };
+
 struct CudaBackendOptions {
   int max_batch = 4;     // the largest B of any call (activations are allocated once for it)
   int max_seq_len = 64;  // the largest T of any call, at most the model's max_seq_len
@@ -27,7 +36,8 @@ struct CudaBackendOptions {
   // in the backward pass; 2: also recompute the two LayerNorm outputs of each layer.
   int recompute = 1;
   AttentionKind attention = AttentionKind::kCudnn;
-  unsigned seed = 1337;  // stochastic rounding streams
+  GeluPath gelu = GeluPath::kMixed;
+  unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
   // Several ranks, one GPU each: with nccl_host set, the gradient and parameter collectives run
   // over NCCL on the device buffers (NcclCommunicator on GPU `device`, its unique id sent over
@@ -52,6 +62,9 @@ const char* cuda_precision_name();
 // The attention a build uses by default: cuDNN in bf16, the fallback in fp32. The environment
 // variable LLMC_ATTENTION=fallback|cudnn overrides it (cudnn is refused in the FP32 build).
 AttentionKind default_attention_kind();
+// LLMC_GELU=mixed|kernels|epilogues (unset: mixed), and the names the logs print.
+GeluPath default_gelu_path();
+const char* gelu_path_name(GeluPath path);
 // The build's precision as the memory plan names it.
 Precision cuda_precision();
 // Number of CUDA devices, 0 when there is none or no working driver (never throws).

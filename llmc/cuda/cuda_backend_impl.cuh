@@ -30,7 +30,7 @@
 
 namespace llmc {
 
-// Rounds to nearest (the stochastic rounding is for AdamW's small updates, not for loading).
+// Rounds to nearest, as AdamW writes the bf16 parameters from the master copy.
 template <class Dst, class Src>
 __global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -130,7 +130,12 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   std::array<cudaEvent_t, 2> tokens_copied{};
   std::array<cudaEvent_t, 2> buckets_copied{};
   int slot = 0;
-  unsigned micro_steps = 0;
+  // The encoder backward's stochastic rounding seed of the current micro-batch: a function of the
+  // run's seed, its tokens and its place in the step (micro_in_step, reset by zero_grad), never of
+  // how many steps this process has run, so that a run resumed from a checkpoint rounds as the
+  // unbroken run did.
+  uint32_t rounding_seed = 0;
+  unsigned micro_in_step = 0;
 
   std::unique_ptr<BlasContext> blas;
 #if defined(LLMC_CUDNN)

@@ -111,11 +111,9 @@ void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float g
   for (const TensorSlice& s : d.owned_slices) {
     const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
     const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
-    // A different rounding stream per step and per tensor.
-    const uint32_t seed = mix32(d.opt.seed ^ mix32(uint32_t(t) * kNumParamTensors + uint32_t(s.tensor)));
     llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
                        d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
-                       seed, s.tensor_offset, d.stream);
+                       d.stream);
   }
 }
 

@@ -41,6 +41,23 @@ AttentionKind default_attention_kind() {
   throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
 }
 
+GeluPath default_gelu_path() {
+  const char* env = std::getenv("LLMC_GELU");
+  const std::string value = env ? env : "";
+  if (value.empty() || value == "mixed") return GeluPath::kMixed;
+  if (value == "kernels") return GeluPath::kKernels;
+  if (value == "epilogues") return GeluPath::kEpilogues;
+  throw std::runtime_error(fmt::format("LLMC_GELU: '{}' is not 'mixed', 'kernels' or 'epilogues'", value));
+}
+
+const char* gelu_path_name(GeluPath path) {
+  switch (path) {
+    case GeluPath::kKernels: return "kernels";
+    case GeluPath::kEpilogues: return "epilogues";
+    default: return "mixed";
+  }
+}
+
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -96,12 +96,15 @@ inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, con
 }
 
 // The fc layer with its GELU: pre_gelu (BT x OC) = inp weight^T + bias, out = gelu(pre_gelu) (tanh
-// approximation, as cuBLASLt's GELU epilogue computes it). pre_gelu is what matmul_backward needs.
-// Where cuBLASLt offers no GELU epilogue for these types, a bias GEMM and the GELU kernel do it.
+// approximation). pre_gelu is what matmul_backward needs. With `epilogue`, cuBLASLt's GELU_AUX_BIAS
+// epilogue computes both in one pass, out from the fp32 pre-activation; otherwise (or where
+// cuBLASLt offers no such epilogue) a bias GEMM writes pre_gelu and the GELU kernel computes out
+// from it as stored, exactly as a recompute in the backward pass does (gelu_forward).
 inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu, const floatX* inp,
-                                const floatX* weight, const floatX* bias, int BT, int C, int OC, cudaStream_t stream) {
-  if (try_lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-                  const_cast<floatX*>(bias), pre_gelu, OC, false, stream))
+                                const floatX* weight, const floatX* bias, int BT, int C, int OC, bool epilogue,
+                                cudaStream_t stream) {
+  if (epilogue && try_lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC,
+                              CUBLASLT_EPILOGUE_GELU_AUX_BIAS, const_cast<floatX*>(bias), pre_gelu, OC, false, stream))
     return;
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
   gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
@@ -109,12 +112,14 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
 
 // dinp (BT x C) = dout (BT x OC) weight, overwritten. With pre_gelu (BT x C, the input of the GELU
 // that produced this layer's input) the result is multiplied by gelu'(pre_gelu), so dinp is the
-// gradient of the fc layer's pre-activation and no separate GELU backward kernel runs (unless
-// cuBLASLt offers no DGELU epilogue for these types: then the GELU backward kernel runs in place).
+// gradient of the fc layer's pre-activation: with `epilogue` by cuBLASLt's DGELU epilogue (one
+// rounding), otherwise (or where cuBLASLt offers no DGELU epilogue for these types) by the GELU
+// backward kernel, in place.
 inline void matmul_backward_input(BlasContext& ctx, floatX* dinp, const floatX* dout, const floatX* weight,
-                                  const floatX* pre_gelu, int BT, int C, int OC, cudaStream_t stream) {
-  if (pre_gelu && try_lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DGELU,
-                              nullptr, const_cast<floatX*>(pre_gelu), C, false, stream))
+                                  const floatX* pre_gelu, int BT, int C, int OC, bool epilogue, cudaStream_t stream) {
+  if (pre_gelu && epilogue &&
+      try_lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DGELU, nullptr,
+                  const_cast<floatX*>(pre_gelu), C, false, stream))
     return;
   lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0,
           false, stream);
@@ -199,14 +204,15 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
 }
 
 // The whole backward of a fully connected layer: dinp overwritten (times gelu'(pre_gelu) when
-// pre_gelu is given, see matmul_backward_input), dweight += dout^T inp, dbias += column sums of dout
-// (skipped when dbias is null; bias_scratch as for matmul_bias_grad).
+// pre_gelu is given, through the DGELU epilogue when dgelu_epilogue, see matmul_backward_input),
+// dweight += dout^T inp, dbias += column sums of dout (skipped when dbias is null; bias_scratch as
+// for matmul_bias_grad).
 inline void matmul_backward(BlasContext& ctx, floatX* dinp, floatX* dweight, floatX* dbias, float* bias_scratch,
                             const floatX* dout, const floatX* inp, const floatX* weight, const floatX* pre_gelu, int BT,
-                            int C, int OC, cudaStream_t stream) {
+                            int C, int OC, bool dgelu_epilogue, cudaStream_t stream) {
   if (dbias) matmul_bias_grad(dbias, bias_scratch, dout, BT, OC, stream);
   matmul_backward_weight(ctx, dweight, dout, inp, BT, C, OC, stream);
-  matmul_backward_input(ctx, dinp, dout, weight, pre_gelu, BT, C, OC, stream);
+  matmul_backward_input(ctx, dinp, dout, weight, pre_gelu, BT, C, OC, dgelu_epilogue, stream);
 }
 
 }  // namespace llmc

@@ -303,6 +303,9 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
   return cudaSuccess;
 }
 
+// cudaMallocHost's C++ overload (with flags) calls this; every flag gives the same pinned memory here.
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMallocHost(ptr, size); }
+
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The whole CUDA trainer on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan:
+#  (a) test_gpt2cu, both precisions, against the CPU backend on a small odd-shaped model (below): logits,
+#      loss, every gradient tensor, recompute 0/1/2 bit for bit, the GELU paths, the overlapped
+#      NCCL buckets on one rank, parameters after AdamW steps, the memory plan;
+#  (b) train_gpt2cu-emu (FP32) against train_gpt2 on the same model (weight decay, accumulation 2):
+#      per-step losses within the FP32 bar (1e-4 relative);
+#      validation loss, sampling and the HellaSwag eval in the run;
+#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1): main.log and the
+#      final model equal to an unbroken run's, bit for bit.
+# Each precision's seed orders blocks and warps differently. Skips (77) without the CUDA headers.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
+  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
+  exit 77
+fi
+for precision in BF16 FP32; do
+  make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
+    "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
+    "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/train_gpt2cu" >"$tmp/build-$precision.log" 2>&1 ||
+    { tail -n 30 "$tmp/build-$precision.log"; echo "FAIL: build of the emulated trainer ($precision)"; exit 1; }
+done
+emu=build/emu-address
+export OMP_NUM_THREADS=2
+
+# The odd-shaped model (3 layers, 3 heads of 32, T=40, a vocabulary of 1000 padded to 1024, random
+# LayerNorm weights and biases), its shards, and a HellaSwag file of tokens it knows.
+/usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 11 --first-token 5 --layers 3 --heads 3 \
+  --channels 96 --max-seq-len 40 val_000000.bin:400 train_000001.bin:1000 train_000002.bin:800
+tests_python <<'EOF'
+import random, sys
+from hellaswag_to_evalfile import write_evalfile
+random.seed(2)
+examples = []
+for i, label in enumerate([0, 2, 1, 3]):
+    context = [random.randrange(1000) for _ in range(4 + i)]
+    examples.append((context, [[random.randrange(1000) for _ in range(2 + i % 2)] for _ in range(4)], label))
+write_evalfile(f"{sys.argv[1]}/hellaswag.bin", examples)
+EOF
+
+# --- (a) the parity test ------------------------------------------------------------------------
+for prec in bf16 fp32; do
+  seed=$([ "$prec" = bf16 ] && echo 3 || echo 4)
+  if LLMC_EMU_SEED=$seed "$emu/$prec/trainer/test_gpt2cu" --model "$tmp/model.bin" --B 2 --T 40 --steps 4 \
+    >"$tmp/test_gpt2cu-$prec.log" 2>&1; then
+    echo "ok    test_gpt2cu ($prec): $(tail -n 1 "$tmp/test_gpt2cu-$prec.log")"
+  else
+    fail "test_gpt2cu ($prec) (log: $tmp/test_gpt2cu-$prec.log)"
+    grep -E '^FAIL|rror' "$tmp/test_gpt2cu-$prec.log" | head -n 10 | sed 's/^/      /'
+  fi
+done
+run=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
+  -m 2 -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin" -sh 0)
+
+# --- (b) FP32 against the CPU trainer -----------------------------------------------------------
+./train_gpt2 "${run[@]}" -o "$tmp/cpu" >"$tmp/cpu.out" 2>&1 || fail "train_gpt2 (log: $tmp/cpu.out)"
+LLMC_EMU_SEED=5 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -o "$tmp/emu" >"$tmp/emu.out" 2>&1 ||
+  fail "train_gpt2cu-emu (FP32) (log: $tmp/emu.out)"
+grep -q 'emulated GPU' "$tmp/emu.out" || fail "train_gpt2cu-emu did not say it runs on the emulated GPU"
+grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu printed no sample"
+compare=$(python3 - "$tmp/cpu/main.log" "$tmp/emu/main.log" <<'EOF'
+import sys
+def values(path):
+    out = {}
+    for line in open(path):
+        step, *fields = line.split()
+        for f in fields:
+            key, _, v = f.partition(":")
+            if key in ("trl", "tel", "eval"):
+                out[(step, key)] = float(v)
+    return out
+cpu, emu = values(sys.argv[1]), values(sys.argv[2])
+if set(cpu) != set(emu):
+    print(f"different log lines: cpu {sorted(cpu)} emu {sorted(emu)}")
+    sys.exit(1)
+worst = max(abs(emu[k] - cpu[k]) / max(abs(cpu[k]), 1e-12) for k in cpu)
+n = sum(1 for k in cpu if k[1] == "trl")
+print(f"{n} train losses, {len(cpu) - n} val/eval values, largest relative difference {worst:.2e}")
+sys.exit(0 if worst < 1e-4 else 1)
+EOF
+) && echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
+  fail "FP32 losses against train_gpt2: $compare"
+
+# --- (c) BF16 stopped and resumed ---------------------------------------------------------------
+resume=("${run[@]}" -n 3)
+LLMC_EMU_SEED=6 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -o "$tmp/full" >"$tmp/full.out" 2>&1 ||
+  fail "train_gpt2cu-emu (BF16) (log: $tmp/full.out)"
+mkdir -p "$tmp/part"
+cp "$tmp/full/model_00000003.bin" "$tmp/full/state_00000003_00000.bin" "$tmp/full/DONE_00000003" "$tmp/part/"
+grep -E '^s:[0-3] ' "$tmp/full/main.log" >"$tmp/part/main.log"
+LLMC_EMU_SEED=7 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -y 1 -o "$tmp/part" >"$tmp/part.out" 2>&1 ||
+  fail "train_gpt2cu-emu (BF16) resumed (log: $tmp/part.out)"
+grep -q 'resume: continuing from checkpoint step 3' "$tmp/part.out" || fail "the BF16 run did not resume from step 3"
+before=$failures
+cmp -s "$tmp/full/main.log" "$tmp/part/main.log" || fail "resumed main.log differs: $(diff "$tmp/full/main.log" "$tmp/part/main.log" | head -n 4)"
+cmp -s "$tmp/full/model_00000006.bin" "$tmp/part/model_00000006.bin" || fail "resumed final model differs"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical"
+
+exit_if_failed
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare), bf16 resume exact"
