@@ -52,7 +52,9 @@ for prec in bf16 fp32; do
     grep -E '^FAIL|rror' "$tmp/test_gpt2cu-$prec.log" | head -n 10 | sed 's/^/      /'
   fi
 done
-run=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
+# The training runs use the same shape with GPT-2's vocabulary: the HellaSwag eval pads with its
+# end-of-text token 50256.
+run=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e L3H3C96T40 -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
   -m 2 -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin" -sh 0)
 
 # --- (b) FP32 against the CPU trainer -----------------------------------------------------------
