@@ -371,7 +371,11 @@ EMU_HOST_LIB := $(SANITIZE_LIB)
 else ifeq ($(EMU_SANITIZER),none)
 EMU_HOST_LIB := $(LIBLLMC)
 else
-EMU_HOST_LIB  = $(error the trainer on the emulated GPU builds with EMU_SANITIZER=address or none)
+# A target that stops with the reason, only when a trainer is asked for under this checker.
+EMU_HOST_LIB := emu-trainer-checker
+.PHONY: emu-trainer-checker
+emu-trainer-checker:
+	$(error the trainer on the emulated GPU builds with EMU_SANITIZER=address or none)
 endif
 
 .PHONY: train_gpt2cu-emu test_gpt2cu-emu
