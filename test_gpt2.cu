@@ -177,8 +177,10 @@ std::vector<float> test_parameters(const GPT2Config& config, uint64_t seed) {
   return params;
 }
 
-CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind attention) {
+CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind attention,
+                                GeluPath gelu = GeluPath::kMixed) {
   CudaBackendOptions o;
+  o.gelu = gelu;
   o.max_batch = a.B;
   o.max_seq_len = a.T;
   o.recompute = recompute;
@@ -188,8 +190,8 @@ CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind atte
 }
 
 std::unique_ptr<CudaBackend> make_cuda(const GPT2Config& config, const Args& a, int recompute, AttentionKind attention,
-                                       const std::vector<float>& params) {
-  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention));
+                                       const std::vector<float>& params, GeluPath gelu = GeluPath::kMixed) {
+  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention, gelu));
   backend->set_parameters(params.data());
   return backend;
 }
@@ -319,12 +321,9 @@ int run(const Args& a) {
     }
     // The GELU's other paths (llmc/cuda/cuda_backend.h): the kernels alone, and the epilogues (-r 0).
     for (GeluPath gelu : {GeluPath::kKernels, GeluPath::kEpilogues}) {
-      CudaBackendOptions o = cuda_options(a, gelu == GeluPath::kEpilogues ? 0 : 1, attention);
-      o.gelu = gelu;
-      CudaBackend variant(config, o);
-      variant.set_parameters(params.data());
+      auto variant = make_cuda(config, a, gelu == GeluPath::kEpilogues ? 0 : 1, attention, params, gelu);
       check_gradients(report, fmt::format("grad with LLMC_GELU={}", gelu_path_name(gelu)), config,
-                      cuda_gradients(variant, batch, B, T), cpu_grads, false);
+                      cuda_gradients(*variant, batch, B, T), cpu_grads, false);
     }
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);

@@ -4,9 +4,9 @@
 //
 // Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU epilogue, pre-activation as aux),
 // fwd_gelu_kernel (bias epilogue, then the GELU kernel), bwd_dinp, bwd_dinp_dgelu (DGELU
-// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating), dbias_kernel (the
-// deterministic hand-written reduction), dweight_bgradb (dweight GEMM with the BGRADB epilogue
-// producing dbias).
+// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating),
+// dbias_kernel (the deterministic hand-written reduction), dweight_bgradb (dweight GEMM with the
+// BGRADB epilogue producing dbias).
 //
 // usage: ./matmul [VERSION|all] [--check]
 #include <cuda_runtime.h>

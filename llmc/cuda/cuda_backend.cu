@@ -276,7 +276,13 @@ void CudaBackend::Impl::forward(int B, int T) {
 }
 
 // Backward from the logits' gradient (left in `logits` by the fused classifier).
-void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
+uint32_t CudaBackend::Impl::rounding_seed(const int* inputs, int BT) const {
+  uint32_t seed = mix32(opt.seed ^ mix32(micro_in_step));
+  for (int i = 0; i < BT; ++i) seed = mix32(seed ^ uint32_t(inputs[i]));
+  return seed;
+}
+
+void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
@@ -311,8 +317,7 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets) {
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
     if (overlapping()) start_bucket(L - 1 - l);
   }
-  encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C,
-                   rounding_seed, stream);
+  encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C, seed, stream);
   if (overlapping()) start_bucket(L);
 }
 
@@ -363,10 +368,8 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
   // The host sorts the tokens into buckets while the GPU runs the forward pass.
   const int num_buckets = d.stage_buckets(inputs, BT);
-  uint32_t seed = mix32(d.opt.seed ^ mix32(++d.micro_in_step));
-  for (int i = 0; i < BT; ++i) seed = mix32(seed ^ uint32_t(inputs[i]));
-  d.rounding_seed = seed;
-  d.backward(B, T, num_buckets);
+  ++d.micro_in_step;
+  d.backward(B, T, num_buckets, d.rounding_seed(inputs, BT));
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }

@@ -130,12 +130,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   std::array<cudaEvent_t, 2> tokens_copied{};
   std::array<cudaEvent_t, 2> buckets_copied{};
   int slot = 0;
-  // The encoder backward's stochastic rounding seed of the current micro-batch: a function of the
-  // run's seed, its tokens and its place in the step (micro_in_step, reset by zero_grad), never of
-  // how many steps this process has run, so that a run resumed from a checkpoint rounds as the
-  // unbroken run did.
-  uint32_t rounding_seed = 0;
-  unsigned micro_in_step = 0;
+  unsigned micro_in_step = 0;  // micro-batches since zero_grad (rounding_seed)
 
   std::unique_ptr<BlasContext> blas;
 #if defined(LLMC_CUDNN)
@@ -169,7 +164,11 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void ensure_cudnn_workspace(size_t bytes);
   void forward(int B, int T);
   void attention_forward(int l, int B, int T);
-  void backward(int B, int T, int num_buckets);
+  // The encoder backward's stochastic rounding seed for a micro-batch of BT tokens: a function of
+  // the run's seed, the tokens and their place in the step, never of how many steps this process
+  // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.
+  uint32_t rounding_seed(const int* inputs, int BT) const;
+  void backward(int B, int T, int num_buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
   void setup_bucket_sync();

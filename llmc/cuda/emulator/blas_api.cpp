@@ -101,7 +101,6 @@ LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<Lt
 
 bool supported_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
 size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
-const char* type_name(cudaDataType_t t) { return t == CUDA_R_32F ? "fp32" : t == CUDA_R_16BF ? "bf16" : "other"; }
 
 // The largest power of two up to 256 that divides the address.
 uint32_t alignment_of(const void* p) {

@@ -130,24 +130,27 @@ void set_element(void* p, ncclDataType_t t, size_t i, double v) {
 }
 
 // out[i] = the ranks' contributions (each `stride` elements apart in `all`, from `offset`)
-// combined by `op` in rank order: in fp32 for fp32 and bf16, as their reductions accumulate, in
+// combined by `op` in rank order, in Acc: fp32 for fp32 and bf16, as their reductions accumulate,
 // fp64 for doubles.
+template <class Acc>
 void reduce_into(void* out, const std::vector<unsigned char>& all, size_t stride, size_t offset, size_t count,
                  ncclDataType_t t, ncclRedOp_t op, int nranks) {
   const size_t e = type_bytes(t);
   for (size_t i = 0; i < count; ++i) {
-    double acc = element(all.data(), t, offset + i);
-    float acc32 = float(acc);
+    Acc acc = Acc(element(all.data(), t, offset + i));
     for (int r = 1; r < nranks; ++r) {
-      const double v = element(all.data() + size_t(r) * stride * e, t, offset + i);
-      if (op == ncclMax) {
-        acc = std::max(acc, v), acc32 = std::max(acc32, float(v));
-      } else {
-        acc += v, acc32 += float(v);
-      }
+      const Acc v = Acc(element(all.data() + size_t(r) * stride * e, t, offset + i));
+      acc = op == ncclMax ? std::max(acc, v) : acc + v;
     }
-    set_element(out, t, i, t == ncclFloat64 ? acc : double(acc32));
+    set_element(out, t, i, double(acc));
   }
+}
+void reduce_into(void* out, const std::vector<unsigned char>& all, size_t stride, size_t offset, size_t count,
+                 ncclDataType_t t, ncclRedOp_t op, int nranks) {
+  if (t == ncclFloat64)
+    reduce_into<double>(out, all, stride, offset, count, t, op, nranks);
+  else
+    reduce_into<float>(out, all, stride, offset, count, t, op, nranks);
 }
 
 // The checks every collective makes, then the agreement of the ranks, then the data.

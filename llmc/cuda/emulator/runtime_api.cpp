@@ -170,9 +170,7 @@ cudaError_t fill(const char* call, void* p, int value, size_t count) {
 }
 
 cudaError_t check_stream(const char* call, cudaStream_t stream) {
-  if (stream == nullptr) return cudaSuccess;
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (!state().streams.count(stream))
+  if (!valid_stream(stream))
     return fail(cudaErrorInvalidResourceHandle,
                 std::string(call) + ": stream " + pointer_text(stream) + " was not created or is destroyed");
   return cudaSuccess;
@@ -214,10 +212,18 @@ bool valid_stream(cudaStream_t stream) {
 
 cudaError_t context_error() { return sticky_error(); }
 
-void library_fault(cudaError_t code, const std::string& what) {
-  fail(code, what);
+namespace {
+// The context's first fault stays its error, as a GPU's does.
+void make_sticky(cudaError_t code) {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (state().sticky == cudaSuccess) state().sticky = code;
+  last_error = state().sticky;
+}
+}  // namespace
+
+void library_fault(cudaError_t code, const std::string& what) {
+  fail(code, what);
+  make_sticky(code);
 }
 
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
@@ -248,11 +254,7 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
   const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
   cudaError_t result = cudaSuccess;
   with_device_memory([&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args}); });
-  if (result != cudaSuccess) {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    state().sticky = result;
-    last_error = result;
-  }
+  if (result != cudaSuccess) make_sticky(result);
   return result;
 }
 
