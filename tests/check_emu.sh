@@ -120,6 +120,21 @@ for san in address thread racecheck; do
   if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then echo "ok    $san seed orders blocks and warps"
   else fail "$san seed: '$a' / '$b' / '$c'"; fi
 
+  # The seed orders the streams' work (LLMC_EMU_STREAMS=seeded) and keeps each stream's own order.
+  stream_order() { LLMC_EMU_STREAMS=seeded LLMC_EMU_SEED=$1 "build/emu-$san/tests/emu_faults" print_stream_order 2>&1 | head -n 1; }
+  in_stream_order() { tr ' ' '\n' <<<"$1" | awk 'NF { s = int($1 / 100); if ((s in last) && $1 <= last[s]) bad = 1; last[s] = $1 }
+                                                  END { exit bad }'; }
+  a=$(stream_order 1); b=$(stream_order 1); c=$(stream_order 2)
+  if [ "$(wc -w <<<"$a")" -eq 24 ] && [ "$a" = "$b" ] && [ "$a" != "$c" ] && in_stream_order "$a" && in_stream_order "$c"
+  then echo "ok    $san seed orders the streams' work, each stream in its own order"
+  else fail "$san stream order: '$a' / '$b' / '$c'"; fi
+  # The stream orders, each on the emulator's stream test.
+  for streams in latest seeded issue; do
+    if LLMC_EMU_STREAMS=$streams "build/emu-$san/tests/test_emulator" --test-case='stream order*' \
+      >"$logs/$san-streams-$streams.log" 2>&1; then echo "ok    $san LLMC_EMU_STREAMS=$streams"
+    else fail "$san LLMC_EMU_STREAMS=$streams (log: $logs/$san-streams-$streams.log)"; fi
+  done
+
   # Each sanitizer runs the kernels in another order of blocks and warps: a kernel that works only
   # in one order fails in another.
   case $san in address) seed=0 ;; thread) seed=1 ;; racecheck) seed=2 ;; esac

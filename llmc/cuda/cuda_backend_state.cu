@@ -185,7 +185,10 @@ void CudaBackend::Impl::setup_bucket_sync() {
     throw std::logic_error(fmt::format("CUDA backend: {} bucket spans and {} staging elements, planned {} and {}",
                                        table.size(), staging, plan.find(BufferId::kBucketSpans)->elements,
                                        plan.find(BufferId::kBucketStaging)->elements));
-  CUDA_CHECK(cudaMemcpy(bucket_span_table, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice));
+  // On the compute stream, which every bucket's copies wait for: a plain cudaMemcpy would go to the
+  // legacy default stream, which the non-blocking streams here do not wait for.
+  CUDA_CHECK(cudaMemcpyAsync(bucket_span_table, table.data(), table.size() * sizeof(CopySpan), cudaMemcpyHostToDevice,
+                             stream));
   CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&bucket_event, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));

@@ -100,6 +100,9 @@ __global__ void order_kernel(int* block_order, int* warp_order, int* counters) {
   if (blockIdx.x == 0 && threadIdx.x % 32 == 0) warp_order[atomicAdd(&counters[1], 1)] = threadIdx.x / 32;
 }
 
+// Appends `tag` to the log of the order in which work ran.
+__global__ void log_kernel(int* log, int* counter, int tag) { log[atomicAdd(counter, 1)] = tag; }
+
 // Every block writes the same global element.
 __global__ void blocks_race_kernel(float* out) {
   if (threadIdx.x == 0) out[0] = float(blockIdx.x);
@@ -216,6 +219,27 @@ const std::map<std::string, std::function<void()>> kCases = {
        std::vector<int> host(blocks + warps);
        CUDA_CHECK(cudaMemcpy(host.data(), block_order, blocks * sizeof(int), cudaMemcpyDeviceToHost));
        CUDA_CHECK(cudaMemcpy(host.data() + blocks, warp_order, warps * sizeof(int), cudaMemcpyDeviceToHost));
+       for (int x : host) std::printf("%d ", x);
+       std::printf("\n");
+     }},
+    {"print_stream_order",
+     [] {
+       // Three non-blocking streams of 8 kernels each, nothing ordering the streams: the order they
+       // ran in, as stream * 100 + position.
+       const int streams = 3, per_stream = 8;
+       int* log = nullptr;
+       int* counter = nullptr;
+       CUDA_CHECK(cudaMalloc(&log, streams * per_stream * sizeof(int)));
+       CUDA_CHECK(cudaMalloc(&counter, sizeof(int)));
+       CUDA_CHECK(cudaMemset(counter, 0, sizeof(int)));
+       CUDA_CHECK(cudaDeviceSynchronize());
+       std::vector<cudaStream_t> s(streams);
+       for (cudaStream_t& x : s) CUDA_CHECK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+       for (int i = 0; i < per_stream; ++i)
+         for (int k = 0; k < streams; ++k) launch<log_kernel>(1, 1, 0, s[size_t(k)], log, counter, k * 100 + i);
+       CUDA_CHECK(cudaDeviceSynchronize());
+       std::vector<int> host(streams * per_stream);
+       CUDA_CHECK(cudaMemcpy(host.data(), log, host.size() * sizeof(int), cudaMemcpyDeviceToHost));
        for (int x : host) std::printf("%d ", x);
        std::printf("\n");
      }},

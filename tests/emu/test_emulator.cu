@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/emulator/stream_order.h"
 
 using llmc::launch;
 
@@ -274,6 +275,112 @@ TEST_CASE("streams, events and pinned memory") {
   for (cudaEvent_t e : {start, stop, untimed}) CHECK(cudaEventDestroy(e) == cudaSuccess);
   cudaGetLastError();
   cudaFree(d);
+}
+
+__global__ void set_kernel(float* p, float v) { p[0] = v; }
+__global__ void add_kernel(float* out, const float* in, float v) { out[0] = in[0] + v; }
+
+float read_back(const float* d) {
+  float v = 0.0f;
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaMemcpy(&v, d, sizeof v, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return v;
+}
+
+// What each order (LLMC_EMU_STREAMS) lets the host see when code omits a wait CUDA does not
+// promise; check_emu.sh runs this case under all three orders.
+TEST_CASE("stream order: work runs when the host waits for it, and streams wait only when told to") {
+  const emu::StreamOrder order = emu::stream_order();
+  INFO("LLMC_EMU_STREAMS order " << int(order));
+  cudaStream_t a, b, blocking;
+  REQUIRE(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
+  cudaEvent_t written;
+  REQUIRE(cudaEventCreateWithFlags(&written, cudaEventDisableTiming) == cudaSuccess);
+  float* x = device_array<float>(1);
+  float* y = device_array<float>(1);
+
+  SUBCASE("a stream told to wait for an event sees the work before it") {
+    launch<set_kernel>(1, 1, 0, a, x, 3.0f);
+    REQUIRE(cudaEventRecord(written, a) == cudaSuccess);
+    REQUIRE(cudaStreamWaitEvent(b, written, 0) == cudaSuccess);
+    launch<add_kernel>(1, 1, 0, b, y, x, 1.0f);
+    REQUIRE(cudaStreamSynchronize(b) == cudaSuccess);
+    CHECK(read_back(y) == 4.0f);
+  }
+  SUBCASE("a stream not told to wait may run first") {
+    launch<set_kernel>(1, 1, 0, a, x, 3.0f);
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    launch<set_kernel>(1, 1, 0, a, x, 5.0f);
+    launch<add_kernel>(1, 1, 0, b, y, x, 1.0f);
+    REQUIRE(cudaStreamSynchronize(b) == cudaSuccess);
+    const float seen = read_back(y);
+    if (order == emu::StreamOrder::latest) CHECK(seen == 4.0f);
+    if (order == emu::StreamOrder::issue) CHECK(seen == 6.0f);
+    if (order == emu::StreamOrder::seeded) CHECK((seen == 4.0f || seen == 6.0f));
+    CHECK(read_back(x) == 5.0f);
+  }
+  SUBCASE("a copy to pinned memory lands when the host synchronises; to pageable memory, before it returns") {
+    float* pinned = nullptr;
+    REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), sizeof(float)) == cudaSuccess);
+    pinned[0] = -1.0f;
+    launch<set_kernel>(1, 1, 0, a, x, 7.0f);
+    REQUIRE(cudaMemcpyAsync(pinned, x, sizeof(float), cudaMemcpyDeviceToHost, a) == cudaSuccess);
+    if (order == emu::StreamOrder::latest) CHECK(pinned[0] == -1.0f);
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    CHECK(pinned[0] == 7.0f);
+    std::vector<float> pageable(1, -1.0f);
+    launch<set_kernel>(1, 1, 0, a, x, 8.0f);
+    REQUIRE(cudaMemcpyAsync(pageable.data(), x, sizeof(float), cudaMemcpyDeviceToHost, a) == cudaSuccess);
+    CHECK(pageable[0] == 8.0f);
+    CHECK(cudaFreeHost(pinned) == cudaSuccess);
+  }
+  SUBCASE("a copy from pageable memory reads it at the call; from pinned memory, when it runs") {
+    float value = 1.0f;
+    REQUIRE(cudaMemcpyAsync(x, &value, sizeof value, cudaMemcpyHostToDevice, a) == cudaSuccess);
+    value = 2.0f;
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    CHECK(read_back(x) == 1.0f);
+    float* pinned = nullptr;
+    REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), sizeof(float)) == cudaSuccess);
+    pinned[0] = 10.0f;
+    REQUIRE(cudaMemcpyAsync(x, pinned, sizeof(float), cudaMemcpyHostToDevice, a) == cudaSuccess);
+    pinned[0] = 11.0f;  // too early: the copy may not have run
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    if (order == emu::StreamOrder::latest) CHECK(read_back(x) == 11.0f);
+    if (order == emu::StreamOrder::issue) CHECK(read_back(x) == 10.0f);
+    CHECK(cudaFreeHost(pinned) == cudaSuccess);
+  }
+  SUBCASE("the legacy default stream and blocking streams wait for each other; non-blocking ones do not") {
+    launch<set_kernel>(1, 1, 0, a, x, 5.0f);
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    REQUIRE(cudaMemset(x, 0, sizeof(float)) == cudaSuccess);  // queued on the legacy default stream
+    launch<add_kernel>(1, 1, 0, blocking, y, x, 1.0f);
+    REQUIRE(cudaStreamSynchronize(blocking) == cudaSuccess);
+    CHECK(read_back(y) == 1.0f);
+    launch<set_kernel>(1, 1, 0, a, x, 5.0f);
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    REQUIRE(cudaMemset(x, 0, sizeof(float)) == cudaSuccess);
+    launch<add_kernel>(1, 1, 0, a, y, x, 1.0f);
+    REQUIRE(cudaStreamSynchronize(a) == cudaSuccess);
+    if (order == emu::StreamOrder::latest) CHECK(read_back(y) == 6.0f);
+    if (order == emu::StreamOrder::issue) CHECK(read_back(y) == 1.0f);
+  }
+  SUBCASE("queries see pending work, which then progresses") {
+    launch<set_kernel>(1, 1, 0, a, x, 1.0f);
+    REQUIRE(cudaEventRecord(written, a) == cudaSuccess);
+    const cudaError_t first = cudaStreamQuery(a);
+    CHECK((order == emu::StreamOrder::issue ? first == cudaSuccess : first == cudaErrorNotReady ||
+                                                                        first == cudaSuccess));
+    CHECK(cudaStreamQuery(a) == cudaSuccess);
+    CHECK(cudaEventQuery(written) == cudaSuccess);
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  for (cudaStream_t s : {a, b, blocking}) CHECK(cudaStreamDestroy(s) == cudaSuccess);
+  CHECK(cudaEventDestroy(written) == cudaSuccess);
+  cudaFree(x);
+  cudaFree(y);
 }
 
 TEST_CASE("the device is an H100 as the runtime describes one") {

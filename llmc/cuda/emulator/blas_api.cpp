@@ -5,6 +5,7 @@
 // and sum in fp32 and each output rounded once to its type. A call the real library rejects returns
 // the status the documentation gives for it; one it would run but the emulator does not implement
 // returns CUBLAS_STATUS_NOT_SUPPORTED. Every failure is printed on stderr with the call and why.
+// A call is checked when it is made; its arithmetic is queued on its stream, as a GPU's kernels.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -469,7 +470,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   if (ok && uses_aux(kind))
     ok = check_device(call, "the GELU aux matrix", o.aux, matrix_bytes(shape.m, shape.n, o.aux_ld, t));
   if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
-  with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
+  // Queued with copies of the descriptors, which the caller may change or destroy once this returns.
+  device_work(stream, call, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
+    with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -539,7 +543,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                         static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
         return CUBLAS_STATUS_EXECUTION_FAILED;
   const bool bf16 = a_type == CUDA_R_16BF;
-  with_device_memory([&] {
+  device_work(handle->stream, call, [=] { with_device_memory([&] {
     std::vector<float> acc;
     for (int i = 0; i < batch; ++i) {
       const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, bf16, lda, ta};
@@ -554,7 +558,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
           store(ci, c_type, at, x);
         }
     }
-  });
+  }); });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -574,15 +574,6 @@ class Pool {
   int busy_ = 0;
 };
 
-// The seed that orders blocks and warps: LLMC_EMU_SEED, default 0.
-uint64_t seed() {
-  static const uint64_t value = [] {
-    const char* env = std::getenv("LLMC_EMU_SEED");
-    return env ? std::strtoull(env, nullptr, 0) : uint64_t(0);
-  }();
-  return value;
-}
-
 // The calling worker, for the device functions: there is none outside a kernel.
 Worker& worker(const char* what) {
   if (!tls_worker) throw std::logic_error(std::string("emulated GPU: ") + what + " outside a kernel");
@@ -591,12 +582,20 @@ Worker& worker(const char* what) {
 
 }  // namespace
 
+uint64_t emulator_seed() {
+  static const uint64_t value = [] {
+    const char* env = std::getenv("LLMC_EMU_SEED");
+    return env ? std::strtoull(env, nullptr, 0) : uint64_t(0);
+  }();
+  return value;
+}
+
 std::string dim_text(dim3 d) {
   return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
 }
 
 cudaError_t run_kernel(const KernelJob& job) {
-  Launch launch(job, seed());
+  Launch launch(job, emulator_seed());
   Pool::get().run(launch);
 #if defined(LLMC_EMU_TSAN)
   __tsan_acquire(&launch.sync.done);

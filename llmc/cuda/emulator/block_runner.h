@@ -27,6 +27,10 @@ struct KernelJob {
 // printed on stderr what went wrong and in which kernel, block and thread.
 cudaError_t run_kernel(const KernelJob& job);
 
+// LLMC_EMU_SEED (default 0): orders the blocks of every launch, the warps of every block and, with
+// LLMC_EMU_STREAMS=seeded, the work of the streams (stream_order.h).
+uint64_t emulator_seed();
+
 // "(x,y,z)", as the errors name blocks, threads and launch shapes.
 std::string dim_text(dim3 d);
 

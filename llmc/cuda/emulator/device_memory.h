@@ -1,6 +1,6 @@
 // What the libraries on the emulated GPU (cuBLAS/cuBLASLt in blas_api.cpp, NCCL in nccl_api.cpp)
 // need of the emulated runtime (runtime_api.cpp): its device memory, its streams and its sticky
-// error, so that library calls are checked and fail the way the runtime's own calls do.
+// error, so that library calls are checked, queued and fail the way the runtime's own calls do.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -22,6 +22,10 @@ cudaError_t context_error();
 // A fault on the device outside a kernel (a library's kernel reading past an allocation): printed
 // on stderr with `what`, then sticky for every later runtime call, as a GPU context's is.
 void library_fault(cudaError_t code, const std::string& what);
+
+// Queues `work` on `stream` in the emulated stream order (stream_order.h); once the context has
+// faulted, queued work no longer runs, as on a GPU.
+void device_work(cudaStream_t stream, const char* what, std::function<void()> work);
 
 // Runs `work` with all device memory usable (it is poisoned for the host otherwise, under ASan).
 void with_device_memory(const std::function<void()>& work);

@@ -1,9 +1,11 @@
 // Launching a kernel on the emulated GPU (llmc::launch in llmc/cuda/common.cuh calls this where the
 // nvcc build writes kernel<<<grid, block, shared, stream>>>(args...)): the launch configuration is
-// checked as the CUDA runtime checks it, then every block runs (block_runner.h) before it returns.
+// checked as the CUDA runtime checks it, then the kernel is queued on its stream (stream_order.h);
+// when it runs, every block runs (block_runner.h).
 #pragma once
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -14,7 +16,7 @@ namespace emu {
 
 // The launch-time checks and the run; returns the error cudaGetLastError then reports.
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
-                          cudaStream_t stream, void (*invoke)(const void*), const void* args);
+                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args);
 
 // "llmc::foo_kernel<__nv_bfloat16>" from this function's signature, as GCC prints it.
 template <auto Kernel>
@@ -37,10 +39,11 @@ void invoke_kernel(const void* args) {
 
 template <auto Kernel, class... Params, class... Args>
 void launch_with(void (*)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
-  // The arguments as the kernel's parameter types, copied once: each CUDA thread gets them by value.
-  const std::tuple<std::decay_t<Params>...> converted(std::forward<Args>(args)...);
+  // The arguments as the kernel's parameter types, copied when the kernel is launched, as the
+  // runtime copies them: each CUDA thread gets them by value when the kernel runs.
+  auto converted = std::make_shared<const std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
   launch_kernel(reinterpret_cast<const void*>(Kernel), kernel_name<Kernel>(), grid, block, shared, stream,
-                &invoke_kernel<Kernel, std::decay_t<Params>...>, &converted);
+                &invoke_kernel<Kernel, std::decay_t<Params>...>, std::move(converted));
 }
 
 template <auto Kernel, class... Args>

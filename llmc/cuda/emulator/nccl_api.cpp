@@ -4,8 +4,11 @@
 // root): ranks that disagree get ncclInvalidUsage and a message naming both sides, where real NCCL
 // would hang or corrupt memory. The data then moves through host copies: every rank gathers every
 // contribution and reduces them in rank order in fp32 (fp64 for doubles), rounding once to the
-// type, so that all ranks hold bit-identical results. Operations run when they are issued, as every
-// other piece of work on the emulated GPU; a group (ncclGroupStart/End) only has to be closed.
+// type, so that all ranks hold bit-identical results. A collective is checked when it is called
+// and queued on its stream, as every other piece of work on the emulated GPU (stream_order.h); the
+// agreement and the data move when it runs. Ranks that disagree then fail the CUDA context (a sticky
+// error at the next synchronisation) with the message. A group (ncclGroupStart/End) only has to be
+// closed.
 #include <cuda_bf16.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -191,35 +194,42 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
     }
   const Request mine{int64_t(kind), int64_t(count), int64_t(type), reduces ? int64_t(op) : -1,
                      kind == Kind::reduce || kind == Kind::broadcast ? int64_t(root) : -1};
-  const std::vector<unsigned char> asked = gather(c, &mine, sizeof mine);
-  for (int r = 0; r < c.nranks; ++r) {
-    Request theirs;
-    std::memcpy(&theirs, &asked[size_t(r) * sizeof(Request)], sizeof theirs);
-    if (theirs != mine)
-      return fail(ncclInvalidUsage, "rank " + std::to_string(c.rank) + " called " + describe(mine) + ", rank " +
-                                        std::to_string(r) + " " + describe(theirs));
-  }
-  with_device_memory([&] {
-    // Broadcast: only the root's buffer counts, the others send zeros of the same size.
-    std::vector<unsigned char> zeros(sends ? 0 : send_count * e, 0);
-    const std::vector<unsigned char> all = gather(c, sends ? send : zeros.data(), send_count * e);
-    switch (kind) {
-      case Kind::all_reduce:
-        reduce_into(recv, all, count, 0, count, type, op, c.nranks);
-        break;
-      case Kind::reduce:
-        if (receives) reduce_into(recv, all, count, 0, count, type, op, c.nranks);
-        break;
-      case Kind::reduce_scatter:
-        reduce_into(recv, all, count * n, size_t(c.rank) * count, count, type, op, c.nranks);
-        break;
-      case Kind::all_gather:
-        std::memcpy(recv, all.data(), all.size());
-        break;
-      case Kind::broadcast:
-        std::memcpy(recv, &all[size_t(root) * count * e], count * e);
-        break;
+  device_work(stream, kind_name(kind), [=] {
+    const ncclComm& c = *comm;  // alive: ncclCommDestroy waits for queued work
+    if (c.aborted) return;
+    const std::vector<unsigned char> asked = gather(c, &mine, sizeof mine);
+    for (int r = 0; r < c.nranks; ++r) {
+      Request theirs;
+      std::memcpy(&theirs, &asked[size_t(r) * sizeof(Request)], sizeof theirs);
+      if (theirs != mine) {
+        library_fault(cudaErrorLaunchFailure, "emulated NCCL: invalid usage: rank " + std::to_string(c.rank) +
+                                                  " called " + describe(mine) + ", rank " + std::to_string(r) + " " +
+                                                  describe(theirs));
+        return;
+      }
     }
+    with_device_memory([&] {
+      // Broadcast: only the root's buffer counts, the others send zeros of the same size.
+      std::vector<unsigned char> zeros(sends ? 0 : send_count * e, 0);
+      const std::vector<unsigned char> all = gather(c, sends ? send : zeros.data(), send_count * e);
+      switch (kind) {
+        case Kind::all_reduce:
+          reduce_into(recv, all, count, 0, count, type, op, c.nranks);
+          break;
+        case Kind::reduce:
+          if (receives) reduce_into(recv, all, count, 0, count, type, op, c.nranks);
+          break;
+        case Kind::reduce_scatter:
+          reduce_into(recv, all, count * n, size_t(c.rank) * count, count, type, op, c.nranks);
+          break;
+        case Kind::all_gather:
+          std::memcpy(recv, all.data(), all.size());
+          break;
+        case Kind::broadcast:
+          std::memcpy(recv, &all[size_t(root) * count * e], count * e);
+          break;
+      }
+    });
   });
   return ncclSuccess;
 }
@@ -297,7 +307,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
   return ncclSuccess;
 }
 
+// Waits for the device's queued work first, as ncclCommDestroy finishes the communicator's operations.
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  cudaDeviceSynchronize();
   {
     std::lock_guard<std::mutex> lock(comms_mutex());
     if (!live_comms().erase(comm)) return fail(ncclInvalidArgument, "ncclCommDestroy: no such communicator");

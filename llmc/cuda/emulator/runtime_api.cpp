@@ -2,7 +2,9 @@
 // toolkit's own cuda_runtime_api.h. Device memory is host memory from the allocator, filled with
 // 0xFF bytes (NaN in fp32 and bf16) as a real cudaMalloc leaves it uninitialised; under ASan it is
 // poisoned except while a kernel or a copy uses it, so host code that touches it directly is
-// reported. Work runs when it is issued (streams order nothing further here); a kernel fault is a
+// reported. Kernels, copies and fills are queued on their streams and run when stream_order.h's
+// order says; which copies the host waits for follows the runtime's documented synchronisation
+// rules (pinned or pageable host memory, synchronous or asynchronous call). A kernel fault is a
 // sticky error, returned by every later call, as a GPU context's is.
 #include <cuda_runtime.h>
 
@@ -13,13 +15,16 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "llmc/cuda/emulator/block_runner.h"
 #include "llmc/cuda/emulator/device_memory.h"
 #include "llmc/cuda/emulator/kernel_launch.h"
+#include "llmc/cuda/emulator/stream_order.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -30,7 +35,8 @@ struct CUstream_st {
 };
 struct CUevent_st {
   unsigned flags;
-  bool recorded;
+  bool recorded;  // a record has run
+  bool pending;   // a record is queued and has not run yet
   std::chrono::steady_clock::time_point when;
 };
 
@@ -46,7 +52,7 @@ struct State {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  // device memory: start -> bytes
   size_t allocated = 0;
-  std::set<void*> host_allocations;  // cudaMallocHost
+  std::map<uintptr_t, size_t> host_allocations;  // pinned memory (cudaMallocHost): start -> bytes
   std::set<cudaStream_t> streams;
   std::set<cudaEvent_t> events;
   std::map<const void*, int> max_dynamic_shared;  // cudaFuncSetAttribute
@@ -100,6 +106,17 @@ bool is_device(const void* p) {
   return device_range(p, 0) != nullptr;
 }
 
+// Whether [p, p + bytes) is pinned host memory (cudaMallocHost); other host memory is pageable.
+bool is_pinned(const void* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto& allocs = state().host_allocations;
+  auto it = allocs.upper_bound(a);
+  if (it == allocs.begin()) return false;
+  --it;
+  return a + bytes <= it->first + it->second;
+}
+
 std::string pointer_text(const void* p) {
   char text[32];
   std::snprintf(text, sizeof(text), "%p", p);
@@ -142,7 +159,31 @@ class UsableAllocation {
   size_t bytes_ = 0;
 };
 
-cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+bool context_failed() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().sticky != cudaSuccess;
+}
+
+}  // namespace
+
+void device_work(cudaStream_t stream, const char* what, std::function<void()> work) {
+  enqueue(stream, what, [work = std::move(work)] {
+    if (!context_failed()) work();
+  });
+}
+
+namespace {
+
+// A copy, checked when issued, run in stream order. When the host waits for it follows the
+// runtime's documented synchronisation behaviour:
+//   - from pageable host memory, the source is read when the call is made (staged);
+//   - to pageable host memory, the call returns once the copy has run;
+//   - cudaMemcpy (synchronous, on the legacy default stream) returns once the copy has run,
+//     except between device buffers;
+//   - cudaMemcpyAsync with pinned memory, and between device buffers, returns at once;
+//   - host to host is a plain copy, at once.
+cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
+                 bool synchronous) {
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (kind == cudaMemcpyDefault)
@@ -155,17 +196,39 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (cudaError_t e = check_side(call, "destination", dst, count, dst_device)) return e;
   if (cudaError_t e = check_side(call, "source", src, count, src_device)) return e;
-  const UsableAllocation to(dst, dst_device), from(src, src_device);
-  std::memmove(dst, src, count);
-  return cudaSuccess;
+  if (kind == cudaMemcpyHostToHost) {
+    std::memmove(dst, src, count);
+    return cudaSuccess;
+  }
+  if (kind == cudaMemcpyHostToDevice && !is_pinned(src, count)) {
+    std::vector<unsigned char> staged(static_cast<const unsigned char*>(src),
+                                      static_cast<const unsigned char*>(src) + count);
+    device_work(stream, call, [dst, staged = std::move(staged)] {
+      const UsableAllocation to(dst, true);
+      std::memcpy(dst, staged.data(), staged.size());
+    });
+  } else {
+    device_work(stream, call, [=] {
+      const UsableAllocation to(dst, dst_device), from(src, src_device);
+      std::memmove(dst, src, count);
+    });
+  }
+  const bool host_waits = kind == cudaMemcpyDeviceToHost ? synchronous || !is_pinned(dst, count)
+                                                         : synchronous && kind == cudaMemcpyHostToDevice &&
+                                                               is_pinned(src, count);
+  if (host_waits) finish_stream(stream);
+  return sticky_error();
 }
 
-cudaError_t fill(const char* call, void* p, int value, size_t count) {
+// cudaMemset[Async] on device memory: queued, the host does not wait.
+cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_t stream) {
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  const UsableAllocation to(p, true);
-  std::memset(p, value, count);
+  device_work(stream, call, [=] {
+    const UsableAllocation to(p, true);
+    std::memset(p, value, count);
+  });
   return cudaSuccess;
 }
 
@@ -227,7 +290,7 @@ void library_fault(cudaError_t code, const std::string& what) {
 }
 
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
-                          cudaStream_t stream, void (*invoke)(const void*), const void* args) {
+                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args) {
   if (cudaError_t e = sticky_error()) return e;
   const std::string launch = std::string("launch of ") + name + " with grid " + dim_text(grid) + ", block " + dim_text(block);
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
@@ -252,10 +315,12 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
                          ? " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)"
                          : " by cudaFuncSetAttribute"));
   const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
-  cudaError_t result = cudaSuccess;
-  with_device_memory([&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args}); });
-  if (result != cudaSuccess) make_sticky(result);
-  return result;
+  device_work(stream, name, [=, args = std::move(args)] {
+    cudaError_t result = cudaSuccess;
+    with_device_memory([&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args.get()}); });
+    if (result != cudaSuccess) make_sticky(result);
+  });
+  return cudaSuccess;
 }
 
 }  // namespace emu
@@ -281,8 +346,10 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   return cudaSuccess;
 }
 
+// cudaFree and cudaFreeHost wait for the device to finish, as the runtime's do.
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
+  finish_all();
   std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == state().allocations.end())
@@ -300,7 +367,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
   if (posix_memalign(&p, 4096, size ? size : 1) != 0)
     return fail(cudaErrorMemoryAllocation, "cudaMallocHost of " + std::to_string(size) + " bytes");
   std::lock_guard<std::mutex> lock(state().mutex);
-  state().host_allocations.insert(p);
+  state().host_allocations[reinterpret_cast<uintptr_t>(p)] = size ? size : 1;
   *ptr = p;
   return cudaSuccess;
 }
@@ -310,27 +377,28 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMa
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
+  finish_all();
   std::lock_guard<std::mutex> lock(state().mutex);
-  if (!state().host_allocations.erase(ptr))
+  if (!state().host_allocations.erase(reinterpret_cast<uintptr_t>(ptr)))
     return fail(cudaErrorInvalidValue, "cudaFreeHost: " + pointer_text(ptr) + " is not from cudaMallocHost");
   std::free(ptr);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return copy("cudaMemcpy", dst, src, count, kind);
+  return copy("cudaMemcpy", dst, src, count, kind, nullptr, true);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaMemcpyAsync", stream)) return e;
-  return copy("cudaMemcpyAsync", dst, src, count, kind);
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, false);
 }
 
-cudaError_t cudaMemset(void* p, int value, size_t count) { return fill("cudaMemset", p, value, count); }
+cudaError_t cudaMemset(void* p, int value, size_t count) { return fill("cudaMemset", p, value, count, nullptr); }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaMemsetAsync", stream)) return e;
-  return fill("cudaMemsetAsync", p, value, count);
+  return fill("cudaMemsetAsync", p, value, count, stream);
 }
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
@@ -345,6 +413,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) 
   std::lock_guard<std::mutex> lock(state().mutex);
   *stream = new CUstream_st{flags};
   state().streams.insert(*stream);
+  stream_created(*stream, (flags & cudaStreamNonBlocking) == 0);
   return cudaSuccess;
 }
 
@@ -353,6 +422,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWith
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaStreamDestroy", stream)) return e;
   if (!stream) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: the default stream");
+  stream_destroyed(stream);
   std::lock_guard<std::mutex> lock(state().mutex);
   state().streams.erase(stream);
   delete stream;
@@ -361,23 +431,27 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaStreamSynchronize", stream)) return e;
+  finish_stream(stream);
   return sticky_error();
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaStreamQuery", stream)) return e;
-  return sticky_error();
+  const bool idle = stream_idle(stream);
+  if (cudaError_t e = sticky_error()) return e;
+  return idle ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (cudaError_t e = check_stream("cudaStreamWaitEvent", stream)) return e;
   if (cudaError_t e = check_event("cudaStreamWaitEvent", event)) return e;
+  wait_event(stream, event);
   return sticky_error();
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  *event = new CUevent_st{flags, false, {}};
+  *event = new CUevent_st{flags, false, false, {}};
   state().events.insert(*event);
   return cudaSuccess;
 }
@@ -386,6 +460,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlag
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   if (cudaError_t e = check_event("cudaEventDestroy", event)) return e;
+  event_destroyed(event);
   std::lock_guard<std::mutex> lock(state().mutex);
   state().events.erase(event);
   delete event;
@@ -395,19 +470,26 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t e = check_event("cudaEventRecord", event)) return e;
   if (cudaError_t e = check_stream("cudaEventRecord", stream)) return e;
-  event->recorded = true;
-  event->when = std::chrono::steady_clock::now();
+  event->pending = true;
+  record_event(event, stream, [event] {
+    event->recorded = true;
+    event->pending = false;
+    event->when = std::chrono::steady_clock::now();
+  });
   return sticky_error();
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (cudaError_t e = check_event("cudaEventSynchronize", event)) return e;
+  finish_event(event);
   return sticky_error();
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (cudaError_t e = check_event("cudaEventQuery", event)) return e;
-  return sticky_error();
+  const bool done = event_done(event);
+  if (cudaError_t e = sticky_error()) return e;
+  return done ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -415,13 +497,17 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if (cudaError_t e = check_event("cudaEventElapsedTime", end)) return e;
   if ((start->flags | end->flags) & cudaEventDisableTiming)
     return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event created with cudaEventDisableTiming");
+  if (start->pending || end->pending) return cudaErrorNotReady;
   if (!start->recorded || !end->recorded)
     return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event that was never recorded");
   *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return sticky_error();
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return sticky_error(); }
+cudaError_t cudaDeviceSynchronize(void) {
+  finish_all();
+  return sticky_error();
+}
 
 cudaError_t cudaGetLastError(void) {
   const cudaError_t e = last_error;
