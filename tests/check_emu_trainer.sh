@@ -8,7 +8,11 @@
 #      validation loss, sampling and the HellaSwag eval in the run;
 #  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1): main.log and the
 #      final model equal to an unbroken run's, bit for bit.
-# Each precision's seed orders blocks and warps differently. Skips (77) without the CUDA headers.
+# Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
+# (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
+# streams interleaved by the seed), which finds a missing wait between the compute stream and the
+# overlapped buckets' stream; the training runs in the latest order (the default).
+# Skips (77) without the CUDA headers.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
@@ -44,7 +48,7 @@ EOF
 # --- (a) the parity test ------------------------------------------------------------------------
 for prec in bf16 fp32; do
   seed=$([ "$prec" = bf16 ] && echo 3 || echo 4)
-  if LLMC_EMU_SEED=$seed "$emu/$prec/trainer/test_gpt2cu" --model "$tmp/model.bin" --B 2 --T 40 --steps 4 \
+  if LLMC_EMU_STREAMS=seeded LLMC_EMU_SEED=$seed "$emu/$prec/trainer/test_gpt2cu" --model "$tmp/model.bin" --B 2 --T 40 --steps 4 \
     >"$tmp/test_gpt2cu-$prec.log" 2>&1; then
     echo "ok    test_gpt2cu ($prec): $(tail -n 1 "$tmp/test_gpt2cu-$prec.log")"
   else

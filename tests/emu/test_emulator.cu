@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "llmc/cuda/common.cuh"
@@ -396,6 +397,11 @@ TEST_CASE("the device is an H100 as the runtime describes one") {
   CHECK(prop.sharedMemPerBlock == 48 * 1024);
   CHECK(prop.sharedMemPerBlockOptin == 227 * 1024);
   CHECK(prop.multiProcessorCount == 132);
+  // One emulated GPU per process: the UUID names the process.
+  CHECK(std::memcmp(prop.uuid.bytes, "EMUGPU", 6) == 0);
+  uint32_t pid = 0;
+  std::memcpy(&pid, prop.uuid.bytes + 6, sizeof pid);
+  CHECK(pid == uint32_t(getpid()));
   CHECK(cudaSetDevice(1) == cudaErrorInvalidDevice);
   CHECK(cudaGetLastError() == cudaErrorInvalidDevice);
 }

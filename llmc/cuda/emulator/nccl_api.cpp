@@ -4,11 +4,10 @@
 // root): ranks that disagree get ncclInvalidUsage and a message naming both sides, where real NCCL
 // would hang or corrupt memory. The data then moves through host copies: every rank gathers every
 // contribution and reduces them in rank order in fp32 (fp64 for doubles), rounding once to the
-// type, so that all ranks hold bit-identical results. A collective is checked when it is called
-// and queued on its stream, as every other piece of work on the emulated GPU (stream_order.h); the
-// agreement and the data move when it runs. Ranks that disagree then fail the CUDA context (a sticky
-// error at the next synchronisation) with the message. A group (ncclGroupStart/End) only has to be
-// closed.
+// type, so that all ranks hold bit-identical results. A collective is checked when it is called,
+// queued on its stream (stream_order.h) and run at once, after the work it waits for; other
+// streams' work stays queued. Ranks that disagree fail the CUDA context (a sticky error) with the
+// message. A group (ncclGroupStart/End) only has to be closed.
 #include <cuda_bf16.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "llmc/cuda/emulator/device_memory.h"
+#include "llmc/cuda/emulator/stream_order.h"
 
 struct ncclComm {
   int rank, nranks;
@@ -231,6 +231,12 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
       }
     });
   });
+  // The exchange blocks the calling host thread until every rank has reached it, so it cannot wait
+  // for a later synchronisation: a rank's host may first enter a host-side MPI call that the other
+  // ranks' hosts can reach only after this collective. It runs now, after the work it waits for,
+  // as if the device had caught up; ranks that call collectives in the same order (as NCCL
+  // requires) then always meet.
+  finish_stream(stream);
   return ncclSuccess;
 }
 

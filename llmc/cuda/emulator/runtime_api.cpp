@@ -7,6 +7,7 @@
 // rules (pinned or pageable host memory, synchronous or asynchronous call). A kernel fault is a
 // sticky error, returned by every later call, as a GPU context's is.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -618,6 +619,11 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->l2CacheSize = 50 * 1024 * 1024;
   prop->memoryBusWidth = 5120;
   prop->unifiedAddressing = 1;
+  // Each process is its own emulated GPU (NCCL's ranks on the emulated GPU are processes), so the
+  // UUID that tells GPUs apart is this process's: "EMUGPU" and the process id.
+  std::memcpy(prop->uuid.bytes, "EMUGPU", 6);
+  const uint32_t pid = uint32_t(getpid());
+  std::memcpy(prop->uuid.bytes + 6, &pid, sizeof pid);
   return cudaSuccess;
 }
 
