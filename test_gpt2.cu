@@ -26,6 +26,9 @@
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
+#if defined(LLMC_CUDA_EMULATOR)
+#include "llmc/cuda/emulator/device_memory.h"
+#endif
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
@@ -133,6 +136,28 @@ class Report {
  private:
   int passed_ = 0, failed_ = 0;
 };
+
+#if defined(LLMC_CUDA_EMULATOR)
+// Buffer by buffer: the device allocations the backend made, as the emulated runtime saw the
+// cudaMalloc calls, are the memory plan's buffers, in the plan's order and of the plan's sizes.
+void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t allocations_before) {
+  const std::vector<size_t> live = emu::live_allocation_sizes();
+  const std::vector<size_t> made(live.begin() + std::min(allocations_before, live.size()), live.end());
+  std::vector<const PlannedBuffer*> planned;
+  for (const PlannedBuffer& b : plan.buffers)
+    if (b.bytes() > 0) planned.push_back(&b);
+  size_t mismatches = std::max(made.size(), planned.size()) - std::min(made.size(), planned.size());
+  for (size_t i = 0; i < std::min(made.size(), planned.size()); ++i)
+    if (made[i] != planned[i]->bytes()) {
+      if (mismatches == 0) fmt::print("      first mismatch: allocation {} is {} bytes, buffer {} planned {} bytes\n", i,
+                                      made[i], planned[i]->name, planned[i]->bytes());
+      ++mismatches;
+    }
+  report.check(fmt::format("{} device allocations = the plan's {} buffers, each its size", made.size(),
+                           planned.size()),
+               double(mismatches), 0.5, "mismatches");
+}
+#endif
 
 // Per-tensor relative L2 errors of two gradient buffers in parameter layout; one check per tensor
 // when `each`, else one check of the worst tensor.
@@ -246,8 +271,14 @@ int run(const Args& a) {
   // kernels (kLibraryReserveBytes, llmc/cuda/memory_fit.h). The first query creates the context.
   cuda_free_memory();
   const size_t free_before = cuda_free_memory().value_or(0);
+#if defined(LLMC_CUDA_EMULATOR)
+  const size_t allocations_before = emu::live_allocation_sizes().size();
+#endif
   auto cuda = make_cuda(config, a, 1, attention, params);
   const size_t free_after = cuda_free_memory().value_or(0), allocated = cuda->device_bytes();
+#if defined(LLMC_CUDA_EMULATOR)
+  check_buffers_against_plan(report, cuda->memory_plan(), allocations_before);
+#endif
   const double mib = 1024.0 * 1024.0;
   report.check(fmt::format("device_bytes {} = the memory plan's total {}", allocated, cuda->memory_plan().total_bytes()),
                std::fabs(double(allocated) - double(cuda->memory_plan().total_bytes())), 0.5, "bytes off");

@@ -5,6 +5,9 @@
 #  - no hang (each run under `timeout 60`; 124 would be a hang);
 #  - stderr (or stdout, for recoveries) names the problem;
 #  - nothing a later run would trust is left behind: no *.tmp, no DONE_<step> without its files.
+# BAD_INPUTS_TRAINER runs the catalogue through another trainer: tests/check_emu_bad_inputs.sh
+# gives it the CUDA trainer on the emulated GPU, which must answer as the CPU trainer does, except
+# for the GPU memory flags, which it takes (its own cases at the end of "flags").
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
@@ -34,6 +37,7 @@ h[0], h[1], h[2], h[3] = 20240522, 1, 1, 2 * len(words)
 open(f'{d}/long_eval.bin', 'wb').write(h.tobytes() + array.array('H', words).tobytes())
 PY
 
+trainer=${BAD_INPUTS_TRAINER:-./train_gpt2}
 model=L1H2C16T32
 common=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e "$model" -b 2 -t 16 -v 0 -s 0)
 cases=0
@@ -52,7 +56,7 @@ check_leftovers() {
 
 run() {  # run <args...>: sets rc, output in $tmp/out.txt (stdout) and $tmp/err.txt (stderr)
   rc=0
-  timeout 60 ./train_gpt2 "$@" >"$tmp/out.txt" 2>"$tmp/err.txt" || rc=$?
+  timeout 60 "$trainer" "$@" >"$tmp/out.txt" 2>"$tmp/err.txt" || rc=$?
 }
 
 expect_error() {  # expect_error <text stderr must contain> <args...>
@@ -79,7 +83,7 @@ expect_recovery() {  # expect_recovery <text stdout must contain> <args...>: exi
 }
 
 # Good checkpoints to break: steps 1 and 2 of a tiny run.
-./train_gpt2 "${common[@]}" -x 2 -n 1 -o "$tmp/ckpt" >/dev/null
+"$trainer" "${common[@]}" -x 2 -n 1 -o "$tmp/ckpt" >/dev/null
 ok_model="$tmp/model.bin"
 cp "$tmp/ckpt/model_00000002.bin" "$ok_model"
 python3 - "$ok_model" "$tmp" <<'PY'
@@ -115,10 +119,17 @@ expect_error "-e:" "${common[@]}" -e d13
 expect_error "-n: checkpoints need an output dir" "${common[@]}" -n 5
 expect_error "-t: sequence length 64 exceeds the model's max_seq_len 32" "${common[@]}" -t 64
 expect_error "-d: total batch of 100 tokens is not divisible" "${common[@]}" -d 100
-# GPU memory is train_gpt2cu's business: the CPU trainer points there instead of ignoring the flags.
-expect_error "--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N" "${common[@]}" --dry-run 8
-expect_error "--device-memory: this trainer runs on the CPU" "${common[@]}" --device-memory 40GiB
 expect_error "--device-memory: '80' has no unit" "${common[@]}" --device-memory 80
+if [ "$trainer" = ./train_gpt2 ]; then
+  # GPU memory is train_gpt2cu's business: the CPU trainer points there instead of ignoring the flags.
+  expect_error "--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N" "${common[@]}" --dry-run 8
+  expect_error "--device-memory: this trainer runs on the CPU" "${common[@]}" --device-memory 40GiB
+else
+  # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
+  expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1
+  grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
+  grep -q -- "-r 2:" "$tmp/err.txt" || fail "the GPU memory error does not say whether -r 2 fits"
+fi
 expect_error "-b: B*T = 2147483647*2" "${common[@]}" -b 2147483647 -t 2
 # A batch the shards cannot hold: names the shard and the tokens one step needs.
 expect_error "it needs at least 1601 tokens" "${common[@]}" -b 100
@@ -147,7 +158,7 @@ expect_error "$readonly_dir/main.log: cannot write" "${common[@]}" -x 1 -o "$rea
 # A full disk, as `ulimit -f` (1 MiB; the model file is 3.2 MB): EFBIG reported, not SIGXFSZ.
 cases=$((cases + 1))
 rc=0
-(ulimit -f 1024; exec timeout 60 ./train_gpt2 "${common[@]}" -x 2 -n 1 -o "$tmp/full" >"$tmp/out.txt" 2>"$tmp/err.txt") || rc=$?
+(ulimit -f 1024; exec timeout 60 "$trainer" "${common[@]}" -x 2 -n 1 -o "$tmp/full" >"$tmp/out.txt" 2>"$tmp/err.txt") || rc=$?
 [ "$rc" = 1 ] || fail "ulimit -f: exit code $rc, expected 1"
 grep -q "model_00000001.bin: write failed: File too large" "$tmp/err.txt" || fail "ulimit -f: $(cat "$tmp/err.txt")"
 ls "$tmp/full" | grep -q -e DONE_ -e '\.tmp$' && fail "ulimit -f: a DONE marker or .tmp was left in $tmp/full"
@@ -174,7 +185,7 @@ flip_byte "$tmp/corrupt_model/model_00000002.bin" 5000
 expect_recovery "resume: continuing from checkpoint step 1" "${common[@]}" -x 3 -y 1 -o "$tmp/corrupt_model"
 grep -q "skipping checkpoint step 2: .*model_00000002.bin: checksum" "$tmp/out.txt" || fail "corrupt model not named"
 # -z 1 with one rank: documented to run exactly as -z 0, and says so.
-./train_gpt2 "${common[@]}" -x 3 -o "$tmp/z0" >/dev/null
+"$trainer" "${common[@]}" -x 3 -o "$tmp/z0" >/dev/null
 expect_recovery "-z 1 with one rank has no optimizer state to shard" "${common[@]}" -x 3 -z 1 -o "$tmp/z1"
 cmp -s "$tmp/z0/main.log" "$tmp/z1/main.log" || fail "-z 1 with one rank trained differently from -z 0"
 # Divergence after a good checkpoint: exit 1 naming the step, no checkpoint of the diverged
@@ -189,6 +200,6 @@ expect_error "--hellaswag-file: $tmp/garbage.bin: bad magic" "${common[@]}" -h 1
 expect_error "example 0 needs 20 positions, more than -t 16" "${common[@]}" -h 1 --hellaswag-file "$tmp/long_eval.bin"
 
 # The checkpoint model loads as a model file (-e).
-./train_gpt2 "${common[@]}" -e "$ok_model" -x 1 >/dev/null || fail "a checkpoint model file does not load"
+"$trainer" "${common[@]}" -e "$ok_model" -x 1 >/dev/null || fail "a checkpoint model file does not load"
 exit_if_failed
-echo "$cases bad inputs: clean errors or documented recoveries, no crash, hang or trusted partial file"
+echo "$cases bad inputs ($trainer): clean errors or documented recoveries, no crash, hang or trusted partial file"

@@ -52,6 +52,8 @@ constexpr size_t kGlobalMemory = 80ull << 30;
 struct State {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  // device memory: start -> bytes
+  std::map<uint64_t, uintptr_t> allocation_order;  // cudaMalloc's call number -> start, while live
+  uint64_t malloc_calls = 0;
   size_t allocated = 0;
   std::map<uintptr_t, size_t> host_allocations;  // pinned memory (cudaMallocHost): start -> bytes
   std::set<cudaStream_t> streams;
@@ -276,6 +278,13 @@ bool valid_stream(cudaStream_t stream) {
 
 cudaError_t context_error() { return sticky_error(); }
 
+std::vector<size_t> live_allocation_sizes() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::vector<size_t> sizes;
+  for (const auto& [call, start] : state().allocation_order) sizes.push_back(state().allocations.at(start));
+  return sizes;
+}
+
 namespace {
 // The context's first fault stays its error, as a GPU's does.
 void make_sticky(cudaError_t code) {
@@ -342,6 +351,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   std::memset(p, 0xFF, size);
   poison(p, size);
   state().allocations[reinterpret_cast<uintptr_t>(p)] = size;
+  state().allocation_order[++state().malloc_calls] = reinterpret_cast<uintptr_t>(p);
   state().allocated += size;
   *ptr = p;
   return cudaSuccess;
@@ -358,6 +368,11 @@ cudaError_t cudaFree(void* ptr) {
   unpoison(ptr, it->second);
   state().allocated -= it->second;
   state().allocations.erase(it);
+  for (auto o = state().allocation_order.begin(); o != state().allocation_order.end(); ++o)
+    if (o->second == reinterpret_cast<uintptr_t>(ptr)) {
+      state().allocation_order.erase(o);
+      break;
+    }
   std::free(ptr);
   return state().sticky;
 }
@@ -410,11 +425,12 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
+// The scheduler's lock is never taken under the state's (queued work takes the state's).
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  std::lock_guard<std::mutex> lock(state().mutex);
   *stream = new CUstream_st{flags};
-  state().streams.insert(*stream);
   stream_created(*stream, (flags & cudaStreamNonBlocking) == 0);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().streams.insert(*stream);
   return cudaSuccess;
 }
 
