@@ -1,7 +1,8 @@
 // The CUDA trainer: the shared training loop (llmc/train/trainer.h, entered through trainer_main.h)
 // driving the GPU backend, one GPU per rank under mpirun/srun (or one process). Flags:
 // ./train_gpt2cu --help; semantics: docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
-// LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build).
+// LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build); unset,
+// a cuDNN that rejects the attention graph at start-up gives the plain kernels too, with one line.
 // LLMC_GELU=mixed|kernels|epilogues chooses where the GELU is computed (llmc/cuda/cuda_backend.h).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
     options.max_seq_len = o.seq_len;
     options.recompute = o.recompute;
     options.attention = llmc::default_attention_kind();
+    options.attention_fallback = !llmc::attention_kind_forced();
     options.gelu = llmc::default_gelu_path();
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
       fmt::print("cuda: {} | precision {} | attention {} | gelu {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
                  "allocated | {}\n",
                  llmc::cuda_device_description(), llmc::cuda_precision_name(),
-                 llmc::attention_kind_name(options.attention), llmc::gelu_path_name(options.gelu), options.recompute,
+                 llmc::attention_kind_name(backend->attention()), llmc::gelu_path_name(options.gelu), options.recompute,
                  double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)

@@ -111,13 +111,22 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
 #if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     // cuDNN's workspace is known only once its plans exist: for the training shape and for sampling
-    // (B=1 at the longest T), built now, so that the plan holds the real size.
-    cudnn = std::make_unique<CudnnAttention>();
-    const int HS = C / NH;
-    size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
-    bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
-    bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS, true));
-    plan_inputs.cudnn_workspace_bytes = bytes;
+    // (B=1 at the longest T), built now, so that the plan holds the real size. A graph cuDNN rejects
+    // here is rejected before anything is allocated, so the plain attention can take over.
+    try {
+      cudnn = std::make_unique<CudnnAttention>();
+      const int HS = C / NH;
+      size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
+      bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
+      bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS, true));
+      plan_inputs.cudnn_workspace_bytes = bytes;
+    } catch (const std::runtime_error& e) {
+      if (!opt.attention_fallback) throw;
+      fmt::print(stderr, "attention: cuDNN rejected the attention graph at start-up ({}); using the plain attention "
+                         "kernels (LLMC_ATTENTION=cudnn makes this an error)\n", e.what());
+      cudnn.reset();
+      opt.attention = plan_inputs.attention = AttentionKind::kFallback;
+    }
   }
 #endif
   MemoryPlan plan = plan_memory(plan_inputs);
@@ -337,6 +346,8 @@ const OptimizerPartition& CudaBackend::partition() const { return impl_->partiti
 size_t CudaBackend::device_bytes() const { return impl_->buffers->allocated_bytes(); }
 
 const MemoryPlan& CudaBackend::memory_plan() const { return impl_->buffers->plan(); }
+
+AttentionKind CudaBackend::attention() const { return impl_->opt.attention; }
 
 size_t CudaBackend::planned_bytes() const {
   MemoryPlanInputs estimated = impl_->plan_inputs;

@@ -36,6 +36,10 @@ struct CudaBackendOptions {
   // in the backward pass; 2: also recompute the two LayerNorm outputs of each layer.
   int recompute = 1;
   AttentionKind attention = AttentionKind::kCudnn;
+  // With kCudnn: when cuDNN rejects the attention graph at start-up (no engine for this GPU, shape
+  // or library), use the plain attention kernels, saying so on one line of stderr, instead of
+  // throwing. train_gpt2cu allows it unless LLMC_ATTENTION=cudnn forces cuDNN.
+  bool attention_fallback = false;
   GeluPath gelu = GeluPath::kMixed;
   unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
@@ -62,6 +66,8 @@ const char* cuda_precision_name();
 // The attention a build uses by default: cuDNN in bf16, the fallback in fp32. The environment
 // variable LLMC_ATTENTION=fallback|cudnn overrides it (cudnn is refused in the FP32 build).
 AttentionKind default_attention_kind();
+// Whether LLMC_ATTENTION chose the attention (then a cuDNN that rejects the graph is an error).
+bool attention_kind_forced();
 // LLMC_GELU=mixed|kernels|epilogues (unset: mixed), and the names the logs print.
 GeluPath default_gelu_path();
 const char* gelu_path_name(GeluPath path);
@@ -130,6 +136,8 @@ class CudaBackend : public Backend {
   // `train_gpt2cu --dry-run` prints).
   const MemoryPlan& memory_plan() const;
   size_t planned_bytes() const;
+  // The attention it runs: options.attention, or the fallback after cuDNN rejected the graph.
+  AttentionKind attention() const;
 
  private:
   struct Impl;

@@ -41,6 +41,11 @@ AttentionKind default_attention_kind() {
   throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
 }
 
+bool attention_kind_forced() {
+  const char* env = std::getenv("LLMC_ATTENTION");
+  return env != nullptr && *env != '\0';
+}
+
 GeluPath default_gelu_path() {
   const char* env = std::getenv("LLMC_GELU");
   const std::string value = env ? env : "";
