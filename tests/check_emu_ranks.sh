@@ -34,7 +34,7 @@ flags=(-e "$tmp/model.bin" -i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -b 2 -t 40 
   -s 0 -sh 0)
 
 # --- (a) two ranks against one ------------------------------------------------------------------
-./train_gpt2 "${flags[@]}" -x 4 -o "$tmp/one" >"$tmp/one.out" 2>&1 || fail "train_gpt2 (log: $tmp/one.out)"
+./train_gpt2 "${flags[@]}" -x 2 -o "$tmp/one" >"$tmp/one.out" 2>&1 || fail "train_gpt2 (log: $tmp/one.out)"
 worst=()
 for communicator in nccl mpi; do
   for z in 0 1; do
@@ -43,7 +43,7 @@ for communicator in nccl mpi; do
       streams=latest
       [ "$name" = nccl_z1_overlap1 ] && streams=seeded
       if ! LLMC_COMMUNICATOR=$communicator LLMC_EMU_STREAMS=$streams LLMC_EMU_SEED=$((z * 2 + overlap)) \
-        timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 4 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
+        timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 2 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
         >"$tmp/$name.out" 2>&1; then
         fail "$name (log: $tmp/$name.out)"
         grep -E 'rror|FAIL' "$tmp/$name.out" | head -n 5 | sed 's/^/      /'
@@ -69,7 +69,7 @@ PY
 done
 
 # --- (b) a stopped rank ends the job through --step-timeout --------------------------------------
-timeout=8
+timeout=6
 out=$tmp/stop.out
 LLMC_COMMUNICATOR=nccl "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 100000 -v 0 --step-timeout "$timeout" \
   -o "$tmp/stop" >"$out" 2>&1 &
