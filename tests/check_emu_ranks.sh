@@ -80,10 +80,7 @@ for _ in $(seq 600); do
   [ "${#ranks[@]}" -eq 2 ] && grep -q "^step  *3/" "$out" && break
   sleep 0.1
 done
-stopped=""
-for pid in "${ranks[@]}"; do
-  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx OMPI_COMM_WORLD_RANK=1 && stopped=$pid
-done
+stopped=$(rank_pid 1 "${ranks[@]}")
 if [ -z "$stopped" ]; then
   kill -KILL "$launcher" "${ranks[@]}" 2>/dev/null || true
   cat "$out"

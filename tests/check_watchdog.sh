@@ -67,10 +67,7 @@ for _ in $(seq 300); do
 done
 pids+=("${ranks[@]}")
 [ "${#ranks[@]}" -eq 2 ] && grep -q "^step  *5/" "$out" || { cat "$out"; fail "the 2-rank run did not start training"; }
-stopped=""
-for pid in "${ranks[@]}"; do
-  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx OMPI_COMM_WORLD_RANK=1 && stopped=$pid
-done
+stopped=$(rank_pid 1 "${ranks[@]}")
 [ -n "$stopped" ] || fail "no rank 1 among ${ranks[*]}"
 if [ -n "$stopped" ]; then
   kill -STOP "$stopped"

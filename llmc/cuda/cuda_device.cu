@@ -27,24 +27,28 @@ Precision cuda_precision() {
 #endif
 }
 
+namespace {
+// LLMC_ATTENTION's value, "" when unset.
+std::string attention_choice() {
+  const char* env = std::getenv("LLMC_ATTENTION");
+  return env ? env : "";
+}
+}  // namespace
+
 AttentionKind default_attention_kind() {
 #if defined(LLMC_CUDNN)
   AttentionKind kind = AttentionKind::kCudnn;
 #else
   AttentionKind kind = AttentionKind::kFallback;
 #endif
-  const char* env = std::getenv("LLMC_ATTENTION");
-  if (env == nullptr || *env == '\0') return kind;
-  const std::string value = env;
+  const std::string value = attention_choice();
+  if (value.empty()) return kind;
   if (value == "fallback") return AttentionKind::kFallback;
   if (value == "cudnn") return AttentionKind::kCudnn;
   throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
 }
 
-bool attention_kind_forced() {
-  const char* env = std::getenv("LLMC_ATTENTION");
-  return env != nullptr && *env != '\0';
-}
+bool attention_kind_forced() { return !attention_choice().empty(); }
 
 GeluPath default_gelu_path() {
   const char* env = std::getenv("LLMC_GELU");

@@ -5,3 +5,14 @@
 # MPIRUN, the launcher as root (CI, containers) with more ranks than the machine has cores.
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (make setup installs openmpi-bin)" >&2; exit 1; }
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+
+# rank_pid RANK PID...: prints which of the PIDs (processes mpirun started) is MPI rank RANK, from
+# the rank Open MPI put in its environment; prints nothing when none is.
+rank_pid() {
+  local rank=$1 pid
+  shift
+  for pid in "$@"; do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && { echo "$pid"; return; }
+  done
+  return 0
+}

@@ -471,7 +471,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     ok = check_device(call, "the GELU aux matrix", o.aux, matrix_bytes(shape.m, shape.n, o.aux_ld, t));
   if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
   // Queued with copies of the descriptors, which the caller may change or destroy once this returns.
-  device_work(stream, call, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
+  device_work(stream, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
     with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
   });
   return CUBLAS_STATUS_SUCCESS;
@@ -543,7 +543,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                         static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
         return CUBLAS_STATUS_EXECUTION_FAILED;
   const bool bf16 = a_type == CUDA_R_16BF;
-  device_work(handle->stream, call, [=] { with_device_memory([&] {
+  device_work(handle->stream, [=] { with_device_memory([&] {
     std::vector<float> acc;
     for (int i = 0; i < batch; ++i) {
       const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, bf16, lda, ta};

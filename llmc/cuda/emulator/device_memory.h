@@ -30,7 +30,7 @@ void library_fault(cudaError_t code, const std::string& what);
 
 // Queues `work` on `stream` in the emulated stream order (stream_order.h); once the context has
 // faulted, queued work no longer runs, as on a GPU.
-void device_work(cudaStream_t stream, const char* what, std::function<void()> work);
+void device_work(cudaStream_t stream, std::function<void()> work);
 
 // Runs `work` with all device memory usable (it is poisoned for the host otherwise, under ASan).
 void with_device_memory(const std::function<void()>& work);

@@ -194,7 +194,7 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
     }
   const Request mine{int64_t(kind), int64_t(count), int64_t(type), reduces ? int64_t(op) : -1,
                      kind == Kind::reduce || kind == Kind::broadcast ? int64_t(root) : -1};
-  device_work(stream, kind_name(kind), [=] {
+  device_work(stream, [=] {
     const ncclComm& c = *comm;  // alive: ncclCommDestroy waits for queued work
     if (c.aborted) return;
     const std::vector<unsigned char> asked = gather(c, &mine, sizeof mine);

@@ -49,10 +49,14 @@ constexpr size_t kDefaultSharedPerBlock = 48 * 1024;
 constexpr size_t kOptInSharedPerBlock = 232448;  // 227 KiB
 constexpr size_t kGlobalMemory = 80ull << 30;
 
+struct Allocation {
+  size_t bytes;
+  uint64_t serial;  // which cudaMalloc call made it: the order live_allocation_sizes reports
+};
+
 struct State {
   std::mutex mutex;
-  std::map<uintptr_t, size_t> allocations;  // device memory: start -> bytes
-  std::map<uint64_t, uintptr_t> allocation_order;  // cudaMalloc's call number -> start, while live
+  std::map<uintptr_t, Allocation> allocations;  // device memory by start address
   uint64_t malloc_calls = 0;
   size_t allocated = 0;
   std::map<uintptr_t, size_t> host_allocations;  // pinned memory (cudaMallocHost): start -> bytes
@@ -93,14 +97,14 @@ void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
 }
 
 // The device allocation that holds [p, p + bytes) whole (at least p itself), or null.
-const std::pair<const uintptr_t, size_t>* device_range(const void* p, size_t bytes) {
+const std::pair<const uintptr_t, Allocation>* device_range(const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   bytes = std::max<size_t>(bytes, 1);
   auto& allocs = state().allocations;
   auto it = allocs.upper_bound(a);
   if (it == allocs.begin()) return nullptr;
   --it;
-  if (a < it->first || a + bytes > it->first + it->second) return nullptr;
+  if (a < it->first || a + bytes > it->first + it->second.bytes) return nullptr;
   return &*it;
 }
 
@@ -149,7 +153,7 @@ class UsableAllocation {
     std::lock_guard<std::mutex> lock(state().mutex);
     const auto* a = device_range(p, 0);
     begin_ = reinterpret_cast<const void*>(a->first);
-    bytes_ = a->second;
+    bytes_ = a->second.bytes;
     unpoison(begin_, bytes_);
 #endif
   }
@@ -169,8 +173,8 @@ bool context_failed() {
 
 }  // namespace
 
-void device_work(cudaStream_t stream, const char* what, std::function<void()> work) {
-  enqueue(stream, what, [work = std::move(work)] {
+void device_work(cudaStream_t stream, std::function<void()> work) {
+  enqueue(stream, [work = std::move(work)] {
     if (!context_failed()) work();
   });
 }
@@ -203,22 +207,26 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
     std::memmove(dst, src, count);
     return cudaSuccess;
   }
-  if (kind == cudaMemcpyHostToDevice && !is_pinned(src, count)) {
+  // The host side's kind of memory: pinned host memory is read or written when the copy runs.
+  const bool host_pinned = kind == cudaMemcpyHostToDevice   ? is_pinned(src, count)
+                           : kind == cudaMemcpyDeviceToHost ? is_pinned(dst, count)
+                                                            : false;
+  if (kind == cudaMemcpyHostToDevice && !host_pinned) {
     std::vector<unsigned char> staged(static_cast<const unsigned char*>(src),
                                       static_cast<const unsigned char*>(src) + count);
-    device_work(stream, call, [dst, staged = std::move(staged)] {
+    device_work(stream, [dst, staged = std::move(staged)] {
       const UsableAllocation to(dst, true);
       std::memcpy(dst, staged.data(), staged.size());
     });
   } else {
-    device_work(stream, call, [=] {
+    device_work(stream, [=] {
       const UsableAllocation to(dst, dst_device), from(src, src_device);
       std::memmove(dst, src, count);
     });
   }
-  const bool host_waits = kind == cudaMemcpyDeviceToHost ? synchronous || !is_pinned(dst, count)
-                                                         : synchronous && kind == cudaMemcpyHostToDevice &&
-                                                               is_pinned(src, count);
+  const bool host_waits = kind == cudaMemcpyDeviceToHost   ? synchronous || !host_pinned
+                          : kind == cudaMemcpyHostToDevice ? synchronous && host_pinned
+                                                           : false;
   if (host_waits) finish_stream(stream);
   return sticky_error();
 }
@@ -228,7 +236,7 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  device_work(stream, call, [=] {
+  device_work(stream, [=] {
     const UsableAllocation to(p, true);
     std::memset(p, value, count);
   });
@@ -257,9 +265,9 @@ cudaError_t check_event(const char* call, cudaEvent_t event) {
 void with_device_memory(const std::function<void()>& work) {
 #if defined(__SANITIZE_ADDRESS__)
   std::lock_guard<std::mutex> lock(state().mutex);
-  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second);
+  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second.bytes);
   work();
-  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second);
+  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second.bytes);
 #else
   work();
 #endif
@@ -280,8 +288,10 @@ cudaError_t context_error() { return sticky_error(); }
 
 std::vector<size_t> live_allocation_sizes() {
   std::lock_guard<std::mutex> lock(state().mutex);
+  std::map<uint64_t, size_t> by_call;
+  for (const auto& [start, a] : state().allocations) by_call[a.serial] = a.bytes;
   std::vector<size_t> sizes;
-  for (const auto& [call, start] : state().allocation_order) sizes.push_back(state().allocations.at(start));
+  for (const auto& [serial, bytes] : by_call) sizes.push_back(bytes);
   return sizes;
 }
 
@@ -325,7 +335,7 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
                          ? " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)"
                          : " by cudaFuncSetAttribute"));
   const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
-  device_work(stream, name, [=, args = std::move(args)] {
+  device_work(stream, [=, args = std::move(args)] {
     cudaError_t result = cudaSuccess;
     with_device_memory([&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args.get()}); });
     if (result != cudaSuccess) make_sticky(result);
@@ -350,8 +360,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(size) + " bytes");
   std::memset(p, 0xFF, size);
   poison(p, size);
-  state().allocations[reinterpret_cast<uintptr_t>(p)] = size;
-  state().allocation_order[++state().malloc_calls] = reinterpret_cast<uintptr_t>(p);
+  state().allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{size, ++state().malloc_calls};
   state().allocated += size;
   *ptr = p;
   return cudaSuccess;
@@ -365,14 +374,9 @@ cudaError_t cudaFree(void* ptr) {
   auto it = state().allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == state().allocations.end())
     return fail(cudaErrorInvalidValue, "cudaFree: " + pointer_text(ptr) + " is not the start of a device allocation");
-  unpoison(ptr, it->second);
-  state().allocated -= it->second;
+  unpoison(ptr, it->second.bytes);
+  state().allocated -= it->second.bytes;
   state().allocations.erase(it);
-  for (auto o = state().allocation_order.begin(); o != state().allocation_order.end(); ++o)
-    if (o->second == reinterpret_cast<uintptr_t>(ptr)) {
-      state().allocation_order.erase(o);
-      break;
-    }
   std::free(ptr);
   return state().sticky;
 }

@@ -24,7 +24,6 @@ namespace {
 
 struct Work {
   uint64_t id;
-  const char* what;
   std::function<void()> run;
   std::vector<uint64_t> deps;  // ids of other streams' work that must have run first
 };
@@ -52,20 +51,20 @@ class Scheduler {
     queues_.erase(s);
   }
 
-  void enqueue(cudaStream_t s, const char* what, std::function<void()> run, std::vector<uint64_t> deps = {}) {
+  void enqueue(cudaStream_t s, std::function<void()> run) {
     std::lock_guard<std::mutex> lock(mutex_);
-    add(s, what, std::move(run), std::move(deps));
+    add(s, std::move(run), {});
   }
 
   void record(cudaEvent_t e, cudaStream_t s, std::function<void()> on_complete) {
     std::lock_guard<std::mutex> lock(mutex_);
-    last_record_[e] = add(s, "cudaEventRecord", std::move(on_complete), {});
+    last_record_[e] = add(s, std::move(on_complete), {});
   }
 
   void wait(cudaStream_t s, cudaEvent_t e) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = last_record_.find(e);
-    if (it != last_record_.end() && where_.count(it->second)) add(s, "cudaStreamWaitEvent", [] {}, {it->second});
+    if (it != last_record_.end() && where_.count(it->second)) add(s, [] {}, {it->second});
   }
 
   void event_destroyed(cudaEvent_t e) {
@@ -120,18 +119,18 @@ class Scheduler {
     return it->second;
   }
 
-  uint64_t add(cudaStream_t s, const char* what, std::function<void()> run, std::vector<uint64_t> deps) {
+  uint64_t add(cudaStream_t s, std::function<void()> run, std::vector<uint64_t> deps) {
     Queue& q = queue(s);
     // The legacy default stream waits for every blocking stream's work, and they wait for it.
     if (s == nullptr) {
       for (auto& [other, oq] : queues_)
         if (other != nullptr && oq.blocking && !oq.pending.empty()) deps.push_back(oq.pending.back().id);
     } else if (q.blocking) {
-      Queue& legacy = queues_[nullptr];
+      Queue& legacy = queue(nullptr);
       if (!legacy.pending.empty()) deps.push_back(legacy.pending.back().id);
     }
     const uint64_t id = ++last_id_;
-    q.pending.push_back(Work{id, what, std::move(run), std::move(deps)});
+    q.pending.push_back(Work{id, std::move(run), std::move(deps)});
     where_[id] = s;
     if (order_ == StreamOrder::issue) {
       run_through(id);
@@ -151,7 +150,7 @@ class Scheduler {
 
   // Runs the front of `s`'s queue, whose prerequisites have all run.
   void run_front(cudaStream_t s) {
-    Queue& q = queues_[s];
+    Queue& q = queue(s);
     Work w = std::move(q.pending.front());
     q.pending.pop_front();
     where_.erase(w.id);
@@ -182,7 +181,7 @@ class Scheduler {
     if (it == where_.end()) return;
     const cudaStream_t s = it->second;
     for (;;) {
-      Work& front = queues_[s].pending.front();
+      Work& front = queue(s).pending.front();
       const uint64_t front_id = front.id;
       const std::vector<uint64_t> deps = front.deps;
       for (uint64_t d : deps) run_latest(d);
@@ -195,7 +194,7 @@ class Scheduler {
   void add_needed(uint64_t id, std::unordered_set<uint64_t>& needed) {
     auto it = where_.find(id);
     if (it == where_.end() || needed.count(id)) return;
-    for (const Work& w : queues_[it->second].pending) {
+    for (const Work& w : queue(it->second).pending) {
       if (w.id > id) break;
       if (!needed.insert(w.id).second) continue;
       for (uint64_t d : w.deps) add_needed(d, needed);
@@ -217,7 +216,7 @@ class Scheduler {
     if (ready.empty()) return false;
     std::sort(ready.begin(), ready.end());
     const cudaStream_t s = ready[random_() % ready.size()].second;
-    if (among) among->erase(queues_[s].pending.front().id);
+    if (among) among->erase(queue(s).pending.front().id);
     run_front(s);
     return true;
   }
@@ -253,9 +252,7 @@ StreamOrder stream_order() {
 
 void stream_created(cudaStream_t stream, bool blocking) { scheduler().created(stream, blocking); }
 void stream_destroyed(cudaStream_t stream) { scheduler().destroyed(stream); }
-void enqueue(cudaStream_t stream, const char* what, std::function<void()> work) {
-  scheduler().enqueue(stream, what, std::move(work));
-}
+void enqueue(cudaStream_t stream, std::function<void()> work) { scheduler().enqueue(stream, std::move(work)); }
 void record_event(cudaEvent_t event, cudaStream_t stream, std::function<void()> on_complete) {
   scheduler().record(event, stream, std::move(on_complete));
 }

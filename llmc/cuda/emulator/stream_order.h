@@ -27,8 +27,8 @@ StreamOrder stream_order();
 void stream_created(cudaStream_t stream, bool blocking);
 void stream_destroyed(cudaStream_t stream);  // its queued work runs first, as CUDA lets it finish
 
-// Queues `work` on `stream` (nullptr: the legacy default stream). `what` names it in traces.
-void enqueue(cudaStream_t stream, const char* what, std::function<void()> work);
+// Queues `work` on `stream` (nullptr: the legacy default stream).
+void enqueue(cudaStream_t stream, std::function<void()> work);
 
 // cudaEventRecord: `on_complete` runs when the work queued on `stream` so far has run.
 void record_event(cudaEvent_t event, cudaStream_t stream, std::function<void()> on_complete);
