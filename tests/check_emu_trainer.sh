@@ -58,8 +58,9 @@ for prec in bf16 fp32; do
 done
 # The training runs use the same shape with GPT-2's vocabulary: the HellaSwag eval pads with its
 # end-of-text token 50256.
-run=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e L3H3C96T40 -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
-  -m 2 -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin" -sh 0)
+train=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e L3H3C96T40 -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
+  -m 2 -sh 0)
+run=("${train[@]}" -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin")
 
 # --- (b) FP32 against the CPU trainer -----------------------------------------------------------
 ./train_gpt2 "${run[@]}" -o "$tmp/cpu" >"$tmp/cpu.out" 2>&1 || fail "train_gpt2 (log: $tmp/cpu.out)"
@@ -91,7 +92,8 @@ EOF
   fail "FP32 losses against train_gpt2: $compare"
 
 # --- (c) BF16 stopped and resumed ---------------------------------------------------------------
-resume=("${run[@]}" -n 3)
+# Without the sampling and the HellaSwag eval of (b), which write nothing the comparison reads.
+resume=("${train[@]}" -s 0 -n 3)
 LLMC_EMU_SEED=6 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -o "$tmp/full" >"$tmp/full.out" 2>&1 ||
   fail "train_gpt2cu-emu (BF16) (log: $tmp/full.out)"
 mkdir -p "$tmp/part"
