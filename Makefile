@@ -332,8 +332,8 @@ $(EMU)/runtime/%.o: llmc/cuda/emulator/%.cpp
 	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
 
 # The GEMMs under the emulated cuBLAS: optimised, uninstrumented (they read only the emulator's own
-# fp32 copies of checked operands), parallel where the checker allows OpenMP.
-$(EMU)/runtime/gemm.o: EMU_RUNTIME_FLAGS := -O3 -march=native $(EMU_OPENMP)
+# fp32 copies of checked operands), parallel on the emulator's worker threads.
+$(EMU)/runtime/gemm.o: EMU_RUNTIME_FLAGS := -O3 -march=native
 
 $(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:llmc/cuda/emulator/%.cpp=$(EMU)/runtime/%.o)
 	$(archive)

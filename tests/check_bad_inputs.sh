@@ -24,8 +24,8 @@ write_shard(f'{d}/tiny_0.bin', stream(10))
 write_shard(f'{d}/truncated_0.bin', stream(700), n=900)        # header says more than the file has
 write_shard(f'{d}/extra_0.bin', stream(700), n=500)            # header says less than the file has
 write_shard(f'{d}/magic_0.bin', stream(700), magic=12345)
-t = stream(700); t[300] = 50257
-write_shard(f'{d}/token_0.bin', t)                             # token id == vocab size
+t = stream(700); t[100] = 50257
+write_shard(f'{d}/token_0.bin', t)                             # token id == vocab size, in step 3's window
 t = stream(400); t[5] = 60000
 write_shard(f'{d}/badval_0.bin', t)
 open(f'{d}/garbage.bin', 'wb').write(b'not an eval file' * 100)
@@ -140,7 +140,7 @@ expect_error "$tmp/tiny_0.bin" "${common[@]}" -i "$tmp/tiny_0.bin"
 expect_error "$tmp/truncated_0.bin" "${common[@]}" -i "$tmp/truncated_0.bin"
 expect_error "$tmp/extra_0.bin" "${common[@]}" -i "$tmp/extra_0.bin"
 expect_error "$tmp/magic_0.bin" "${common[@]}" -i "$tmp/magic_0.bin"
-expect_error "$tmp/token_0.bin" "${common[@]}" -i "$tmp/token_0.bin" -x 20
+expect_error "$tmp/token_0.bin" "${common[@]}" -i "$tmp/token_0.bin" -x 6
 grep -q 50257 "$tmp/err.txt" || fail "the bad token id 50257 is not named: $(cat "$tmp/err.txt")"
 expect_error "$tmp/badval_0.bin" "${common[@]}" -x 1 -v 1 -j "$tmp/badval_0.bin"
 # --- model files -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -524,14 +525,27 @@ class Pool {
     return *pool;
   }
 
+  // Every worker takes blocks until none is left.
   void run(Launch& launch) {
+    run_on_workers([&launch] {
+      Worker& worker = *tls_worker;
+      // Relaxed: taking a block orders nothing between blocks, as on a GPU (TSan sees them unordered).
+      for (size_t i; !launch.failed.load(std::memory_order_relaxed) &&
+                     (i = launch.next.fetch_add(1, std::memory_order_relaxed)) < launch.blocks;)
+        worker.run_block(launch, launch.order[i]);
+    });
+  }
+
+  // Runs `job` once on every worker; returns when all have returned. The lock and the condition
+  // variables order the job's writes before the caller's next reads.
+  void run_on_workers(const std::function<void()>& job) {
     std::unique_lock<std::mutex> lock(mutex_);
-    launch_ = &launch;
+    job_ = &job;
     ++generation_;
     busy_ = int(threads_.size());
     work_.notify_all();
     done_.wait(lock, [&] { return busy_ == 0; });
-    launch_ = nullptr;
+    job_ = nullptr;
   }
 
  private:
@@ -550,17 +564,14 @@ class Pool {
     tls_worker = &worker;
     uint64_t seen = 0;
     for (;;) {
-      Launch* launch = nullptr;
+      const std::function<void()>* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         work_.wait(lock, [&] { return generation_ != seen; });
         seen = generation_;
-        launch = launch_;
+        job = job_;
       }
-      // Relaxed: taking a block orders nothing between blocks, as on a GPU (TSan sees them unordered).
-      for (size_t i; !launch->failed.load(std::memory_order_relaxed) &&
-                     (i = launch->next.fetch_add(1, std::memory_order_relaxed)) < launch->blocks;)
-        worker.run_block(*launch, launch->order[i]);
+      (*job)();
       std::lock_guard<std::mutex> lock(mutex_);
       if (--busy_ == 0) done_.notify_one();
     }
@@ -569,7 +580,7 @@ class Pool {
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable work_, done_;
-  Launch* launch_ = nullptr;
+  const std::function<void()>* job_ = nullptr;
   uint64_t generation_ = 0;
   int busy_ = 0;
 };
@@ -601,6 +612,14 @@ cudaError_t run_kernel(const KernelJob& job) {
   __tsan_acquire(&launch.sync.done);
 #endif
   return launch.code;
+}
+
+void parallel_for(long long n, long long chunk, const std::function<void(long long, long long)>& body) {
+  std::atomic<long long> next{0};
+  Pool::get().run_on_workers([&] {
+    for (long long begin; (begin = next.fetch_add(chunk, std::memory_order_relaxed)) < n;)
+      body(begin, std::min(n, begin + chunk));
+  });
 }
 
 void device_fault(cudaError_t code, const std::string& what) {

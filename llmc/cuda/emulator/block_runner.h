@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +31,13 @@ cudaError_t run_kernel(const KernelJob& job);
 // LLMC_EMU_SEED (default 0): orders the blocks of every launch, the warps of every block and, with
 // LLMC_EMU_STREAMS=seeded, the work of the streams (stream_order.h).
 uint64_t emulator_seed();
+
+// Host-side work of the emulated libraries (the GEMMs under cuBLAS) on the same worker threads:
+// body(begin, end) for consecutive ranges of at most `chunk` indices covering [0, n), each range
+// once, in any order and in parallel; returns when all have run. Not from inside a kernel. (One
+// pool for both, with threads that sleep when idle: OpenMP's threads would spin after each GEMM
+// and take the cores from the workers running the next kernel.)
+void parallel_for(long long n, long long chunk, const std::function<void(long long, long long)>& body);
 
 // "(x,y,z)", as the errors name blocks, threads and launch shapes.
 std::string dim_text(dim3 d);

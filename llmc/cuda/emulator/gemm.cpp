@@ -2,17 +2,20 @@
 // by columns, each row padded with zeros to a multiple of 8, so that every output is a dot product
 // of two contiguous vectors; a 4 x 2 block of outputs shares its loads, eight lanes at a time.
 // Built with -O3 -march=native and no sanitizer (the panels are the emulator's own memory; the
-// caller has checked the operands' device ranges): the trainer on the emulated GPU spends most of
-// its time here.
+// caller has checked the operands' device ranges), run in parallel on the emulator's workers.
 #include "llmc/cuda/emulator/gemm.h"
 
 #include <cstring>
+
+#include "llmc/cuda/emulator/block_runner.h"
 
 namespace emu {
 namespace {
 
 typedef float v8 __attribute__((vector_size(32)));
 constexpr int kLanes = 8, kRows = 4, kCols = 2;
+// The workers take rows to pack and column tiles to multiply this many at a time.
+constexpr long long kPackRows = 64, kTilesPerTask = 4;
 
 long long round_up(long long x, long long to) { return (x + to - 1) / to * to; }
 
@@ -29,14 +32,15 @@ std::vector<float> pack(const GemmOperand& x, bool outer_is_row, long long outer
                         long long kp) {
   std::vector<float> panel(size_t(padded_outer * kp), 0.0f);
   // Stored element (r, c) of op(X) is X's (r, c), or X's (c, r) when transposed.
-#pragma omp parallel for schedule(static)
-  for (long long i = 0; i < outer; ++i) {
-    float* row = panel.data() + i * kp;
-    for (long long p = 0; p < k; ++p) {
-      const long long r = outer_is_row ? i : p, c = outer_is_row ? p : i;
-      row[p] = x.transposed ? operand_at(x, c, r) : operand_at(x, r, c);
+  parallel_for(outer, kPackRows, [&](long long begin, long long end) {
+    for (long long i = begin; i < end; ++i) {
+      float* row = panel.data() + i * kp;
+      for (long long p = 0; p < k; ++p) {
+        const long long r = outer_is_row ? i : p, c = outer_is_row ? p : i;
+        row[p] = x.transposed ? operand_at(x, c, r) : operand_at(x, r, c);
+      }
     }
-  }
+  });
   return panel;
 }
 
@@ -52,27 +56,29 @@ void gemm_fp32(std::vector<float>& acc, const GemmOperand& a, const GemmOperand&
   const long long kp = round_up(k, kLanes), mp = round_up(m, kRows), np = round_up(n, kCols);
   const std::vector<float> ap = pack(a, true, m, mp, k, kp), bp = pack(b, false, n, np, k, kp);
   acc.assign(size_t(m) * n, 0.0f);
-#pragma omp parallel for schedule(dynamic, 4)
-  for (long long j0 = 0; j0 < np; j0 += kCols) {
-    for (long long i0 = 0; i0 < mp; i0 += kRows) {
-      v8 sum[kRows][kCols] = {};
-      for (long long p = 0; p < kp; p += kLanes) {
-        v8 bv[kCols], av[kRows];
-        for (int c = 0; c < kCols; ++c) std::memcpy(&bv[c], &bp[size_t((j0 + c) * kp + p)], sizeof(v8));
-        for (int r = 0; r < kRows; ++r) std::memcpy(&av[r], &ap[size_t((i0 + r) * kp + p)], sizeof(v8));
-        for (int r = 0; r < kRows; ++r)
-          for (int c = 0; c < kCols; ++c) sum[r][c] += av[r] * bv[c];
-      }
-      for (int r = 0; r < kRows; ++r)
-        for (int c = 0; c < kCols; ++c) {
-          const long long i = i0 + r, j = j0 + c;
-          if (i >= m || j >= n) continue;
-          float s = 0.0f;
-          for (int l = 0; l < kLanes; ++l) s += sum[r][c][l];
-          acc[size_t(i + j * m)] = s;
+  // Tile t holds output columns kCols*t .. kCols*t + kCols - 1, all rows.
+  parallel_for(np / kCols, kTilesPerTask, [&](long long begin, long long end) {
+    for (long long j0 = begin * kCols; j0 < end * kCols; j0 += kCols) {
+      for (long long i0 = 0; i0 < mp; i0 += kRows) {
+        v8 sum[kRows][kCols] = {};
+        for (long long p = 0; p < kp; p += kLanes) {
+          v8 bv[kCols], av[kRows];
+          for (int c = 0; c < kCols; ++c) std::memcpy(&bv[c], &bp[size_t((j0 + c) * kp + p)], sizeof(v8));
+          for (int r = 0; r < kRows; ++r) std::memcpy(&av[r], &ap[size_t((i0 + r) * kp + p)], sizeof(v8));
+          for (int r = 0; r < kRows; ++r)
+            for (int c = 0; c < kCols; ++c) sum[r][c] += av[r] * bv[c];
         }
+        for (int r = 0; r < kRows; ++r)
+          for (int c = 0; c < kCols; ++c) {
+            const long long i = i0 + r, j = j0 + c;
+            if (i >= m || j >= n) continue;
+            float s = 0.0f;
+            for (int l = 0; l < kLanes; ++l) s += sum[r][c][l];
+            acc[size_t(i + j * m)] = s;
+          }
+      }
     }
-  }
+  });
 }
 
 }  // namespace emu
