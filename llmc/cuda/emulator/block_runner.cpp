@@ -615,6 +615,8 @@ cudaError_t run_kernel(const KernelJob& job) {
 }
 
 void parallel_for(long long n, long long chunk, const std::function<void(long long, long long)>& body) {
+  // A worker would wait for itself.
+  if (tls_worker) throw std::logic_error("emulated GPU: parallel_for called on a worker thread");
   std::atomic<long long> next{0};
   Pool::get().run_on_workers([&] {
     for (long long begin; (begin = next.fetch_add(chunk, std::memory_order_relaxed)) < n;)
