@@ -5,8 +5,9 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, the three GELU
-// paths and (bf16) both attention kernels, and the memory plan (device_bytes equals the plan's total; the drop in free
-// memory is that plus at most the libraries' reserve). One PASS/FAIL line per check, then a summary.
+// paths and (bf16) both attention kernels, and the memory plan (device_bytes equals the plan's
+// total; the drop in free memory is that plus at most the libraries' reserve; on the emulated GPU,
+// each device allocation is a planned buffer). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -146,11 +147,14 @@ void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t a
   std::vector<const PlannedBuffer*> planned;
   for (const PlannedBuffer& b : plan.buffers)
     if (b.bytes() > 0) planned.push_back(&b);
-  size_t mismatches = std::max(made.size(), planned.size()) - std::min(made.size(), planned.size());
-  for (size_t i = 0; i < std::min(made.size(), planned.size()); ++i)
+  const size_t common = std::min(made.size(), planned.size());
+  size_t mismatches = std::max(made.size(), planned.size()) - common;
+  bool named = false;
+  for (size_t i = 0; i < common; ++i)
     if (made[i] != planned[i]->bytes()) {
-      if (mismatches == 0) fmt::print("      first mismatch: allocation {} is {} bytes, buffer {} planned {} bytes\n", i,
-                                      made[i], planned[i]->name, planned[i]->bytes());
+      if (!named) fmt::print("      first mismatch: allocation {} is {} bytes, buffer {} planned {} bytes\n", i,
+                             made[i], planned[i]->name, planned[i]->bytes());
+      named = true;
       ++mismatches;
     }
   report.check(fmt::format("{} device allocations = the plan's {} buffers, each its size", made.size(),

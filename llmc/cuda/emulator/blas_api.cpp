@@ -96,6 +96,17 @@ cublasStatus_t fail(cublasStatus_t status, const std::string& what) {
   return status;
 }
 
+// Copies an attribute's value into its field; documented: INVALID_VALUE when buf is null or the
+// size is not the attribute's.
+cublasStatus_t set_attribute(const char* call, int attr, void* field, size_t size, const void* buf, size_t bytes) {
+  if (buf == nullptr || bytes != size)
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": attribute " + std::to_string(attr) + " takes " +
+                                                 std::to_string(size) + " bytes, got " +
+                                                 (buf ? std::to_string(bytes) + " bytes" : "null"));
+  std::memcpy(field, buf, size);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 LtDesc* desc_of(cublasLtMatmulDesc_t d) { return reinterpret_cast<LtDesc*>(d); }
 LtLayout* layout_of(cublasLtMatrixLayout_t l) { return reinterpret_cast<LtLayout*>(l); }
 LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPreference*>(p); }
@@ -337,13 +348,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
       return fail(CUBLAS_STATUS_NOT_SUPPORTED,
                   "cublasLtMatmulDescSetAttribute: attribute " + std::to_string(int(attr)) + " is not emulated");
   }
-  // Documented: INVALID_VALUE when buf is null or the size is not the attribute's.
-  if (buf == nullptr || bytes != size)
-    return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescSetAttribute: attribute " +
-                                                 std::to_string(int(attr)) + " takes " + std::to_string(size) +
-                                                 " bytes, got " + (buf ? std::to_string(bytes) + " bytes" : "null"));
-  std::memcpy(field, buf, size);
-  return CUBLAS_STATUS_SUCCESS;
+  return set_attribute("cublasLtMatmulDescSetAttribute", int(attr), field, size, buf, bytes);
 }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
@@ -380,12 +385,7 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
       return fail(CUBLAS_STATUS_NOT_SUPPORTED,
                   "cublasLtMatmulPreferenceSetAttribute: attribute " + std::to_string(int(attr)) + " is not emulated");
   }
-  if (buf == nullptr || bytes != size)
-    return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceSetAttribute: attribute " +
-                                                 std::to_string(int(attr)) + " takes " + std::to_string(size) +
-                                                 " bytes, got " + (buf ? std::to_string(bytes) + " bytes" : "null"));
-  std::memcpy(field, buf, size);
-  return CUBLAS_STATUS_SUCCESS;
+  return set_attribute("cublasLtMatmulPreferenceSetAttribute", int(attr), field, size, buf, bytes);
 }
 
 // One algorithm for every GEMM the emulator can run (it needs no workspace); it records what the

@@ -1,13 +1,13 @@
 // NCCL on the emulated GPU: the calls the project makes, against the toolkit's own nccl.h, with one
-// process per emulated GPU and MPI between the processes (one rank needs no MPI at all). Each
-// collective first compares what every rank asked for (the collective, count, type, operation and
-// root): ranks that disagree get ncclInvalidUsage and a message naming both sides, where real NCCL
-// would hang or corrupt memory. The data then moves through host copies: every rank gathers every
+// process per emulated GPU and MPI between the processes (one rank needs no MPI at all). A
+// collective is checked when it is called, queued on its stream (stream_order.h) and run at once,
+// after the work it waits for; other streams' work stays queued. When it runs, it first compares
+// what every rank asked for (the collective, count, type, operation and root): ranks that disagree
+// fail the CUDA context (a sticky error) with a message naming both sides, where real NCCL would
+// hang or corrupt memory. The data then moves through host copies: every rank gathers every
 // contribution and reduces them in rank order in fp32 (fp64 for doubles), rounding once to the
-// type, so that all ranks hold bit-identical results. A collective is checked when it is called,
-// queued on its stream (stream_order.h) and run at once, after the work it waits for; other
-// streams' work stays queued. Ranks that disagree fail the CUDA context (a sticky error) with the
-// message. A group (ncclGroupStart/End) only has to be closed.
+// type, so that all ranks hold bit-identical results. A group (ncclGroupStart/End) only has to be
+// closed.
 #include <cuda_bf16.h>
 #include <mpi.h>
 #include <nccl.h>

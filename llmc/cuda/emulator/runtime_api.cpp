@@ -96,16 +96,24 @@ void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
 #endif
 }
 
-// The device allocation that holds [p, p + bytes) whole (at least p itself), or null.
-const std::pair<const uintptr_t, Allocation>* device_range(const void* p, size_t bytes) {
+size_t size_of(const Allocation& a) { return a.bytes; }
+size_t size_of(size_t bytes) { return bytes; }
+
+// The allocation of `allocs` (start -> its size, or an Allocation) that holds [p, p + bytes) whole
+// (at least p itself), or null.
+template <class V>
+const std::pair<const uintptr_t, V>* holding(const std::map<uintptr_t, V>& allocs, const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  bytes = std::max<size_t>(bytes, 1);
-  auto& allocs = state().allocations;
   auto it = allocs.upper_bound(a);
   if (it == allocs.begin()) return nullptr;
   --it;
-  if (a < it->first || a + bytes > it->first + it->second.bytes) return nullptr;
+  if (a + std::max<size_t>(bytes, 1) > it->first + size_of(it->second)) return nullptr;
   return &*it;
+}
+
+// The device allocation that holds [p, p + bytes), or null.
+const std::pair<const uintptr_t, Allocation>* device_range(const void* p, size_t bytes) {
+  return holding(state().allocations, p, bytes);
 }
 
 bool is_device(const void* p) {
@@ -115,13 +123,8 @@ bool is_device(const void* p) {
 
 // Whether [p, p + bytes) is pinned host memory (cudaMallocHost); other host memory is pageable.
 bool is_pinned(const void* p, size_t bytes) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   std::lock_guard<std::mutex> lock(state().mutex);
-  auto& allocs = state().host_allocations;
-  auto it = allocs.upper_bound(a);
-  if (it == allocs.begin()) return false;
-  --it;
-  return a + bytes <= it->first + it->second;
+  return holding(state().host_allocations, p, bytes) != nullptr;
 }
 
 std::string pointer_text(const void* p) {
