@@ -53,8 +53,6 @@ class BlasContext {
   BlasContext(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
     CUBLAS_CHECK(cublasLtCreate(&lt_));
     CUBLAS_CHECK(cublasCreate(&blas_));
-    // cuBLAS proper (used by the fallback attention) shares the same scratch.
-    CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_, workspace_bytes_));
   }
   ~BlasContext() {
     cublasDestroy(blas_);
@@ -64,8 +62,12 @@ class BlasContext {
   BlasContext& operator=(const BlasContext&) = delete;
 
   cublasLtHandle_t lt() const { return lt_; }
+  // cuBLAS proper (the fallback attention's batched GEMMs) on `stream`, with the same scratch as the
+  // cuBLASLt matmuls. cublasSetStream resets the handle's workspace to cuBLAS's own pool (cuBLAS
+  // documentation, cublasSetStream), memory outside the plan: ours is set again after it, every time.
   cublasHandle_t blas(cudaStream_t stream) {
     CUBLAS_CHECK(cublasSetStream(blas_, stream));
+    CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_, workspace_bytes_));
     return blas_;
   }
   void* workspace() const { return workspace_; }

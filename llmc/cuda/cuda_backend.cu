@@ -227,7 +227,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
   if (cudnn_attention()) {
     const int HS = C / NH;
     ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
-    cudnn->forward(out, slot_of(att_stats, l, size_t(NH)), q, B, T, NH, HS, true, cudnn_workspace,
+    cudnn->forward(out, att_stats_of(l), q, B, T, NH, HS, true, cudnn_workspace,
                    cudnn_workspace_bytes, stream);
     return;
   }
@@ -244,7 +244,7 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
     const int HS = C / NH;
     // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
     ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
-    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), slot_of(att_stats, l, size_t(NH)), B, T, NH, HS,
+    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats_of(l), B, T, NH, HS,
                     cudnn_workspace, cudnn_workspace_bytes, stream);
     return;
   }

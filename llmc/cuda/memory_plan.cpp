@@ -118,7 +118,7 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   add(BufferId::kLogits, "logits", BT * Vp, X, "B*T*Vp");
   add(BufferId::kLosses, "losses", BT, F, "B*T");
   if (cudnn) {
-    add(BufferId::kAttStats, "attention statistics", L * BT * NH, F, "L*B*T*NH");
+    add(BufferId::kAttStats, "attention statistics", L * att_stats_layer_floats(BT, NH), F, "L*B*T*NH (16 B slices)");
   } else {
     add(BufferId::kAttProbs, "attention probabilities", L * scores, X, "L*B*NH*T*T");
     add(BufferId::kAttQ, "attention q", BT * C, X, "B*T*C");

@@ -43,6 +43,12 @@ constexpr size_t kScalarSlots = 4;
 // planned and the allocated MiB).
 constexpr size_t kCudnnEngineWorkspaceEstimate = size_t(16) << 20;
 
+// The floats of one layer's slice of the cuDNN attention statistics (one fp32 log-sum-exp per row
+// of B*T*NH): B*T*NH rounded up to a multiple of 4, so that every layer's slice starts 16 bytes
+// aligned, as its cuDNN tensor descriptor declares (CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT), even when
+// B*T*NH is odd (d48 has NH=25). The buffer holds L such slices.
+constexpr size_t att_stats_layer_floats(size_t bt, size_t num_heads) { return (bt * num_heads + 3) / 4 * 4; }
+
 // What one rank runs: the model, the batch it is allocated for, recompute, ZeRO, precision,
 // attention and how the collectives travel.
 struct MemoryPlanInputs {

@@ -276,8 +276,11 @@ TEST_CASE("cublasGemmStridedBatchedEx: each batch entry at its stride, beta accu
   std::vector<float> a(16, kSentinel), b(16, kSentinel), c(16, 1.0f);
   for (int i = 0; i < 6; ++i) a[i] = kA[i], a[8 + i] = 2 * kA[i], b[i] = kB[i], b[8 + i] = kB[i];
   float *da = upload(a), *db = upload(b), *dc = upload(c);
+  void* workspace = nullptr;
+  REQUIRE(cudaMalloc(&workspace, 1024) == cudaSuccess);
   cublasHandle_t h;
   REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetWorkspace(h, workspace, 1024) == CUBLAS_STATUS_SUCCESS);
   const float alpha = 1.0f, beta = 1.0f;
   REQUIRE(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &alpha, da, CUDA_R_32F, 2, 8, db,
                                      CUDA_R_32F, 3, 8, &beta, dc, CUDA_R_32F, 2, 8, 2, CUBLAS_COMPUTE_32F,
@@ -294,8 +297,19 @@ TEST_CASE("cublasGemmStridedBatchedEx: each batch entry at its stride, beta accu
                                      CUDA_R_32F, 3, 8, &beta, dc, CUDA_R_32F, 2, 8, 2, CUBLAS_COMPUTE_32F,
                                      CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_INVALID_VALUE);
   }
+  SUBCASE("cublasSetStream resets the workspace to cuBLAS's own pool, which the emulator does not have") {
+    REQUIRE(cublasSetStream(h, 0) == CUBLAS_STATUS_SUCCESS);
+    const auto gemm = [&] {
+      return cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &alpha, da, CUDA_R_32F, 2, 8, db,
+                                        CUDA_R_32F, 3, 8, &beta, dc, CUDA_R_32F, 2, 8, 2, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
+    };
+    CHECK(gemm() == CUBLAS_STATUS_NOT_SUPPORTED);
+    REQUIRE(cublasSetWorkspace(h, workspace, 1024) == CUBLAS_STATUS_SUCCESS);
+    CHECK(gemm() == CUBLAS_STATUS_SUCCESS);
+  }
   cublasDestroy(h);
-  cudaFree(da), cudaFree(db), cudaFree(dc);
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(workspace);
 }
 
 }  // namespace

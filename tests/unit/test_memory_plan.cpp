@@ -250,6 +250,20 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
   }
 }
 
+TEST_CASE("memory plan: each layer's cuDNN statistics start 16 bytes aligned, padding counted (d48, NH=25)") {
+  // B=1 T=3: 3 rows x 25 heads = 75 log-sum-exp floats per layer, padded to 76 (304 bytes, a
+  // multiple of 16), so layer l starts at 304 l bytes; unpadded, layer 1 would start at 300.
+  MemoryPlanInputs in = d12_inputs(1, 3, 1, unsharded_partition(1));
+  in.config = config_from_descriptor("d48");
+  REQUIRE(in.config.num_heads == 25);
+  const MemoryPlan plan = plan_memory(in);
+  CHECK(plan.find(BufferId::kAttStats)->bytes() == 48 * 76 * 4);
+  CHECK(att_stats_layer_floats(3, 25) == 76);
+  for (size_t l = 0; l < 48; ++l) CHECK(l * att_stats_layer_floats(3, 25) * sizeof(float) % 16 == 0);
+  // Already a multiple of 4: no padding (d12 at B=4 T=64: 3,072 floats a layer).
+  CHECK(att_stats_layer_floats(4 * 64, 12) == 3072);
+}
+
 TEST_CASE("memory plan: the backend's allocation sequence allocates exactly the plan's buffers") {
   struct Case {
     const char* what;

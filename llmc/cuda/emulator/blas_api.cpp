@@ -26,6 +26,9 @@ struct cublasLtContext {
 };
 struct cublasContext {
   cudaStream_t stream;  // cublasSetStream's: the GEMMs run on it
+  // cublasSetWorkspace's buffer; null once cublasSetStream has reset the handle to cuBLAS's own
+  // pool, which the emulator does not have (its device memory is what the caller allocated).
+  void* workspace;
 };
 
 namespace emu {
@@ -479,7 +482,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   if (!handle) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasCreate: null handle pointer");
-  *handle = track(new cublasContext{nullptr});
+  *handle = track(new cublasContext{nullptr, nullptr});
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -489,6 +492,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetWorkspace: no such handle");
   if (bytes > 0 && !inside_device_allocation(workspace, bytes))
     return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: the workspace is not device memory of that size");
+  handle->workspace = bytes > 0 ? workspace : nullptr;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -496,6 +500,7 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   if (!alive(handle)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream: no such handle");
   if (!valid_stream(stream)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: no such stream");
   handle->stream = stream;
+  handle->workspace = nullptr;  // documented: the workspace goes back to the default pool
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -527,6 +532,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
   if (!alpha || !beta) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": null alpha or beta");
   if (!valid_stream(handle->stream))
     return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the handle's stream was destroyed");
+  if (!handle->workspace)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                std::string(call) + ": no workspace of the caller's (none set, or cublasSetStream reset it to " +
+                    "cuBLAS's own pool, memory outside the caller's plan that the emulator does not have)");
   if (context_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const float alpha_value = *static_cast<const float*>(alpha), beta_value = *static_cast<const float*>(beta);
