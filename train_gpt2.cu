@@ -7,6 +7,8 @@
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
+// LLMC_PEAK_TFLOPS=<dense TFLOP/s> sets the peak the step line's MFU is counted against, for a GPU
+// that llmc/train/mfu.h's table does not know (no MFU is shown then) or for the FP32 build.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
                                    : std::string("one rank"));
       fmt::print("cuda libraries: {}\n", llmc::cuda_library_versions());
+      fmt::print("mfu: {:.1f} MFLOP per token (6N + 6LCT at T={}) against {}\n",
+                 llmc::model_flops_per_token(config, o.seq_len) / 1e6, o.seq_len, backend->peak().source);
 #if defined(LLMC_CUDA_EMULATOR)
       fmt::print("emulated GPU: every kernel runs on the CPU, thousands of times slower than a GPU; for checking "
                  "and debugging (docs/cuda-emulator.md)\n");

@@ -45,6 +45,10 @@ class Backend {
   virtual const GPT2Config& config() const = 0;
   // Which elements this rank keeps optimizer state for (fixed at construction).
   virtual const OptimizerPartition& partition() const = 0;
+  // The dense peak FLOP/s of this rank's device that the loop reports model FLOPs utilisation
+  // against (llmc/train/mfu.h); 0 when there is none (the CPU, a GPU not in the table), and then
+  // the loop shows no MFU rather than a wrong one.
+  virtual double peak_flops() const { return 0.0; }
 
   // Parameters as a flat fp32 buffer in checkpoint order (num_parameters(config()) floats).
   // get_parameters is exact (the fp32 master values) on partition().owned(); elsewhere a backend

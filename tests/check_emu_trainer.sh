@@ -5,9 +5,11 @@
 #      NCCL buckets on one rank, parameters after AdamW steps, the memory plan;
 #  (b) train_gpt2cu-emu (FP32) against train_gpt2 on the same model (weight decay, accumulation 2):
 #      per-step losses within the FP32 bar (1e-4 relative);
-#      validation loss, sampling and the HellaSwag eval in the run;
+#      validation loss, sampling and the HellaSwag eval in the run; MFU in the step lines and
+#      main.log against LLMC_PEAK_TFLOPS, with the FLOPs per token counted by hand;
 #  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1): main.log and the
-#      final model equal to an unbroken run's, bit for bit.
+#      final model equal to an unbroken run's, bit for bit; no MFU anywhere, as the emulated GPU's
+#      name is in no table of peaks.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
 # streams interleaved by the seed), which finds a missing wait between the compute stream and the
@@ -64,8 +66,21 @@ run=("${train[@]}" -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin")
 
 # --- (b) FP32 against the CPU trainer -----------------------------------------------------------
 ./train_gpt2 "${run[@]}" -o "$tmp/cpu" >"$tmp/cpu.out" 2>&1 || fail "train_gpt2 (log: $tmp/cpu.out)"
-LLMC_EMU_SEED=5 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -o "$tmp/emu" >"$tmp/emu.out" 2>&1 ||
+# A peak of 0.001 TFLOP/s, below the emulator's pace: MFU figures of a few hundred percent, which
+# check the count to about 1% (tok/s is rounded to a whole number).
+LLMC_PEAK_TFLOPS=0.001 LLMC_EMU_SEED=5 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -o "$tmp/emu" >"$tmp/emu.out" 2>&1 ||
   fail "train_gpt2cu-emu (FP32) (log: $tmp/emu.out)"
+# MFU: N = Vp C + T C + L (12 C^2 + 13 C) + 2 C = 50304*96 + 40*96 + 3*(110592 + 1248) + 192 = 5,168,736
+# parameters; 6N + 6 L C T = 31,012,416 + 69,120 = 31,081,536 FLOPs per token, so MFU in percent is
+# 100 * 31,081,536 * tok/s / 1e9 = 3.1081536 * tok/s (tok/s is printed rounded to a whole number).
+grep -q '^mfu: 31.1 MFLOP per token (6N + 6LCT at T=40) against 0.001 TFLOP/s from LLMC_PEAK_TFLOPS$' "$tmp/emu.out" ||
+  fail "train_gpt2cu-emu's mfu line: $(grep '^mfu' "$tmp/emu.out")"
+mfu_steps=$(awk -F'|' '/^step +[0-9]+\/[0-9]+ \| loss / { n++; split($6, t, " "); split($7, m, " "); sub("%", "", m[2]);
+    if (m[1] != "MFU" || (m[2] - 3.1081536 * t[1]) ^ 2 > (3.1081536 * 0.5 + 0.05) ^ 2) bad++ }
+  END { print n + 0, bad + 0 }' "$tmp/emu.out")
+mfu_log=$(grep -c ' norm:[0-9.]* mfu:[0-9.]*$' "$tmp/emu/main.log" || true)
+[ "$mfu_steps" = "6 0" ] && [ "$mfu_log" = 6 ] ||
+  fail "MFU: step lines (count, wrong) '$mfu_steps', main.log train lines with mfu: $mfu_log of 6"
 grep -q 'emulated GPU' "$tmp/emu.out" || fail "train_gpt2cu-emu did not say it runs on the emulated GPU"
 grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu printed no sample"
 compare=$(python3 - "$tmp/cpu/main.log" "$tmp/emu/main.log" <<'EOF'
@@ -105,7 +120,10 @@ grep -q 'resume: continuing from checkpoint step 3' "$tmp/part.out" || fail "the
 before=$failures
 cmp -s "$tmp/full/main.log" "$tmp/part/main.log" || fail "resumed main.log differs: $(diff "$tmp/full/main.log" "$tmp/part/main.log" | head -n 4)"
 cmp -s "$tmp/full/model_00000006.bin" "$tmp/part/model_00000006.bin" || fail "resumed final model differs"
-[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical"
+grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the table" "$tmp/full.out" &&
+  ! grep -q 'MFU' "$tmp/full.out" && ! grep -q 'mfu:' "$tmp/full/main.log" ||
+  fail "the emulated GPU, in no table, showed an MFU or did not say why not"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical, no MFU"
 
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare), bf16 resume exact"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare) with MFU, bf16 resume exact"

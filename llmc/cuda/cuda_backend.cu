@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -92,6 +93,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                                          cfg.padded_vocab_size));
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
+  peak = device_peak_flops(cuda_device_name(), cuda_precision() == Precision::kBf16, std::getenv("LLMC_PEAK_TFLOPS"));
 
   layout = param_layout(cfg);
   num_params = num_parameters(cfg);
@@ -348,6 +350,10 @@ size_t CudaBackend::device_bytes() const { return impl_->buffers->allocated_byte
 const MemoryPlan& CudaBackend::memory_plan() const { return impl_->buffers->plan(); }
 
 AttentionKind CudaBackend::attention() const { return impl_->opt.attention; }
+
+const PeakFlops& CudaBackend::peak() const { return impl_->peak; }
+
+double CudaBackend::peak_flops() const { return impl_->peak.flops_per_second; }
 
 size_t CudaBackend::planned_bytes() const {
   MemoryPlanInputs estimated = impl_->plan_inputs;

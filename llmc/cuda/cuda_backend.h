@@ -17,6 +17,7 @@
 
 #include "llmc/backend.h"
 #include "llmc/cuda/memory_plan.h"
+#include "llmc/train/mfu.h"
 
 namespace llmc {
 
@@ -77,6 +78,8 @@ Precision cuda_precision();
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
 std::string cuda_device_description();
+// The current device's name (cudaDeviceProp::name), e.g. "NVIDIA H100 80GB HBM3".
+std::string cuda_device_name();
 // The versions of the CUDA driver and runtime, cuBLASLt, cuDNN and NCCL this process loaded, e.g.
 // "driver 13.0, runtime 13.0, cuBLASLt 13.1.0, cuDNN 9.19.0, NCCL 2.28.7" (never throws).
 std::string cuda_library_versions();
@@ -138,6 +141,11 @@ class CudaBackend : public Backend {
   size_t planned_bytes() const;
   // The attention it runs: options.attention, or the fallback after cuDNN rejected the graph.
   AttentionKind attention() const;
+  // What MFU is counted against on its device, for this build's precision, and where that comes
+  // from: LLMC_PEAK_TFLOPS, else the table of llmc/train/mfu.h (throws at construction for a bad
+  // LLMC_PEAK_TFLOPS).
+  const PeakFlops& peak() const;
+  double peak_flops() const override;
 
  private:
   struct Impl;

@@ -96,6 +96,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   ElementRange owned;      // m, v and master cover these elements
   std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
   size_t max_bt = 0;  // max_batch * max_seq_len
+  PeakFlops peak;     // what MFU is counted against (CudaBackend::peak)
   cudaStream_t stream = nullptr;
   MemoryPlanInputs plan_inputs;  // the plan allocated from (cuDNN's workspace as cuDNN asked for it)
   CudaDeviceAllocator device_allocator;

@@ -85,6 +85,14 @@ std::string cuda_device_description() {
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
+std::string cuda_device_name() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
 std::string cuda_library_versions() {
   // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
   const auto dotted = [](long long v, long long major_unit, long long minor_unit) {

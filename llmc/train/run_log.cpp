@@ -48,8 +48,9 @@ void RunLog::line(const std::string& text) {
     throw std::runtime_error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
 }
 
-void RunLog::train(int step, float loss, float lr, float norm, bool skipped) {
-  line(fmt::format("s:{} trl:{:.6f} lr:{:.6e} norm:{:.6f}{}", step, loss, lr, norm, skipped ? " skipped:1" : ""));
+void RunLog::train(int step, float loss, float lr, float norm, bool skipped, std::optional<double> mfu) {
+  line(fmt::format("s:{} trl:{:.6f} lr:{:.6e} norm:{:.6f}{}{}", step, loss, lr, norm,
+                   mfu ? fmt::format(" mfu:{:.2f}", *mfu) : std::string(), skipped ? " skipped:1" : ""));
 }
 
 void RunLog::eval(int step, float accuracy) { line(fmt::format("s:{} eval:{:.6f}", step, accuracy)); }
@@ -64,10 +65,11 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_step_line(int step, int max_steps, float loss, float norm, float lr, double step_ms,
-                             double tokens_per_second, double eta_seconds) {
+                             double tokens_per_second, double eta_seconds, std::optional<double> mfu) {
   const int width = int(fmt::format("{}", max_steps).size());
-  return fmt::format("step {:>{}}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s | eta {}",
-                     step, width, max_steps, loss, norm, lr, step_ms, tokens_per_second, format_duration(eta_seconds));
+  return fmt::format("step {:>{}}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s | {}eta {}",
+                     step, width, max_steps, loss, norm, lr, step_ms, tokens_per_second,
+                     mfu ? fmt::format("MFU {:.1f}% | ", *mfu) : std::string(), format_duration(eta_seconds));
 }
 
 }  // namespace llmc

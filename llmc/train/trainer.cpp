@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <optional>
 #include <stdexcept>
 
 #include "llmc/data/shard.h"
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/io/checkpoint_files.h"
+#include "llmc/train/mfu.h"
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
 #include "llmc/train/watched_backend.h"
@@ -225,6 +227,7 @@ void Trainer::train(Backend& backend) {
 
   double train_seconds = 0.0;
   int timed_steps = 0;
+  const double flops_per_token = model_flops_per_token(config_, o_.seq_len);
   for (int step = start_step_;; ++step) {
     watchdog_.enter("step", step);
     const bool last = step == max_steps_;
@@ -262,15 +265,20 @@ void Trainer::train(Backend& backend) {
     ++timed_steps;
     if (!lead_) continue;
     const double eta = train_seconds / timed_steps * (max_steps_ - step - 1);
+    const double tokens_per_second = double(step_tokens_) / seconds;
+    // Per device: each rank's share of the step's tokens against its own GPU's peak.
+    std::optional<double> mfu;
+    if (backend.peak_flops() > 0)
+      mfu = mfu_percent(flops_per_token, tokens_per_second / world_size_, backend.peak_flops());
     std::string line =
-        format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, double(step_tokens_) / seconds, eta);
+        format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, tokens_per_second, eta, mfu);
     if (r.skipped)
       line += fmt::format(" | skipped: loss z {:.2f} (-sl {:g}), norm z {:.2f} (-sg {:g})",
                           loss_outliers_.z_score(r.loss), o_.skip_loss_z, norm_outliers_.z_score(r.norm),
                           o_.skip_norm_z);
     fmt::print("{}\n", line);
     std::fflush(stdout);
-    if (log_) log_->train(step, r.loss, r.lr, r.norm, r.skipped);
+    if (log_) log_->train(step, r.loss, r.lr, r.norm, r.skipped, mfu);
   }
   say("done: {} steps in {}\n", timed_steps, format_duration(train_seconds));
 }

@@ -22,6 +22,7 @@ class WatchedBackend final : public Backend {
   const GPT2Config& config() const override { return inner_.config(); }
   const OptimizerPartition& partition() const override { return inner_.partition(); }
   size_t optimizer_state_bytes() const override { return inner_.optimizer_state_bytes(); }
+  double peak_flops() const override { return inner_.peak_flops(); }
 
   void set_parameters(const float* params) override {
     const Watchdog::InBackendCall mark(watchdog_, "set_parameters");
