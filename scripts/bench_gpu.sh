@@ -43,12 +43,6 @@ if ! $python -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   exit 1
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-# Dense bf16 tensor-core peak, for MFU.
-case "$gpu" in
-  *H100*|*H200*|*H800*) peak=989e12 ;;
-  *A100*|*A800*) peak=312e12 ;;
-  *) peak=0 ;;
-esac
 
 # run_with_memory SECONDS LOG COMMAND...: runs it for at most SECONDS (or what is left of the
 # budget) while sampling the GPU's used memory; prints the peak MiB. Status 124: out of time.
@@ -72,13 +66,6 @@ run_with_memory() {
   return $rc
 }
 
-# GPT-2 d12: 6 N flops per token for the matmuls of forward + backward, plus causal attention
-# (6 L C T: QK^T and AV forward and backward, halved by the mask); N counts every parameter.
-params=$($python - <<'EOF'
-L, C, V, T = 12, 768, 50304, 1024
-print(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C)
-EOF
-)
 init=build/bench-init-d12.bin  # 0.5 GB: kept out of the logs
 declare -a table
 failed=0
@@ -102,20 +89,24 @@ for B in 64 32; do
     continue
   fi
 
-  table+=("$($python - "$B" "$T" "$steps" "$skip" "$params" "$peak" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
+  table+=("$($python - "$B" "$T" "$steps" "$skip" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
 import json, re, sys
-B, T, steps, skip, N, peak = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-pylog, culog, py_mem, cu_mem = sys.argv[7:11]
+B, T, steps, skip = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+pylog, culog, py_mem, cu_mem = sys.argv[5:9]
 py = json.loads(open(pylog).read().strip().splitlines()[-1])
 cu_ms, cu_loss = [], []
+flops_per_token, peak = 0, 0.0
 for line in open(culog):
     m = re.match(r"step\s+\d+/\d+ \| loss ([0-9.]+) .*\| ([0-9.]+) ms \|", line)
     if m:
         cu_loss.append(float(m.group(1)))
         cu_ms.append(float(m.group(2)))
+    # train_gpt2cu's own count (6N + 6LCT) and peak (llmc/train/mfu.h), for both sides' MFU.
+    m = re.match(r"mfu: (\d+) FLOPs per token .* against (?:([0-9.]+) TFLOP/s)?", line)
+    if m:
+        flops_per_token, peak = int(m.group(1)), float(m.group(2) or 0) * 1e12
 if len(cu_ms) < steps or len(py["ms"]) < steps:
     sys.exit(f"bench: expected {steps} steps, got {len(cu_ms)} (cuda) and {len(py['ms'])} (pytorch)")
-flops_per_token = 6 * N + 6 * 12 * 768 * T
 def stats(ms):
     mean = sum(ms[skip:]) / len(ms[skip:])
     tps = B * T / mean * 1e3

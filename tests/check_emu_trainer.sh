@@ -73,7 +73,7 @@ LLMC_PEAK_TFLOPS=0.001 LLMC_EMU_SEED=5 "$emu/fp32/trainer/train_gpt2cu" "${run[@
 # MFU: N = Vp C + T C + L (12 C^2 + 13 C) + 2 C = 50304*96 + 40*96 + 3*(110592 + 1248) + 192 = 5,168,736
 # parameters; 6N + 6 L C T = 31,012,416 + 69,120 = 31,081,536 FLOPs per token, so MFU in percent is
 # 100 * 31,081,536 * tok/s / 1e9 = 3.1081536 * tok/s (tok/s is printed rounded to a whole number).
-grep -q '^mfu: 31.1 MFLOP per token (6N + 6LCT at T=40) against 0.001 TFLOP/s from LLMC_PEAK_TFLOPS$' "$tmp/emu.out" ||
+grep -q '^mfu: 31081536 FLOPs per token (6N + 6LCT at T=40) against 0.001 TFLOP/s from LLMC_PEAK_TFLOPS$' "$tmp/emu.out" ||
   fail "train_gpt2cu-emu's mfu line: $(grep '^mfu' "$tmp/emu.out")"
 mfu_steps=$(awk -F'|' '/^step +[0-9]+\/[0-9]+ \| loss / { n++; split($6, t, " "); split($7, m, " "); sub("%", "", m[2]);
     if (m[1] != "MFU" || (m[2] - 3.1081536 * t[1]) ^ 2 > (3.1081536 * 0.5 + 0.05) ^ 2) bad++ }
