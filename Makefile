@@ -80,7 +80,12 @@ clean:
 # Objects go to build/cuda-<precision>/; the host library for the CUDA binaries is compiled for
 # x86-64-v3 (not -march=native) into build/cuda-host/, so the same binaries run on the GPU machine.
 # FMT_INCLUDE=DIR builds with header-only fmt from DIR (for a GPU machine without libfmt).
+# CUDA_LIB_INCLUDES, CUBLAS_LIBS, CUDNN_LIBS, NCCL_LIBS: where cuBLAS, cuDNN or NCCL are only Python
+# wheels, their include folders and versioned libraries by path (scripts/cuda_wheels.sh prints them).
 NVCC       ?= /usr/local/cuda/bin/nvcc
+CUBLAS_LIBS ?= -lcublasLt -lcublas
+CUDNN_LIBS  ?= -lcudnn
+NCCL_LIBS   ?= -lnccl
 PRECISION  ?= BF16
 CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a
 ifeq ($(PRECISION),BF16)
@@ -104,8 +109,9 @@ CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
 CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_device.o \
                   dist/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,cuda/cudnn_attention.o))
-CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS)
-CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_PREC_FLAGS) -Xcompiler -Wall,-Wextra,-fopenmp
+CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES)
+CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES) $(CUDA_PREC_FLAGS) \
+                  -Xcompiler -Wall,-Wextra,-fopenmp
 # CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
 ifeq ($(CUDA_WERROR),1)
 CUDA_CXXFLAGS  += -Werror
@@ -114,7 +120,7 @@ endif
 # RUNPATH $ORIGIN: a bundle's libfmt/libgomp next to the binary win over missing system ones.
 CUDA_LDFLAGS   := -Xlinker -rpath -Xlinker '$$ORIGIN'
 # libnccl: the GPU machine's (218 MB, not bundled); libmpi: appended in the MPI section.
-CUDA_LDLIBS    := $(CUDA_FMT_LIBS) -lcublasLt -lcublas -lcudnn -lnccl -lgomp -lpthread
+CUDA_LDLIBS    := $(CUDA_FMT_LIBS) $(CUBLAS_LIBS) $(CUDNN_LIBS) $(NCCL_LIBS) -lgomp -lpthread
 GPU_DIST       := $(BUILD)/gpu-dist
 DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
 

@@ -34,7 +34,12 @@ if [ -x build/gpu-dist/bin/train_gpt2cu-bf16 ] && build/gpu-dist/bin/test_gpt2cu
 elif [ -x build/gpu-local/bin/train_gpt2cu-bf16 ]; then
   trainer=build/gpu-local/bin/train_gpt2cu-bf16
 else
-  make --no-print-directory PRECISION=BF16 train_gpt2cu || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
+  # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
+  wheel_text=$(bash scripts/cuda_wheels.sh) || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
+  wheel_args=()
+  [ -z "$wheel_text" ] || mapfile -t wheel_args <<<"$wheel_text"
+  make --no-print-directory PRECISION=BF16 "${wheel_args[@]}" train_gpt2cu ||
+    { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
   trainer=./train_gpt2cu
 fi
 python=python3

@@ -15,9 +15,10 @@ for lib in libcudnn.so.9 libnccl.so.2 libcublasLt.so.13 libcublas.so.13 libnvrtc
   grep -q "$lib" <<<"$gpu_env_cache" || gpu_env_missing+=("$lib")
 done
 gpu_env_dirs=()
+# shellcheck source=scripts/cuda_wheels.sh
+source scripts/cuda_wheels.sh
 if [ ${#gpu_env_missing[@]} -gt 0 ]; then
-  for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' \
-    2>/dev/null); do
+  for site in $(cuda_wheel_sites); do
     for d in "$site"/nvidia/*/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
   done
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done

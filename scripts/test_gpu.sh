@@ -5,7 +5,8 @@
 # $OUT/test-gpu-logs.tgz, with the summary and the main logs beside it as plain files.
 #   1. the binaries: build/gpu-dist (made here by `make gpu-dist`, carried) when its binaries run
 #      on this machine, else a build from source with this machine's nvcc (fmt header-only from
-#      the bundle when the system has no libfmt)
+#      the bundle when the system has no libfmt; cuBLAS, cuDNN and NCCL from Python wheels when the
+#      system has them only so, scripts/cuda_wheels.sh)
 #   2. test_gpt2cu, FP32 then BF16 builds (parity with the CPU backend, docs/contract.md); when the
 #      BF16 test stops on a cuDNN error, once more with LLMC_ATTENTION=fallback, and the BF16 runs
 #      below use the fallback too
@@ -81,6 +82,13 @@ else
   fi
   # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
   command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/bin")
+  # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
+  wheel_args=()
+  if CUDA_HOME=$(dirname "$(dirname "$nvcc")") bash scripts/cuda_wheels.sh >"$logs/cuda_wheels.txt" 2>&1; then
+    mapfile -t wheel_args <"$logs/cuda_wheels.txt"
+  else
+    row FAIL "binaries" "$(head -n 2 "$logs/cuda_wheels.txt" | tail -n 1 | sed 's/^ *//') (log: $logs/cuda_wheels.txt)"
+  fi
   # Only this GPU's architecture, to keep the build short.
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
   arch="-gencode arch=compute_${cc}a,code=sm_${cc}a"
@@ -88,17 +96,17 @@ else
   build_ok=1
   for p in BF16 FP32; do
     limited 300 "$logs/build-$p.log" make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p \
-      BUILD=build/gpu-local "${fmt_args[@]}" cuda-binaries || build_ok=0
+      BUILD=build/gpu-local "${fmt_args[@]}" "${wheel_args[@]}" cuda-binaries || build_ok=0
   done
   mkdir -p build/gpu-local/bin
   for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
     cp -f "build/gpu-local/cuda-$p/$b" "build/gpu-local/bin/$b-$p" 2>/dev/null || build_ok=0
   done; done
-  dev_flags=()
-  [ ${#fmt_args[@]} -gt 0 ] && dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" \
-    CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include" \
-    LDLIBS="../../build/dev_cuda/libllmc_cuda.a ../../build/dev_cuda/libcpu_reference.a -lcublasLt -lcublas -lcudnn -lgomp")
-  limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" || build_ok=0
+  dev_flags=(NVCC="$nvcc")
+  [[ " ${fmt_args[*]} " == *" FMT_INCLUDE="* ]] && dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" \
+    CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include" FMT_LIBS=)
+  limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" \
+    "${wheel_args[@]}" || build_ok=0
   for src in dev/cuda/*.cu; do
     b=$(basename "$src" .cu)
     [ "$b" = compile_fp32 ] || cp -f "dev/cuda/$b" build/gpu-local/bin/ 2>/dev/null || build_ok=0

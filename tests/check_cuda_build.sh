@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
 # BF16 and FP32 for sm_80 and sm_90a, and the dev/cuda kernel benchmarks for sm_90a. Then runs the
-# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh).
+# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
+# where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
 # no nvcc.
 #
@@ -124,9 +125,72 @@ if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
   fi
   dry_run=$(tail -n 1 <<<"$out")
 fi
+# ---- cuBLAS, cuDNN and NCCL as Python wheels (scripts/cuda_wheels.sh) ----
+# A fake site-packages with the wheels' layout: headers copied from the toolkit, and only versioned
+# libraries (a cu13-style shared folder for cuBLAS). First with empty stub libraries and an empty
+# toolkit folder, for what the script finds; then with the stubs replaced by links to the real
+# libraries, so that the bf16 train_gpt2cu links against them by path.
+cuda_home=$(dirname "$(dirname "$nvcc")")
+wheels=$PWD/build/tmp/check_cuda_build/wheels
+rm -rf "$wheels"
+site=$wheels/site/nvidia
+mkdir -p "$wheels/toolkit" "$site"/{cudnn,nccl,cu13}/{include,lib}
+cp "$cuda_home"/include/cudnn*.h "$site/cudnn/include/"
+cp "$cuda_home/include/nccl.h" "$site/nccl/include/"
+cp "$cuda_home"/include/cublas*.h "$site/cu13/include/"
+wheel_ok=0
+stubs=(cudnn/lib/libcudnn.so.9 nccl/lib/libnccl.so.2 cu13/lib/libcublasLt.so.13 cu13/lib/libcublas.so.13)
+for s in "${stubs[@]}"; do : >"$site/$s"; done
+: >"$site/cudnn/lib/libcudnn.so.9.1.0"  # the major-version name wins over a longer one
+wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT SITES: runs the script on a fake toolkit
+  local out rc=0
+  out=$(CUDA_HOME=$wheels/toolkit CUDA_WHEEL_SITES=$4 bash scripts/cuda_wheels.sh 2>&1) || rc=$?
+  if [ "$rc" = "$2" ] && [ "$out" = "$3" ]; then echo "ok    cuda_wheels.sh: $1"; wheel_ok=$((wheel_ok + 1))
+  else
+    echo "FAIL  cuda_wheels.sh: $1 (exit $rc, expected $2)"
+    diff <(echo "$3") <(echo "$out") | sed 's/^/      /'
+    failed=$((failed + 1))
+  fi
+}
+expected="CUDA_LIB_INCLUDES=-I$site/cu13/include -I$site/cudnn/include -I$site/nccl/include
+CUBLAS_LIBS=-Xlinker $site/cu13/lib/libcublasLt.so.13 -Xlinker $site/cu13/lib/libcublas.so.13
+CUDNN_LIBS=-Xlinker $site/cudnn/lib/libcudnn.so.9
+NCCL_LIBS=-Xlinker $site/nccl/lib/libnccl.so.2"
+wheel_check "headers and versioned libraries found in the wheels" 0 "$expected" "$wheels/empty $wheels/site"
+mv "$site/nccl" "$wheels/nccl-aside"
+wheel_check "no NCCL anywhere: an error naming it" 1 "cuda_wheels: cannot build the CUDA targets here; missing:
+  nccl.h (not in $wheels/toolkit/include, the compiler's include path or <site>/nvidia/*/include)
+  libnccl.so (not in $wheels/toolkit/lib64, $wheels/toolkit/lib or the compiler's library path) or libnccl.so.N (not in <site>/nvidia/*/lib)
+  (site-packages searched: $wheels/site; CUDA_WHEEL_SITES=\"DIR...\" names others)" "$wheels/site"
+mv "$wheels/nccl-aside" "$site/nccl"
+if out=$(CUDA_HOME=$cuda_home CUDA_WHEEL_SITES=$wheels/site bash scripts/cuda_wheels.sh 2>&1) && [ -z "$out" ]; then
+  echo "ok    cuda_wheels.sh: nothing to add where the toolkit has everything"; wheel_ok=$((wheel_ok + 1))
+else
+  echo "FAIL  cuda_wheels.sh with the real toolkit printed: $out"; failed=$((failed + 1))
+fi
+# The headers resolve to the wheels' copies, and the bf16 trainer links the wheels' libraries.
+for s in "${stubs[@]}"; do ln -sf "$cuda_home/lib/$(basename "$s")" "$site/$s"; done
+mapfile -t wheel_args < <(CUDA_HOME=$wheels/toolkit CUDA_WHEEL_SITES=$wheels/site bash scripts/cuda_wheels.sh)
+printf '#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <cudnn.h>\n#include <nccl.h>\n' >"$wheels/includes.cu"
+# shellcheck disable=SC2086
+deps=$($nvcc -M ${wheel_args[0]#CUDA_LIB_INCLUDES=} "$wheels/includes.cu" 2>&1)
+from_wheels=$(grep -Eo "$site/[a-z0-9]+/include/(cublasLt|cublas_v2|cudnn|nccl)\.h" <<<"$deps" | sort -u | wc -l)
+if [ "$from_wheels" = 4 ]; then echo "ok    the four headers come from the wheels' include folders"; wheel_ok=$((wheel_ok + 1))
+else echo "FAIL  $from_wheels of 4 headers from the wheels: $(head -c 600 <<<"$deps")"; failed=$((failed + 1)); fi
+out=$(make --no-print-directory -W "$check_build/cuda-bf16/train_gpt2.o" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 \
+  PRECISION=BF16 "${wheel_args[@]}" "$check_build/cuda-bf16/train_gpt2cu" 2>&1)
+rc=$?
+link=$(grep -F -- "-o $check_build/cuda-bf16/train_gpt2cu" <<<"$out")
+if [ "$rc" -eq 0 ] && grep -qF "$site/cudnn/lib/libcudnn.so.9" <<<"$link" && grep -qF "$site/nccl/lib/libnccl.so.2" <<<"$link" &&
+  grep -qF "$site/cu13/lib/libcublas.so.13" <<<"$link" && ! grep -qE -- ' -l(cudnn|nccl|cublas|cublasLt) ' <<<"$link"; then
+  record "train_gpt2cu (bf16) linked against the wheels' libraries by path" 0 "$out"
+else
+  record "train_gpt2cu (bf16) linked against the wheels' libraries by path" 1 "$out"
+fi
+
 echo "full compiler output: $log"
 if [ "$failed" -ne 0 ]; then
   echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $dry_run"
+echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
