@@ -159,10 +159,10 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
-# Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp/libmpi (and libmpi's own
-# libraries) it loads, and fmt's headers for a build from source there, in build/gpu-dist; the
-# scripts travel with the working tree. Bundled libmpi lets the binaries start as one process;
-# mpirun and MPI's plugins must come from the GPU machine (docs/multi-gpu.md).
+# Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, this machine's Open
+# MPI runtime (scripts/bundle_openmpi.sh: build/gpu-dist/openmpi, started by build/gpu-dist/bin/mpirun;
+# bin/libmpi.so.40 links to its libmpi), and fmt's and MPI's headers for a build from source there,
+# in build/gpu-dist; the scripts travel with the working tree.
 gpu-dist:
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
@@ -172,13 +172,16 @@ gpu-dist:
 	  cp $(BUILD)/cuda-$$p/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
 	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
-	  | awk '/libfmt|libgomp|libmpi|libopen-rte|libopen-pal|libhwloc|libevent/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
+	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
+	@bash scripts/bundle_openmpi.sh $(GPU_DIST)
+	@ln -sf ../openmpi/lib/libmpi.so.40 $(GPU_DIST)/bin/libmpi.so.40
 	@cp -r $$(dirname $$(echo '#include <fmt/format.h>' | $(CXX) -M -x c++ - | tr ' ' '\n' | grep '/fmt/format.h$$')) \
 	  $(GPU_DIST)/include/
 	@mkdir -p $(GPU_DIST)/include/mpi && cp $$(mpicc --showme:incdirs | cut -d' ' -f1)/*.h $(GPU_DIST)/include/mpi/
-	@ln -sf libmpi.so.40 $(GPU_DIST)/bin/libmpi.so
+	@ln -sf libmpi.so.40 $(GPU_DIST)/openmpi/lib/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@echo "gpu-dist: $(GPU_DIST) ($$(du -sh $(GPU_DIST) | cut -f1)); on the GPU: bash scripts/test_gpu.sh"
+	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI carried in $(GPU_DIST)/openmpi)"
 
 -include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*/*.d)
 # ==== end of the CUDA trainer section ==========================================================

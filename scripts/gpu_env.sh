@@ -6,9 +6,10 @@
 # that the trainer binaries start. libcudnn.so.9 loads its engine libraries and NVRTC (for its
 # runtime-compiled attention kernels) with dlopen, so those must be findable too.
 #
-# The bundle (build/gpu-dist/bin) carries libmpi and the Open MPI libraries libmpi itself needs.
-# The binaries' RUNPATH $ORIGIN finds libmpi, but RUNPATH does not apply to libmpi's own
-# dependencies, so without a system Open MPI the bundle folder goes on LD_LIBRARY_PATH as well.
+# The bundle carries Open MPI (build/gpu-dist/openmpi, scripts/bundle_openmpi.sh). The binaries'
+# RUNPATH $ORIGIN finds bin/libmpi.so.40, but RUNPATH does not apply to libmpi's own dependencies,
+# so without a system Open MPI the bundle's library folder goes on LD_LIBRARY_PATH as well (its
+# mpirun, build/gpu-dist/bin/mpirun, sets that up itself for the ranks it starts).
 gpu_env_missing=()
 gpu_env_cache=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null)
 for lib in libcudnn.so.9 libnccl.so.2 libcublasLt.so.13 libcublas.so.13 libnvrtc.so.13; do
@@ -23,9 +24,9 @@ if [ ${#gpu_env_missing[@]} -gt 0 ]; then
   done
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
 fi
-if ! grep -q libopen-rte.so.40 <<<"$gpu_env_cache" && [ -f build/gpu-dist/bin/libopen-rte.so.40 ]; then
+if ! grep -q libopen-rte.so.40 <<<"$gpu_env_cache" && [ -f build/gpu-dist/openmpi/lib/libopen-rte.so.40 ]; then
   gpu_env_missing+=("libopen-rte.so.40 (for the bundled libmpi)")
-  gpu_env_dirs+=("$PWD/build/gpu-dist/bin")
+  gpu_env_dirs+=("$PWD/build/gpu-dist/openmpi/lib")
 fi
 if [ ${#gpu_env_dirs[@]} -gt 0 ]; then
   LD_LIBRARY_PATH=$(IFS=:; echo "${gpu_env_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -15,7 +15,8 @@
 #   5. test_gpt2cu under compute-sanitizer memcheck on a small config (both precisions)
 #   6. multi-rank paths on the one GPU (FP32 build, small model): NCCL with 1 rank (LLMC_COMMUNICATOR=nccl,
 #      -z 1) against the plain run; 2 ranks sharing the GPU with ZeRO-1 through MPI (host staging)
-#      against 1 rank with the same -d (SKIP when mpirun is not installed)
+#      against 1 rank with the same -d, under the bundle's mpirun (scripts/bundle_openmpi.sh) or,
+#      for binaries built here, the machine's (SKIP when there is neither)
 # Every step runs under a time limit cut from one budget (TEST_GPU_BUDGET seconds, default 540, for
 # a 600-second device call), so that a hang costs its own step and the table still comes out.
 # Device command: docs/cuda-trainer.md.
@@ -81,7 +82,7 @@ else
     fmt_args=(FMT_INCLUDE="$root/$dist/include")
   fi
   # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
-  command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/bin")
+  command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/openmpi/lib")
   # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
   wheel_args=()
   if CUDA_HOME=$(dirname "$(dirname "$nvcc")") bash scripts/cuda_wheels.sh >"$logs/cuda_wheels.txt" 2>&1; then
@@ -244,13 +245,19 @@ else
       "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"))"
   fi
   name="ZeRO-1, 2 ranks on 1 GPU (MPI)"
-  if ! command -v mpirun >/dev/null 2>&1; then
-    row SKIP "$name" "mpirun not installed on this machine (OpenMPI's mpirun is needed to start 2 ranks)"
+  # The bundle's binaries run under the bundle's Open MPI (build/gpu-dist/bin/mpirun); binaries
+  # built here under the machine's own mpirun, when it has one.
+  launcher=()
+  if [ "$bin" != "$dist/bin" ] && command -v mpirun >/dev/null 2>&1; then launcher=(mpirun)
+  elif [ -x "$dist/bin/mpirun" ]; then launcher=("$dist/bin/mpirun"); name="$name, bundled mpirun"
+  fi
+  if [ ${#launcher[@]} -eq 0 ]; then
+    row SKIP "$name" "no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
   elif [ "$rc_plain" -ne 0 ]; then
     row FAIL "$name" "no single-rank run to compare with (rank1_plain.log)"
   else
-    limited 120 "$logs/rank2_mpi.log" mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/train_gpt2cu-fp32" \
-      "${small[@]}" -o "$logs/rank2_mpi"
+    limited 120 "$logs/rank2_mpi.log" "${launcher[@]}" --allow-run-as-root --oversubscribe -np 2 \
+      "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank2_mpi" </dev/null
     rc=$?
     if [ "$rc" -ne 0 ]; then
       row FAIL "$name" "$(status_text "$rc" "$logs/rank2_mpi.log")"
