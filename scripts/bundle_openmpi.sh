@@ -45,7 +45,8 @@ if [ -n "$pmix_lib" ]; then
 fi
 
 # Every shared library the launcher, the daemons, libmpi and the plugins load, but the system's own.
-system_libs='^(libc|libm|libdl|libpthread|librt|libresolv|ld-linux-x86-64|libz|libudev|libuuid|libatomic|libgcc_s|libstdc\+\+)\.so'
+system_libs='^(libc|libm|libdl|libpthread|librt|libresolv|ld-linux-x86-64|libz|libudev|libuuid|libatomic|libgcc_s'
+system_libs+='|libstdc\+\+)\.so'
 objects=("$out/bin/orterun" "$out/bin/orted" "$plugins"/*.so)
 [ -d "$out/pmix/lib/pmix" ] && objects+=("$out/pmix/lib/pmix"/*.so)
 [ -e "$libdir/libmpi.so" ] || fail "libmpi.so not found in $libdir"

@@ -10,8 +10,9 @@
 # toolkit ($CUDA_HOME, else nvcc's, else /usr/local/cuda) and the compiler's default paths do not
 # have, the wheel's folder goes into CUDA_LIB_INCLUDES and the versioned library, by path, into
 # CUBLAS_LIBS, CUDNN_LIBS or NCCL_LIBS (the Makefiles' defaults are -lcublasLt -lcublas, -lcudnn,
-# -lnccl) as `-Xlinker PATH`: nvcc takes no input file named .so.2, the linker does. Nothing is printed for what the system has. Exits 1, naming what is missing and where it
-# looked, when a header or library is found nowhere.
+# -lnccl) as `-Xlinker PATH`: nvcc takes no input file named .so.2, the linker does. Nothing is
+# printed for what the system has. Exits 1, naming what is missing and where it looked, when a
+# header or library is found nowhere.
 #
 # Sourced (scripts/gpu_env.sh), it defines cuda_wheel_sites: the site-packages folders searched,
 # the Python's (python3's site.getsitepackages() and user site), or CUDA_WHEEL_SITES="DIR..." when set.
@@ -86,7 +87,8 @@ for spec in "CUBLAS_LIBS libcublasLt libcublas" "CUDNN_LIBS libcudnn" "NCCL_LIBS
       flags+=(-Xlinker "$found")
       from_wheel=1
     else
-      missing+=("$lib.so (not in $cuda_home/lib64, $cuda_home/lib or the compiler's library path) or $lib.so.N (not in <site>/nvidia/*/lib)")
+      where="$cuda_home/lib64, $cuda_home/lib or the compiler's library path"
+      missing+=("$lib.so (not in $where) or $lib.so.N (not in <site>/nvidia/*/lib)")
     fi
   done
   [ "$from_wheel" = 1 ] && out+=("${words[0]}=${flags[*]}")

@@ -12,13 +12,14 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
 if ! unshare -m true 2>/dev/null; then
-  echo "SKIP: cannot make a mount namespace here (unshare -m needs root with CAP_SYS_ADMIN) to hide the system's Open MPI"
+  echo "SKIP: no mount namespace here (unshare -m needs root with CAP_SYS_ADMIN) to hide the system's Open MPI in"
   exit 77
 fi
 make --no-print-directory -s build/mpi_tests/test_collectives
 bundle=$PWD/$tmp/dist
 mkdir -p "$bundle/bin"
-bash scripts/bundle_openmpi.sh "$bundle" >"$tmp/bundle.log" 2>&1 || { cat "$tmp/bundle.log"; fail "bundle_openmpi.sh"; exit 1; }
+bash scripts/bundle_openmpi.sh "$bundle" >"$tmp/bundle.log" 2>&1 ||
+  { cat "$tmp/bundle.log"; echo "FAIL: scripts/bundle_openmpi.sh"; exit 1; }
 cat "$tmp/bundle.log"
 
 # What to hide, from the system's own Open MPI: its folders (ompi_info's paths, PMIx's prefix)...
@@ -71,4 +72,5 @@ if [ "$(status bundled)" != 0 ] || ! grep -q '^collectives: .* passed on 2 ranks
   tail -n 20 "$tmp/bundled.out"
 fi
 exit_if_failed
-echo "bundled Open MPI: mpirun ran 2 ranks with the system's Open MPI hidden ($(wc -l <"$tmp/hidden_dirs.txt") folders, $(wc -l <"$tmp/hidden_files.txt") files); without the bundle's environment it fails"
+hidden="$(wc -l <"$tmp/hidden_dirs.txt") folders, $(wc -l <"$tmp/hidden_files.txt") files"
+echo "bundled Open MPI: its mpirun ran 2 ranks with the system's Open MPI hidden ($hidden); without its variables, not"
