@@ -35,9 +35,7 @@ elif [ -x build/gpu-local/bin/train_gpt2cu-bf16 ]; then
   trainer=build/gpu-local/bin/train_gpt2cu-bf16
 else
   # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
-  wheel_text=$(bash scripts/cuda_wheels.sh) || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
-  wheel_args=()
-  [ -z "$wheel_text" ] || mapfile -t wheel_args <<<"$wheel_text"
+  cuda_wheel_make_args || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
   make --no-print-directory PRECISION=BF16 "${wheel_args[@]}" train_gpt2cu ||
     { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
   trainer=./train_gpt2cu

@@ -5,7 +5,7 @@
 # neither the compiler nor `-lcudnn` finds.
 #
 # Run, it prints the make arguments (one per line) that build the CUDA targets there:
-#   mapfile -t wheel_args < <(bash scripts/cuda_wheels.sh) && make "${wheel_args[@]}" cuda-binaries
+#   source scripts/cuda_wheels.sh && cuda_wheel_make_args && make "${wheel_args[@]}" cuda-binaries
 # For each header and library the CUDA build uses (cuBLAS and cuBLASLt, cuDNN, NCCL) that the
 # toolkit ($CUDA_HOME, else nvcc's, else /usr/local/cuda) and the compiler's default paths do not
 # have, the wheel's folder goes into CUDA_LIB_INCLUDES and the versioned library, by path, into
@@ -14,14 +14,24 @@
 # printed for what the system has. Exits 1, naming what is missing and where it looked, when a
 # header or library is found nowhere.
 #
-# Sourced (scripts/gpu_env.sh), it defines cuda_wheel_sites: the site-packages folders searched,
-# the Python's (python3's site.getsitepackages() and user site), or CUDA_WHEEL_SITES="DIR..." when set.
+# Sourced (scripts/gpu_env.sh, which the GPU scripts source), it defines
+#   cuda_wheel_sites      the site-packages folders searched: the Python's (python3's
+#                         site.getsitepackages() and user site), or CUDA_WHEEL_SITES="DIR..." when set;
+#   cuda_wheel_make_args  runs this script and puts its make arguments into the array wheel_args
+#                         (empty where the system has everything); returns 1, its message on
+#                         stderr, when something is found nowhere.
 cuda_wheel_sites() {
   if [ -n "${CUDA_WHEEL_SITES:-}" ]; then
     echo "$CUDA_WHEEL_SITES"
   else
     python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
   fi
+}
+cuda_wheel_make_args() {
+  local text
+  wheel_args=()
+  text=$(bash "${BASH_SOURCE[0]}") || return 1
+  [ -z "$text" ] || mapfile -t wheel_args <<<"$text"
 }
 
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0

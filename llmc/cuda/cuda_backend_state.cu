@@ -7,7 +7,6 @@
 #include "llmc/cuda/copy_spans.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/global_norm.cuh"
-#include "llmc/cuda/random.cuh"
 
 namespace llmc {
 

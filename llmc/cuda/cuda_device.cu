@@ -28,10 +28,18 @@ Precision cuda_precision() {
 }
 
 namespace {
-// LLMC_ATTENTION's value, "" when unset.
-std::string attention_choice() {
-  const char* env = std::getenv("LLMC_ATTENTION");
+// The environment variable's value, "" when unset.
+std::string env_value(const char* name) {
+  const char* env = std::getenv(name);
   return env ? env : "";
+}
+
+cudaDeviceProp current_device_properties() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop;
 }
 }  // namespace
 
@@ -41,18 +49,17 @@ AttentionKind default_attention_kind() {
 #else
   AttentionKind kind = AttentionKind::kFallback;
 #endif
-  const std::string value = attention_choice();
+  const std::string value = env_value("LLMC_ATTENTION");
   if (value.empty()) return kind;
   if (value == "fallback") return AttentionKind::kFallback;
   if (value == "cudnn") return AttentionKind::kCudnn;
   throw std::runtime_error(fmt::format("LLMC_ATTENTION: '{}' is neither 'cudnn' nor 'fallback'", value));
 }
 
-bool attention_kind_forced() { return !attention_choice().empty(); }
+bool attention_kind_forced() { return !env_value("LLMC_ATTENTION").empty(); }
 
 GeluPath default_gelu_path() {
-  const char* env = std::getenv("LLMC_GELU");
-  const std::string value = env ? env : "";
+  const std::string value = env_value("LLMC_GELU");
   if (value.empty() || value == "mixed") return GeluPath::kMixed;
   if (value == "kernels") return GeluPath::kKernels;
   if (value == "epilogues") return GeluPath::kEpilogues;
@@ -77,21 +84,12 @@ int cuda_device_count() {
 }
 
 std::string cuda_device_description() {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const cudaDeviceProp prop = current_device_properties();
   return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
-std::string cuda_device_name() {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return prop.name;
-}
+std::string cuda_device_name() { return current_device_properties().name; }
 
 std::string cuda_library_versions() {
   // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).

@@ -227,7 +227,7 @@ void Trainer::train(Backend& backend) {
 
   double train_seconds = 0.0;
   int timed_steps = 0;
-  const double flops_per_token = model_flops_per_token(config_, o_.seq_len);
+  const double flops_per_token = model_flops_per_token(config_, o_.seq_len), peak_flops = backend.peak_flops();
   for (int step = start_step_;; ++step) {
     watchdog_.enter("step", step);
     const bool last = step == max_steps_;
@@ -268,8 +268,7 @@ void Trainer::train(Backend& backend) {
     const double tokens_per_second = double(step_tokens_) / seconds;
     // Per device: each rank's share of the step's tokens against its own GPU's peak.
     std::optional<double> mfu;
-    if (backend.peak_flops() > 0)
-      mfu = mfu_percent(flops_per_token, tokens_per_second / world_size_, backend.peak_flops());
+    if (peak_flops > 0) mfu = mfu_percent(flops_per_token, tokens_per_second / world_size_, peak_flops);
     std::string line =
         format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, tokens_per_second, eta, mfu);
     if (r.skipped)
