@@ -7,7 +7,7 @@
 # Run, it prints the make arguments (one per line) that build the CUDA targets there:
 #   source scripts/cuda_wheels.sh && cuda_wheel_make_args && make "${wheel_args[@]}" cuda-binaries
 # For each header and library the CUDA build uses (cuBLAS and cuBLASLt, cuDNN, NCCL) that the
-# toolkit ($CUDA_HOME, else nvcc's, else /usr/local/cuda) and the compiler's default paths do not
+# toolkit ($CUDA_HOME, else nvcc's: see cuda_toolkit_root) and the compiler's default paths do not
 # have, the wheel's folder goes into CUDA_LIB_INCLUDES and the versioned library, by path, into
 # CUBLAS_LIBS, CUDNN_LIBS or NCCL_LIBS (the Makefiles' defaults are -lcublasLt -lcublas, -lcudnn,
 # -lnccl) as `-Xlinker PATH`: nvcc takes no input file named .so.2, the linker does. Nothing is
@@ -17,6 +17,9 @@
 # Sourced (scripts/gpu_env.sh, which the GPU scripts source), it defines
 #   cuda_wheel_sites      the site-packages folders searched: the Python's (python3's
 #                         site.getsitepackages() and user site), or CUDA_WHEEL_SITES="DIR..." when set;
+#   cuda_toolkit_root     the toolkit folder of the nvcc named (default: PATH's, else
+#                         /usr/local/cuda/bin/nvcc), as nvcc itself reports it: nvcc may be a wrapper
+#                         script in /usr/local/bin, whose folder's parent is not the toolkit;
 #   cuda_wheel_make_args  runs this script and puts its make arguments into the array wheel_args
 #                         (empty where the system has everything); returns 1, its message on
 #                         stderr, when something is found nowhere.
@@ -27,6 +30,12 @@ cuda_wheel_sites() {
     python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
   fi
 }
+cuda_toolkit_root() {  # cuda_toolkit_root [NVCC]: prints the folder, or returns 1 with no nvcc
+  local nvcc=${1:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)} top
+  # nvcc's dry run prints its variables, among them "#$ TOP=<toolkit>/bin/..".
+  top=$("$nvcc" --dryrun -E -x cu /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p') || return 1
+  [ -n "$top" ] && readlink -f "$top"
+}
 cuda_wheel_make_args() {
   local text
   wheel_args=()
@@ -36,11 +45,7 @@ cuda_wheel_make_args() {
 
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 set -u
-cuda_home=${CUDA_HOME:-}
-if [ -z "$cuda_home" ]; then
-  if command -v nvcc >/dev/null 2>&1; then cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
-  else cuda_home=/usr/local/cuda; fi
-fi
+cuda_home=${CUDA_HOME:-$(cuda_toolkit_root || echo /usr/local/cuda)}
 cxx=${CXX:-g++}
 read -r -a sites <<<"$(cuda_wheel_sites)"
 missing=()

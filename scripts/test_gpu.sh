@@ -84,7 +84,7 @@ else
   # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
   command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/openmpi/lib")
   # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
-  if ! CUDA_HOME=$(dirname "$(dirname "$nvcc")") cuda_wheel_make_args 2>"$logs/cuda_wheels.txt"; then
+  if ! CUDA_HOME=$(cuda_toolkit_root "$nvcc") cuda_wheel_make_args 2>"$logs/cuda_wheels.txt"; then
     row FAIL "binaries" "$(head -n 2 "$logs/cuda_wheels.txt" | tail -n 1 | sed 's/^ *//') (log: $logs/cuda_wheels.txt)"
   fi
   # Only this GPU's architecture, to keep the build short.

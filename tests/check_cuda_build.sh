@@ -130,7 +130,9 @@ fi
 # libraries (a cu13-style shared folder for cuBLAS). First with empty stub libraries and an empty
 # toolkit folder, for what the script finds; then with the stubs replaced by links to the real
 # libraries, so that the bf16 train_gpt2cu links against them by path.
-cuda_home=$(dirname "$(dirname "$nvcc")")
+# shellcheck source=scripts/cuda_wheels.sh
+source scripts/cuda_wheels.sh
+cuda_home=$(cuda_toolkit_root "$nvcc")
 wheels=$PWD/build/tmp/check_cuda_build/wheels
 rm -rf "$wheels"
 site=$wheels/site/nvidia
@@ -165,10 +167,23 @@ wheel_check "no NCCL anywhere: an error naming it" 1 "cuda_wheels: cannot build 
   (site-packages searched: $wheels/site; CUDA_WHEEL_SITES=\"DIR...\" names others)" "$wheels/toolkit" "$wheels/site"
 mv "$wheels/nccl-aside" "$site/nccl"
 wheel_check "nothing to add where the toolkit has everything" 0 "" "$cuda_home" "$wheels/site"
+# nvcc as a wrapper script on PATH (as /usr/local/bin/nvcc may be), CUDA_HOME unset: the toolkit is
+# where nvcc says it is, not the wrapper's folder's parent.
+mkdir -p "$wheels/wrapper/bin"
+printf '#!/bin/sh\nexec %s "$@"\n' "$nvcc" >"$wheels/wrapper/bin/nvcc"
+chmod +x "$wheels/wrapper/bin/nvcc"
+wrapped=$(env -u CUDA_HOME PATH="$wheels/wrapper/bin:/usr/bin:/bin" bash -c \
+  'source scripts/cuda_wheels.sh && cuda_toolkit_root && bash scripts/cuda_wheels.sh && echo "exit $?"' 2>&1)
+if [ "$wrapped" = "$cuda_home
+exit 0" ] && [ -f "$cuda_home/include/cuda_runtime.h" ]; then
+  echo "ok    cuda_wheels.sh: the toolkit found through an nvcc wrapper, nothing to add"; wheel_ok=$((wheel_ok + 1))
+else
+  echo "FAIL  cuda_wheels.sh through an nvcc wrapper: expected $cuda_home (with include/cuda_runtime.h) and exit 0, got:"
+  sed 's/^/      /' <<<"$wrapped"
+  failed=$((failed + 1))
+fi
 # The headers resolve to the wheels' copies, and the bf16 trainer links the wheels' libraries.
 for s in "${stubs[@]}"; do ln -sf "$cuda_home/lib/$(basename "$s")" "$site/$s"; done
-# shellcheck source=scripts/cuda_wheels.sh
-source scripts/cuda_wheels.sh
 CUDA_HOME=$wheels/toolkit CUDA_WHEEL_SITES=$wheels/site cuda_wheel_make_args
 printf '#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <cudnn.h>\n#include <nccl.h>\n' >"$wheels/includes.cu"
 # shellcheck disable=SC2086
