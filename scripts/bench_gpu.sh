@@ -25,49 +25,19 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
 fi
 # shellcheck source=scripts/gpu_env.sh
 source scripts/gpu_env.sh
+# shellcheck source=scripts/gpu_bench_lib.sh
+source scripts/gpu_bench_lib.sh
 if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
   echo "bench: data/corpus/corpus_train_*.bin missing: run \`make data\` (and carry data/corpus to the GPU machine)" >&2
   exit 1
 fi
-if [ -x build/gpu-dist/bin/train_gpt2cu-bf16 ] && build/gpu-dist/bin/test_gpt2cu-bf16 --probe >/dev/null 2>&1; then
-  trainer=build/gpu-dist/bin/train_gpt2cu-bf16
-elif [ -x build/gpu-local/bin/train_gpt2cu-bf16 ]; then
-  trainer=build/gpu-local/bin/train_gpt2cu-bf16
-else
-  # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
-  cuda_wheel_make_args || { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
-  make --no-print-directory PRECISION=BF16 "${wheel_args[@]}" train_gpt2cu ||
-    { echo "bench: cannot build train_gpt2cu" >&2; exit 1; }
-  trainer=./train_gpt2cu
-fi
+bench_trainer bench || exit 1
 python=python3
 if ! $python -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   echo "bench: python3 has no CUDA-enabled torch; the PyTorch side cannot run" >&2
   exit 1
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-
-# run_with_memory SECONDS LOG COMMAND...: runs it for at most SECONDS (or what is left of the
-# budget) while sampling the GPU's used memory; prints the peak MiB. Status 124: out of time.
-run_with_memory() {
-  local want=$1 log=$2
-  shift 2
-  local left=$((budget - SECONDS))
-  local limit=$((want < left ? want : left))
-  if [ "$limit" -lt 10 ]; then
-    echo "not run: the ${budget}s bench budget is spent" >"$log"
-    return 124
-  fi
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$log.mem" 2>/dev/null &
-  local sampler=$!
-  timeout -k 10 "$limit" "$@" >"$log" 2>&1
-  local rc=$?
-  kill "$sampler" 2>/dev/null
-  wait "$sampler" 2>/dev/null
-  sort -n "$log.mem" | tail -n 1
-  [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || echo "timed out after ${limit}s" >>"$log"
-  return $rc
-}
 
 init=build/bench-init-d12.bin  # 0.5 GB: kept out of the logs
 declare -a table
@@ -92,22 +62,16 @@ for B in 64 32; do
     continue
   fi
 
-  table+=("$($python - "$B" "$T" "$steps" "$skip" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
-import json, re, sys
+  table+=("$(PYTHONPATH=scripts $python - "$B" "$T" "$steps" "$skip" "$pylog" "$culog" "$py_mem" "$cu_mem" <<'EOF'
+import json, sys
+from step_log import read_step_log
 B, T, steps, skip = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 pylog, culog, py_mem, cu_mem = sys.argv[5:9]
 py = json.loads(open(pylog).read().strip().splitlines()[-1])
-cu_ms, cu_loss = [], []
-flops_per_token, peak = 0, 0.0
-for line in open(culog):
-    m = re.match(r"step\s+\d+/\d+ \| loss ([0-9.]+) .*\| ([0-9.]+) ms \|", line)
-    if m:
-        cu_loss.append(float(m.group(1)))
-        cu_ms.append(float(m.group(2)))
-    # train_gpt2cu's own count (6N + 6LCT) and peak (llmc/train/mfu.h), for both sides' MFU.
-    m = re.match(r"mfu: (\d+) FLOPs per token .* against (?:([0-9.]+) TFLOP/s)?", line)
-    if m:
-        flops_per_token, peak = int(m.group(1)), float(m.group(2) or 0) * 1e12
+cu = read_step_log(culog)
+cu_ms, cu_loss = cu.ms, cu.losses
+# train_gpt2cu's own count (6N + 6LCT) and peak (llmc/train/mfu.h), for both sides' MFU.
+flops_per_token, peak = cu.flops_per_token, cu.peak_flops
 if len(cu_ms) < steps or len(py["ms"]) < steps:
     sys.exit(f"bench: expected {steps} steps, got {len(cu_ms)} (cuda) and {len(py['ms'])} (pytorch)")
 def stats(ms):

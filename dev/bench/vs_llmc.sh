@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Our train_gpt2cu side by side with llm.c's, on one GPU: see usage() below.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+
+usage() {
+  cat <<'EOF'
+usage: dev/bench/vs_llmc.sh LLMC_DIR [CUDNN_FRONTEND_DIR]
+
+Builds the train_gpt2cu of an llm.c checkout (github.com/karpathy/llm.c) and runs it and ours
+alternately, llm.c first (A B A B), on the same shards (data/corpus, `make data`; see
+VS_LLMC_TRAIN below) with the same
+shapes: GPT-2 d12 from scratch, B=64, T=1024, -d 65536 (no gradient accumulation), -r 1
+(recompute GELU), lr 6e-4. Prints for each: the median ms/step over the steps after warm-up of
+all its runs, tokens/s, MFU and peak GPU memory, each measured one way for both (MFU from our
+trainer's count, 6N + 6LCT FLOPs per token, against its table of GPU peaks; memory as nvidia-smi's
+memory.used sampled every 100 ms), and the ratios. Logs in build/vs_llmc/logs, packed into
+$OUT/vs_llmc-logs.tgz (with the summary beside it) when $OUT is set.
+
+The checkout is not touched: Makefile, train_gpt2.cu and llmc/ are copied to build/vs_llmc/llm.c
+(see VS_LLMC_WORK) and built there with cuDNN attention (USE_CUDNN=1), without NCCL and MPI (one GPU), with
+  - CUDA 13's cudaMemAdvise, which takes a cudaMemLocation where llm.c passes a device number;
+  - -lnvrtc -lcuda, which current cudnn-frontend needs (the toolkit's stub libcuda.so links where
+    no driver is installed);
+  - a link name for libnvidia-ml (llm.c links it): the toolkit's stub, else the driver's library,
+    else an empty stub built here (llm.c calls NVML only when nvml.h is there);
+  - cuBLAS and cuDNN from Python wheels where the toolkit lacks them (scripts/cuda_wheels.sh).
+
+CUDNN_FRONTEND_DIR is a cudnn-frontend checkout (github.com/NVIDIA/cudnn-frontend: header-only,
+include/cudnn_frontend.h); default $CUDNN_FRONTEND_PATH's parent folder, else
+LLMC_DIR/cudnn-frontend, else ~/cudnn-frontend, where llm.c's Makefile looks.
+
+Written for llm.c's master of 2024-2025 (its Makefile's USE_CUDNN, CUDNN_FRONTEND_PATH,
+GPU_COMPUTE_CAPABILITY, NO_MULTI_GPU and NO_USE_MPI; train_gpt2cu's flags -i -j -e -b -t -d -r -x
+-l -u -v -m -s -g and its "step N/M | loss ... | X ms |" lines). It has not yet been built against
+an llm.c checkout: no snapshot of llm.c could be had where it was written. The summary names the
+commit of the checkout it ran.
+
+Environment:
+  VS_LLMC_STEPS=40          steps per run
+  VS_LLMC_WARMUP=10         first steps of each run left out of the median
+  VS_LLMC_ROUNDS=2          rounds of (llm.c, ours)
+  VS_LLMC_BUDGET=540        seconds for all runs (the build not counted); a run out of time fails
+  VS_LLMC_WORK=build/vs_llmc  the folder for the copy, its build and the logs
+  VS_LLMC_BUILD_ONLY=1      build llm.c's train_gpt2cu and stop: needs no GPU
+  VS_LLMC_THEIRS=PATH       an llm.c train_gpt2cu already built: no build
+  VS_LLMC_OURS=PATH         our train_gpt2cu to time (default: the bundle's, build/gpu-local's, or
+                            one built now, as `make bench` picks it)
+  VS_LLMC_TRAIN=GLOB        train shards (default data/corpus/corpus_train_*.bin), and
+  VS_LLMC_VAL=GLOB          val shards (default data/corpus/corpus_val_*.bin): llm.c-format shards
+                            of at least B*T+1 tokens each, e.g. FineWeb's (dev/data/fineweb.py)
+  GPU_COMPUTE_CAPABILITY=90 the architecture llm.c is built for (default: the GPU's, else 90)
+EOF
+}
+
+die() { echo "vs_llmc: $*" >&2; exit 1; }
+
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") usage >&2; exit 2 ;;
+esac
+[ $# -le 2 ] || { echo "vs_llmc: too many arguments ($#): LLMC_DIR [CUDNN_FRONTEND_DIR]" >&2; exit 2; }
+
+positive_int() {  # positive_int NAME DEFAULT: the environment variable NAME, checked
+  local value=${!1:-$2}
+  [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "$1='$value' is not a positive whole number"
+  echo "$value"
+}
+steps=$(positive_int VS_LLMC_STEPS 40) || exit 1
+warmup=$(positive_int VS_LLMC_WARMUP 10) || exit 1
+rounds=$(positive_int VS_LLMC_ROUNDS 2) || exit 1
+budget=$(positive_int VS_LLMC_BUDGET 540) || exit 1
+[ "$warmup" -lt "$steps" ] || die "VS_LLMC_WARMUP=$warmup leaves none of VS_LLMC_STEPS=$steps steps to time"
+
+llmc_dir=$1
+[ -d "$llmc_dir" ] || die "LLMC_DIR '$llmc_dir' is not a directory"
+llmc_dir=$(cd "$llmc_dir" && pwd)
+for f in Makefile train_gpt2.cu llmc; do
+  [ -e "$llmc_dir/$f" ] || die "LLMC_DIR '$llmc_dir' is not an llm.c checkout: it has no $f"
+done
+if [ -n "${2:-}" ]; then frontends=("$2")
+elif [ -n "${CUDNN_FRONTEND_PATH:-}" ]; then frontends=("$(dirname "$CUDNN_FRONTEND_PATH")")
+else frontends=("$llmc_dir/cudnn-frontend" "$HOME/cudnn-frontend"); fi
+frontend=""
+for d in "${frontends[@]}"; do
+  if [ -f "$d/include/cudnn_frontend.h" ]; then frontend=$(cd "$d" && pwd); break; fi
+done
+[ -n "$frontend" ] || die "no cudnn-frontend: no include/cudnn_frontend.h in ${frontends[*]}"
+commit=$(git -C "$llmc_dir" rev-parse --short=12 HEAD 2>/dev/null) || commit="unknown (not a git checkout)"
+
+work=${VS_LLMC_WORK:-$root/build/vs_llmc}
+mkdir -p "$work" || die "VS_LLMC_WORK '$work': cannot create it"
+work=$(cd "$work" && pwd)
+logs=$work/logs
+# shellcheck source=scripts/cuda_wheels.sh
+source scripts/cuda_wheels.sh
+
+# llm_c_copy DEST: Makefile, train_gpt2.cu and llmc/ of the checkout, with CUDA 13's cudaMemAdvise:
+# cudaMemAdvise(ptr, bytes, advice, cudaCpuDeviceId) becomes the host location
+# cudaMemLocation{cudaMemLocationTypeHost, 0} (CUDA 13 dropped the device-number form).
+llm_c_copy() {
+  local dest=$1
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp -R "$llmc_dir/Makefile" "$llmc_dir/train_gpt2.cu" "$llmc_dir/llmc" "$dest/"
+  local header toolkit
+  toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
+  header=$toolkit/include/cuda_runtime_api.h
+  if grep -q 'cudaMemAdvise(const void \*devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation' "$header"; then
+    local files
+    mapfile -t files < <(grep -rl 'cudaMemAdvise(' "$dest" --include='*.cu' --include='*.cuh' --include='*.h' --include='*.cpp')
+    [ ${#files[@]} -eq 0 ] || sed -i -E \
+      's/cudaMemAdvise\(([^;]*), *cudaCpuDeviceId\)/cudaMemAdvise(\1, cudaMemLocation{cudaMemLocationTypeHost, 0})/g' \
+      "${files[@]}"
+    patched=$(grep -rho 'cudaMemLocation{cudaMemLocationTypeHost, 0}' "$dest" | wc -l)
+  else
+    patched=0
+  fi
+}
+
+# llm_c_link_dir DIR: link names (libX.so) for what llm.c links and the system's linker does not
+# find: cuBLAS and cuDNN from the wheels, libnvidia-ml; sets link_flags (for nvcc) with -L DIR and
+# the toolkit's stubs.
+llm_c_link_dir() {
+  local dir=$1 toolkit arg path
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
+  cuda_wheel_make_args || die "cuBLAS or cuDNN found nowhere (above)"
+  link_flags=()
+  for arg in "${wheel_args[@]}"; do
+    case $arg in
+      CUDA_LIB_INCLUDES=*) read -r -a includes <<<"${arg#CUDA_LIB_INCLUDES=}"; link_flags+=("${includes[@]}") ;;
+      *_LIBS=*)
+        for path in ${arg#*=}; do
+          [ "$path" = -Xlinker ] || ln -sf "$path" "$dir/$(basename "$path" | sed -E 's/\.so\..*/.so/')"
+        done ;;
+    esac
+  done
+  local stubs=$toolkit/lib64/stubs
+  if [ ! -e "$stubs/libnvidia-ml.so" ]; then
+    local driver
+    driver=$( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p) | sed -n 's/.*libnvidia-ml\.so\.1 .*=> //p' | head -n 1)
+    if [ -n "$driver" ]; then ln -sf "$driver" "$dir/libnvidia-ml.so"
+    else
+      : >"$dir/nvml_stub.c"
+      "${CC:-gcc}" -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$dir/libnvidia-ml.so" "$dir/nvml_stub.c" ||
+        die "could not build the libnvidia-ml link stub"
+    fi
+  fi
+  link_flags+=("-L$dir")
+  [ -d "$stubs" ] && link_flags+=("-L$stubs")
+}
+
+if [ -n "${VS_LLMC_THEIRS:-}" ]; then
+  [ -x "$VS_LLMC_THEIRS" ] || die "VS_LLMC_THEIRS '$VS_LLMC_THEIRS' is not an executable"
+  theirs=$(cd "$(dirname "$VS_LLMC_THEIRS")" && pwd)/$(basename "$VS_LLMC_THEIRS")
+else
+  cc=${GPU_COMPUTE_CAPABILITY:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')}
+  cc=${cc:-90}
+  copy=$work/llm.c
+  llm_c_copy "$copy"
+  llm_c_link_dir "$work/lib"
+  echo "vs_llmc: building llm.c $commit for sm_$cc in $copy (cudaMemAdvise calls patched: $patched)"
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if ! make -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" GPU_COMPUTE_CAPABILITY="$cc" \
+    NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$nvcc ${link_flags[*]}" NVCC_LDLIBS="-lnvrtc -lcuda" >"$work/build.log" 2>&1 ||
+    [ ! -x "$copy/train_gpt2cu" ]; then
+    tail -n 30 "$work/build.log" >&2
+    die "building llm.c's train_gpt2cu failed (log: $work/build.log)"
+  fi
+  theirs=$copy/train_gpt2cu
+  echo "vs_llmc: built $theirs (log: $work/build.log)"
+fi
+[ "${VS_LLMC_BUILD_ONLY:-0}" = 1 ] && exit 0
+
+# ---- the runs: need a GPU ----
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  die "needs a GPU (nvidia-smi lists none); nothing was measured (VS_LLMC_BUILD_ONLY=1 builds only)"
+fi
+train=${VS_LLMC_TRAIN:-$root/data/corpus/corpus_train_*.bin}
+val=${VS_LLMC_VAL:-$root/data/corpus/corpus_val_*.bin}
+for glob in "$train" "$val"; do
+  # shellcheck disable=SC2086
+  ls $glob >/dev/null 2>&1 ||
+    die "no shards match $glob: run \`make data\` (and carry data/corpus to the GPU machine), or set VS_LLMC_TRAIN/VAL"
+done
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
+# shellcheck source=scripts/gpu_bench_lib.sh
+source scripts/gpu_bench_lib.sh
+if [ -n "${VS_LLMC_OURS:-}" ]; then
+  [ -x "$VS_LLMC_OURS" ] || die "VS_LLMC_OURS '$VS_LLMC_OURS' is not an executable"
+  trainer=$VS_LLMC_OURS
+else
+  bench_trainer vs_llmc || exit 1
+fi
+ours=$(cd "$(dirname "$trainer")" && pwd)/$(basename "$trainer")
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+
+rm -rf "$logs"
+mkdir -p "$logs"
+B=64
+T=1024
+shape=(-i "$train" -j "$val" -e d12 -b "$B" -t "$T"
+  -d $((B * T)) -r 1 -x "$steps" -l 6e-4 -u 0)
+# llm.c evaluates and samples at the last step whatever -v and -s say: one val batch, 16 tokens.
+# Ours does neither (0 = never). Neither is inside a step's time.
+theirs_flags=(-v 1000000 -m 1 -s 1000000 -g 16)
+ours_flags=(-v 0 -s 0)
+SECONDS=0
+failed=0
+run_logs=()
+memories=()
+for round in $(seq 1 "$rounds"); do
+  for side in llmc ours; do
+    log=$logs/${side}_$round.log
+    echo "== round $round: $side"
+    if [ "$side" = llmc ]; then
+      # From its build folder: llm.c looks for gpt2_tokenizer.bin in its working directory.
+      mem=$(cd "$(dirname "$theirs")" && run_with_memory 200 "$log" "$theirs" "${shape[@]}" "${theirs_flags[@]}")
+    else
+      mem=$(run_with_memory 200 "$log" "$ours" "${shape[@]}" "${ours_flags[@]}")
+    fi
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      echo "vs_llmc: the $side run of round $round failed (exit $rc):"
+      tail -n 15 "$log"
+      failed=1
+    fi
+    run_logs+=("$side:$log")
+    memories+=("${mem:-0}")
+  done
+done
+[ "$failed" -eq 0 ] || die "a run failed; logs in $logs"
+PYTHONPATH=scripts python3 dev/bench/vs_llmc_summary.py --tokens-per-step $((B * T)) --warmup "$warmup" \
+  --steps "$steps" --title "GPT-2 d12, B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
+  --runs "${run_logs[@]}" --memory-mib "${memories[@]}" | tee "$logs/summary.txt"
+status=${PIPESTATUS[0]}
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/vs_llmc-logs.tgz" -C "$work" logs
+  cp "$logs/summary.txt" "$OUT/vs_llmc-summary.txt"
+fi
+exit "$status"
