@@ -108,6 +108,8 @@ int main(int argc, char**) {
 }
 EOF
 echo '#include <cudnn.h>' >"$frontend/include/cudnn_frontend.h"
+expect_error "no cudnn-frontend there" 1 "no cudnn-frontend: no include/cudnn_frontend.h in $tmp/not-llmc" \
+  -- "$checkout" "$tmp/not-llmc"
 (cd "$checkout" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm stand-in)
 commit=$(git -C "$checkout" rev-parse --short=12 HEAD)
 cp -R "$checkout" "$tmp/pristine"
@@ -219,8 +221,13 @@ expect_error "no shards" 1 "no shards match $tmp/shards/none_*.bin" "${run_env[@
 expect_error "warm-up as long as the run" 1 "VS_LLMC_WARMUP=12 leaves none of VS_LLMC_STEPS=12" "${run_env[@]}" \
   VS_LLMC_WARMUP=12 -- "$checkout" "$frontend"
 expect_error "bad VS_LLMC_ROUNDS" 1 "VS_LLMC_ROUNDS='two' is not a positive whole number" VS_LLMC_ROUNDS=two -- "$checkout"
+printf '#!/usr/bin/env bash\necho "error: out of memory"; exit 3\n' >"$fake/failing"
+chmod +x "$fake/failing"
+expect_error "a failing run" 1 "the llmc run of round 1 failed (exit 3)" "${run_env[@]}" VS_LLMC_THEIRS="$fake/failing" \
+  VS_LLMC_ROUNDS=1 PATH="$fake/bin:$PATH" -- "$checkout" "$frontend"
 rm -f "$fake/order"
-out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" OUT="$tmp" bash "$script" "$checkout" "$frontend" 2>&1 </dev/null)
+# No CUDNN_FRONTEND_DIR: the one beside the checkout.
+out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" OUT="$tmp" HOME="$tmp/home" bash "$script" "$checkout" 2>&1 </dev/null)
 rc=$?
 shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -r 1 -x 12 -l 6e-4 -u 0"
 expected_order="llmc $shape -v 1000000 -m 1 -s 1000000 -g 16

@@ -29,7 +29,9 @@ The checkout is not touched: Makefile, train_gpt2.cu and llmc/ are copied to bui
 
 CUDNN_FRONTEND_DIR is a cudnn-frontend checkout (github.com/NVIDIA/cudnn-frontend: header-only,
 include/cudnn_frontend.h); default $CUDNN_FRONTEND_PATH's parent folder, else
-LLMC_DIR/cudnn-frontend, else ~/cudnn-frontend, where llm.c's Makefile looks.
+LLMC_DIR/cudnn-frontend or ~/cudnn-frontend (where llm.c's Makefile looks), else a cudnn-frontend
+beside LLMC_DIR. Snapshots of both kept inside this repository go in external/ (git-ignored):
+  dev/bench/vs_llmc.sh external/llm.c external/cudnn-frontend
 
 Written for llm.c's master of 2024-2025 (its Makefile's USE_CUDNN, CUDNN_FRONTEND_PATH,
 GPU_COMPUTE_CAPABILITY, NO_MULTI_GPU and NO_USE_MPI; train_gpt2cu's flags -i -j -e -b -t -d -r -x
@@ -81,7 +83,7 @@ for f in Makefile train_gpt2.cu llmc; do
 done
 if [ -n "${2:-}" ]; then frontends=("$2")
 elif [ -n "${CUDNN_FRONTEND_PATH:-}" ]; then frontends=("$(dirname "$CUDNN_FRONTEND_PATH")")
-else frontends=("$llmc_dir/cudnn-frontend" "$HOME/cudnn-frontend"); fi
+else frontends=("$llmc_dir/cudnn-frontend" "$HOME/cudnn-frontend" "$(dirname "$llmc_dir")/cudnn-frontend"); fi
 frontend=""
 for d in "${frontends[@]}"; do
   if [ -f "$d/include/cudnn_frontend.h" ]; then frontend=$(cd "$d" && pwd); break; fi
