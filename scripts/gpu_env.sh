@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the GPU scripts (test_gpu.sh, bench_gpu.sh) from the repository root. The device
+# Sourced by the GPU scripts (test_gpu.sh, bench_gpu.sh, dev/bench/vs_llmc.sh) from the repository root. The device
 # machine may ship cuDNN, NCCL, cuBLAS and NVRTC only inside Python wheels (nvidia-cudnn-cu13,
 # nvidia-nccl-cu13, ...) rather than in the system library path; when the dynamic loader cannot
 # find one of them, put the wheels' lib folders (and the CUDA toolkit's) on LD_LIBRARY_PATH so
@@ -22,7 +22,8 @@ if [ ${#gpu_env_missing[@]} -gt 0 ]; then
   for site in $(cuda_wheel_sites); do
     for d in "$site"/nvidia/*/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
   done
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
+  gpu_env_toolkit=$(cuda_toolkit_root || echo /usr/local/cuda)
+  for d in "$gpu_env_toolkit/lib64" "$gpu_env_toolkit/lib"; do [ -d "$d" ] && gpu_env_dirs+=("$d"); done
 fi
 if ! grep -q libopen-rte.so.40 <<<"$gpu_env_cache" && [ -f build/gpu-dist/openmpi/lib/libopen-rte.so.40 ]; then
   gpu_env_missing+=("libopen-rte.so.40 (for the bundled libmpi)")
