@@ -115,8 +115,7 @@ commit=$(git -C "$checkout" rev-parse --short=12 HEAD)
 cp -R "$checkout" "$tmp/pristine"
 
 nvcc=$(command -v nvcc || echo "$toolkit/bin/nvcc")
-if grep -q 'cudaMemAdvise(const void \*devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation' \
-  "$toolkit/include/cuda_runtime_api.h"; then
+if grep -qE 'cudaMemAdvise\([^)]*struct cudaMemLocation location\)' "$toolkit/include/cuda_runtime_api.h"; then
   if "$nvcc" -std=c++17 -c -o "$tmp/unpatched.o" -x cu "$checkout/llmc/cuda_utils.cuh" >"$tmp/unpatched.log" 2>&1; then
     fail "the CUDA 12 cudaMemAdvise call compiled with this CUDA 13 toolkit: the stand-in tests nothing"
   elif grep -q cudaMemAdvise "$tmp/unpatched.log"; then ok "the CUDA 12 cudaMemAdvise call fails with this toolkit"

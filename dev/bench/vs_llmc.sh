@@ -109,9 +109,10 @@ llm_c_copy() {
   local header toolkit
   toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
   header=$toolkit/include/cuda_runtime_api.h
-  if grep -q 'cudaMemAdvise(const void \*devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation' "$header"; then
+  if grep -qE 'cudaMemAdvise\([^)]*struct cudaMemLocation location\)' "$header"; then
     local files
-    mapfile -t files < <(grep -rl 'cudaMemAdvise(' "$dest" --include='*.cu' --include='*.cuh' --include='*.h' --include='*.cpp')
+    mapfile -t files < <(grep -rl 'cudaMemAdvise(' "$dest" --include='*.cu' --include='*.cuh' --include='*.h' \
+      --include='*.cpp')
     [ ${#files[@]} -eq 0 ] || sed -i -E \
       's/cudaMemAdvise\(([^;]*), *cudaCpuDeviceId\)/cudaMemAdvise(\1, cudaMemLocation{cudaMemLocationTypeHost, 0})/g' \
       "${files[@]}"
@@ -159,7 +160,8 @@ if [ -n "${VS_LLMC_THEIRS:-}" ]; then
   [ -x "$VS_LLMC_THEIRS" ] || die "VS_LLMC_THEIRS '$VS_LLMC_THEIRS' is not an executable"
   theirs=$(cd "$(dirname "$VS_LLMC_THEIRS")" && pwd)/$(basename "$VS_LLMC_THEIRS")
 else
-  cc=${GPU_COMPUTE_CAPABILITY:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')}
+  cc=${GPU_COMPUTE_CAPABILITY:-}
+  [ -n "$cc" ] || cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
   cc=${cc:-90}
   copy=$work/llm.c
   llm_c_copy "$copy"
