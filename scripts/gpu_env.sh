@@ -3,8 +3,8 @@
 # root. The device machine may ship cuDNN, NCCL, cuBLAS and NVRTC only inside Python wheels
 # (nvidia-cudnn-cu13, nvidia-nccl-cu13, ...) rather than in the system library path; when the
 # dynamic loader cannot find one of them, put the wheels' lib folders (and the CUDA toolkit's) on
-# LD_LIBRARY_PATH so that the trainer binaries start. libcudnn.so.9 loads its engine libraries and NVRTC (for its
-# runtime-compiled attention kernels) with dlopen, so those must be findable too.
+# LD_LIBRARY_PATH so that the trainer binaries start. libcudnn.so.9 loads its engine libraries and
+# NVRTC (for its runtime-compiled attention kernels) with dlopen, so those must be findable too.
 #
 # The bundle carries Open MPI (build/gpu-dist/openmpi, scripts/bundle_openmpi.sh). The binaries'
 # RUNPATH $ORIGIN finds bin/libmpi.so.40, but RUNPATH does not apply to libmpi's own dependencies,

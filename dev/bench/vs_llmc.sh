@@ -106,10 +106,7 @@ llm_c_copy() {
   rm -rf "$dest"
   mkdir -p "$dest"
   cp -R "$llmc_dir/Makefile" "$llmc_dir/train_gpt2.cu" "$llmc_dir/llmc" "$dest/"
-  local header toolkit
-  toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
-  header=$toolkit/include/cuda_runtime_api.h
-  if grep -qE 'cudaMemAdvise\([^)]*struct cudaMemLocation location\)' "$header"; then
+  if grep -qE 'cudaMemAdvise\([^)]*struct cudaMemLocation location\)' "$toolkit/include/cuda_runtime_api.h"; then
     local files
     mapfile -t files < <(grep -rl 'cudaMemAdvise(' "$dest" --include='*.cu' --include='*.cuh' --include='*.h' \
       --include='*.cpp')
@@ -123,13 +120,12 @@ llm_c_copy() {
 }
 
 # llm_c_link_dir DIR: link names (libX.so) for what llm.c links and the system's linker does not
-# find: cuBLAS and cuDNN from the wheels, libnvidia-ml; sets link_flags (for nvcc) with -L DIR and
-# the toolkit's stubs.
+# find: cuBLAS and cuDNN from the wheels, libnvidia-ml; sets link_flags (for nvcc) with the wheels'
+# include folders, -L DIR and the toolkit's stubs.
 llm_c_link_dir() {
-  local dir=$1 toolkit arg path
+  local dir=$1 arg path includes
   rm -rf "$dir"
   mkdir -p "$dir"
-  toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
   cuda_wheel_make_args || die "cuBLAS or cuDNN found nowhere (above)"
   link_flags=()
   for arg in "${wheel_args[@]}"; do
@@ -147,8 +143,7 @@ llm_c_link_dir() {
     driver=$( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p) | sed -n 's/.*libnvidia-ml\.so\.1 .*=> //p' | head -n 1)
     if [ -n "$driver" ]; then ln -sf "$driver" "$dir/libnvidia-ml.so"
     else
-      : >"$dir/nvml_stub.c"
-      "${CC:-gcc}" -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$dir/libnvidia-ml.so" "$dir/nvml_stub.c" ||
+      "${CC:-gcc}" -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$dir/libnvidia-ml.so" -x c /dev/null ||
         die "could not build the libnvidia-ml link stub"
     fi
   fi
@@ -163,13 +158,13 @@ else
   cc=${GPU_COMPUTE_CAPABILITY:-}
   [ -n "$cc" ] || cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
   cc=${cc:-90}
+  toolkit=$(cuda_toolkit_root) || die "no nvcc: the CUDA toolkit is needed to build llm.c"
   copy=$work/llm.c
   llm_c_copy "$copy"
   llm_c_link_dir "$work/lib"
   echo "vs_llmc: building llm.c $commit for sm_$cc in $copy (cudaMemAdvise calls patched: $patched)"
-  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   if ! make -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" GPU_COMPUTE_CAPABILITY="$cc" \
-    NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$nvcc ${link_flags[*]}" NVCC_LDLIBS="-lnvrtc -lcuda" >"$work/build.log" 2>&1 ||
+    NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$toolkit/bin/nvcc ${link_flags[*]}" NVCC_LDLIBS="-lnvrtc -lcuda" >"$work/build.log" 2>&1 ||
     [ ! -x "$copy/train_gpt2cu" ]; then
     tail -n 30 "$work/build.log" >&2
     die "building llm.c's train_gpt2cu failed (log: $work/build.log)"

@@ -64,10 +64,14 @@ class BlasContext {
   cublasLtHandle_t lt() const { return lt_; }
   // cuBLAS proper (the fallback attention's batched GEMMs) on `stream`, with the same scratch as the
   // cuBLASLt matmuls. cublasSetStream resets the handle's workspace to cuBLAS's own pool (cuBLAS
-  // documentation, cublasSetStream), memory outside the plan: ours is set again after it, every time.
+  // documentation, cublasSetStream), memory outside the plan: ours is set again after every change
+  // of stream (only then: the attention asks for the handle in every layer, on the same stream).
   cublasHandle_t blas(cudaStream_t stream) {
-    CUBLAS_CHECK(cublasSetStream(blas_, stream));
-    CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_, workspace_bytes_));
+    if (blas_stream_ != stream) {
+      CUBLAS_CHECK(cublasSetStream(blas_, stream));
+      CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_, workspace_bytes_));
+      blas_stream_ = stream;
+    }
     return blas_;
   }
   void* workspace() const { return workspace_; }
@@ -115,6 +119,7 @@ class BlasContext {
 
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  std::optional<cudaStream_t> blas_stream_;  // the stream blas_ was last set to (none yet)
   void* workspace_;
   size_t workspace_bytes_;
   std::map<GemmKey, std::optional<cublasLtMatmulAlgo_t>> algos_;
