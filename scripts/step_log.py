@@ -1,7 +1,7 @@
 """Reads a GPT-2 trainer's console output: ours (train_gpt2cu) and llm.c's train_gpt2cu print one
 line per optimizer step that starts "step N/M" and holds "loss X" and "| Y ms |":
 
-    ours:   step 12/40 | loss 7.312000 | norm 1.0200 | lr 6.00e-04 | 171.3 ms | MFU 41.2% | 382594 tok/s | eta 5s
+    ours:   step 12/40 | loss 7.312000 | norm 1.0200 | lr 6.00e-04 | 171.3 ms | 382594 tok/s | MFU 41.2% | eta 5s
     llm.c:  step   13/40 | loss 7.312000 (+0.01z)| norm 1.0200 (+0.02z)| lr 6.00e-04 | 171.30 ms | ...
 
 (ours counts steps from 0, llm.c from 1), and ours also prints, once, the FLOPs it counts per

@@ -76,13 +76,19 @@ if [ -x "$dist/bin/test_gpt2cu-bf16" ] && limited 60 "$logs/probe.log" "$dist/bi
 else
   echo "test-gpu: the bundle is missing or does not run here ($(tail -n 1 "$logs/probe.log" 2>/dev/null)); building"
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  fmt_args=()
+  # What this machine lacks, from the bundle: make arguments for the trainer (build_args) and for
+  # dev/cuda (dev_flags).
+  build_args=()
+  dev_flags=(NVCC="$nvcc")
   if ! echo '#include <fmt/format.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
     [ -d "$dist/include/fmt" ] || row FAIL "binaries" "no libfmt here and no $dist/include to build with"
-    fmt_args=(FMT_INCLUDE="$root/$dist/include")
+    build_args=(FMT_INCLUDE="$root/$dist/include")
+    dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include"
+      FMT_LIBS=)
   fi
   # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
-  command -v mpicc >/dev/null 2>&1 || fmt_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/openmpi/lib")
+  command -v mpicc >/dev/null 2>&1 ||
+    build_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/openmpi/lib")
   # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
   if ! CUDA_HOME=$(cuda_toolkit_root "$nvcc") cuda_wheel_make_args 2>"$logs/cuda_wheels.txt"; then
     row FAIL "binaries" "$(head -n 2 "$logs/cuda_wheels.txt" | tail -n 1 | sed 's/^ *//') (log: $logs/cuda_wheels.txt)"
@@ -94,15 +100,12 @@ else
   build_ok=1
   for p in BF16 FP32; do
     limited 300 "$logs/build-$p.log" make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p \
-      BUILD=build/gpu-local "${fmt_args[@]}" "${wheel_args[@]}" cuda-binaries || build_ok=0
+      BUILD=build/gpu-local "${build_args[@]}" "${wheel_args[@]}" cuda-binaries || build_ok=0
   done
   mkdir -p build/gpu-local/bin
   for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
     cp -f "build/gpu-local/cuda-$p/$b" "build/gpu-local/bin/$b-$p" 2>/dev/null || build_ok=0
   done; done
-  dev_flags=(NVCC="$nvcc")
-  [[ " ${fmt_args[*]} " == *" FMT_INCLUDE="* ]] && dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" \
-    CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include" FMT_LIBS=)
   limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" \
     "${wheel_args[@]}" || build_ok=0
   for src in dev/cuda/*.cu; do
@@ -179,7 +182,8 @@ else
   # the trainer knows this GPU's peak (its "mfu:" line says which).
   speed=$(awk -F'|' 'NR > 5 { split($5, a, " "); split($6, b, " "); split($7, c, " "); ms += a[1]; tok += b[1]; n++
                               if (c[1] == "MFU") { sub("%", "", c[2]); mfu += c[2]; m++ } }
-    END { if (n) printf "%.1f ms/step, %.0f tok/s", ms / n, tok / n; if (m) printf ", MFU %.1f%%", mfu / m }' <<<"$steps")
+    END { if (n) printf "%.1f ms/step, %.0f tok/s", ms / n, tok / n
+          if (m) printf ", MFU %.1f%%", mfu / m }' <<<"$steps")
   if [ "$rc" -eq 0 ] && [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then
     row PASS "$name" "loss $first -> $last, $speed"
   elif [ "$rc" -ne 0 ]; then
@@ -219,6 +223,8 @@ max_rel_diff() {
              if (r > worst) worst = r }
              if (missing) { print "events differ"; exit 1 } printf "%.1e\n", worst }' "$1" "$2"
 }
+# a main.log without its mfu: figures, which are timings and differ from run to run
+without_mfu() { sed 's/ mfu:[0-9.]*//' "$1"; }
 if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
   row FAIL "multi-rank (NCCL 1 rank, MPI 2 ranks)" "data/corpus missing: run \`make data\` and carry data/corpus"
 else
@@ -235,7 +241,7 @@ else
     row FAIL "$name" "$(status_text "$rc" "$logs/rank1_nccl.log")"
   elif ! grep -q "over NCCL" "$logs/rank1_nccl.log"; then
     row FAIL "$name" "the run did not use NCCL (see rank1_nccl.log)"
-  elif cmp -s <(sed 's/ mfu:[0-9.]*//' "$logs/rank1_plain/main.log") <(sed 's/ mfu:[0-9.]*//' "$logs/rank1_nccl/main.log"); then
+  elif cmp -s <(without_mfu "$logs/rank1_plain/main.log") <(without_mfu "$logs/rank1_nccl/main.log"); then
     row PASS "$name" "main.log identical to the run without collectives (but for the MFU timings)"
   else
     row FAIL "$name" "main.log differs from the plain run (max rel $(max_rel_diff \
