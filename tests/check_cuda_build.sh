@@ -126,23 +126,20 @@ if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
   dry_run=$(tail -n 1 <<<"$out")
 fi
 # ---- cuBLAS, cuDNN and NCCL as Python wheels (scripts/cuda_wheels.sh) ----
-# A fake site-packages with the wheels' layout: headers copied from the toolkit, and only versioned
-# libraries (a cu13-style shared folder for cuBLAS). First with empty stub libraries and an empty
-# toolkit folder, for what the script finds; then with the stubs replaced by links to the real
-# libraries, so that the bf16 train_gpt2cu links against them by path.
+# A fake site-packages with the wheels' layout (tests/lib/fake_cuda_wheels.sh) and an empty toolkit
+# folder: what the script finds; then that the bf16 train_gpt2cu links against the wheels' libraries
+# by path.
 # shellcheck source=scripts/cuda_wheels.sh
 source scripts/cuda_wheels.sh
+# shellcheck source=tests/lib/fake_cuda_wheels.sh
+source tests/lib/fake_cuda_wheels.sh
 cuda_home=$(cuda_toolkit_root "$nvcc")
 wheels=$PWD/build/tmp/check_cuda_build/wheels
 rm -rf "$wheels"
+mkdir -p "$wheels/toolkit"
+fake_cuda_wheels "$wheels/site" "$cuda_home"
 site=$wheels/site/nvidia
-mkdir -p "$wheels/toolkit" "$site"/{cudnn,nccl,cu13}/{include,lib}
-cp "$cuda_home"/include/cudnn*.h "$site/cudnn/include/"
-cp "$cuda_home/include/nccl.h" "$site/nccl/include/"
-cp "$cuda_home"/include/cublas*.h "$site/cu13/include/"
 wheel_ok=0
-stubs=(cudnn/lib/libcudnn.so.9 nccl/lib/libnccl.so.2 cu13/lib/libcublasLt.so.13 cu13/lib/libcublas.so.13)
-for s in "${stubs[@]}"; do : >"$site/$s"; done
 : >"$site/cudnn/lib/libcudnn.so.9.1.0"  # the major-version name wins over a longer one
 wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES: runs the script
   local out rc=0
@@ -183,7 +180,6 @@ else
   failed=$((failed + 1))
 fi
 # The headers resolve to the wheels' copies, and the bf16 trainer links the wheels' libraries.
-for s in "${stubs[@]}"; do ln -sf "$cuda_home/lib/$(basename "$s")" "$site/$s"; done
 CUDA_HOME=$wheels/toolkit CUDA_WHEEL_SITES=$wheels/site cuda_wheel_make_args
 printf '#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <cudnn.h>\n#include <nccl.h>\n' >"$wheels/includes.cu"
 # shellcheck disable=SC2086

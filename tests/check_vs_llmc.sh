@@ -154,16 +154,13 @@ if build "the toolkit's libraries"; then
     ok "libnvidia-ml: no driver and no toolkit stub here, an empty stub with the driver's soname"
   else fail "the libnvidia-ml stub has the wrong soname"; fi
 fi
-# cuDNN and cuBLAS only as wheels: a toolkit folder without them (cuda_wheels.sh reads CUDA_HOME for
-# what the system has), the wheels' versioned libraries linking to the real ones.
+# cuDNN and cuBLAS only as wheels (tests/lib/fake_cuda_wheels.sh): a toolkit folder without them
+# (cuda_wheels.sh reads CUDA_HOME for what the system has).
+# shellcheck source=tests/lib/fake_cuda_wheels.sh
+source tests/lib/fake_cuda_wheels.sh
+mkdir -p "$tmp/toolkit"
+fake_cuda_wheels "$tmp/site" "$toolkit"
 site=$tmp/site/nvidia
-mkdir -p "$tmp/toolkit" "$site"/{cudnn,cu13,nccl}/{include,lib}
-cp "$toolkit"/include/cudnn*.h "$site/cudnn/include/"
-cp "$toolkit"/include/cublas*.h "$site/cu13/include/"
-cp "$toolkit"/include/nccl.h "$site/nccl/include/"
-for lib in cudnn/lib/libcudnn.so.9 cu13/lib/libcublas.so.13 cu13/lib/libcublasLt.so.13 nccl/lib/libnccl.so.2; do
-  ln -s "$toolkit/lib64/$(basename "$lib")" "$site/$lib"
-done
 if build "cuDNN and cuBLAS from wheels" CUDA_HOME="$tmp/toolkit" CUDA_WHEEL_SITES="$tmp/site"; then
   if [ "$(readlink "$work/lib/libcudnn.so")" = "$site/cudnn/lib/libcudnn.so.9" ] &&
     [ "$(readlink "$work/lib/libcublasLt.so")" = "$site/cu13/lib/libcublasLt.so.13" ] &&

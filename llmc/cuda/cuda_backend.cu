@@ -23,7 +23,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -93,7 +92,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                                          cfg.padded_vocab_size));
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
-  peak = device_peak_flops(cuda_device_name(), cuda_precision() == Precision::kBf16, std::getenv("LLMC_PEAK_TFLOPS"));
+  peak = cuda_device_peak();
 
   layout = param_layout(cfg);
   num_params = num_parameters(cfg);

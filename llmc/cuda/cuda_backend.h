@@ -78,8 +78,10 @@ Precision cuda_precision();
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
 std::string cuda_device_description();
-// The current device's name (cudaDeviceProp::name), e.g. "NVIDIA H100 80GB HBM3".
-std::string cuda_device_name();
+// What MFU is counted against on the current device, for this build's precision:
+// LLMC_PEAK_TFLOPS=<dense TFLOP/s> when set, else the table of llmc/train/mfu.h for its name
+// (cudaDeviceProp::name). Throws std::runtime_error naming LLMC_PEAK_TFLOPS for a bad value.
+PeakFlops cuda_device_peak();
 // The versions of the CUDA driver and runtime, cuBLASLt, cuDNN and NCCL this process loaded, e.g.
 // "driver 13.0, runtime 13.0, cuBLASLt 13.1.0, cuDNN 9.19.0, NCCL 2.28.7" (never throws).
 std::string cuda_library_versions();
@@ -141,9 +143,8 @@ class CudaBackend : public Backend {
   size_t planned_bytes() const;
   // The attention it runs: options.attention, or the fallback after cuDNN rejected the graph.
   AttentionKind attention() const;
-  // What MFU is counted against on its device, for this build's precision, and where that comes
-  // from: LLMC_PEAK_TFLOPS, else the table of llmc/train/mfu.h (throws at construction for a bad
-  // LLMC_PEAK_TFLOPS).
+  // What MFU is counted against on its device: cuda_device_peak(), taken at construction (which
+  // throws for a bad LLMC_PEAK_TFLOPS).
   const PeakFlops& peak() const;
   double peak_flops() const override;
 

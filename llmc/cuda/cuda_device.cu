@@ -1,5 +1,5 @@
 // The CUDA trainer's device and library queries (llmc/cuda/cuda_backend.h): precision, attention
-// kind, devices, versions. No kernels.
+// kind, devices, the peak MFU is counted against, versions. No kernels.
 #if !defined(LLMC_CUDA_EMULATOR)
 #include <cudnn.h>
 #endif
@@ -89,7 +89,10 @@ std::string cuda_device_description() {
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
-std::string cuda_device_name() { return current_device_properties().name; }
+PeakFlops cuda_device_peak() {
+  return device_peak_flops(current_device_properties().name, cuda_precision() == Precision::kBf16,
+                           std::getenv("LLMC_PEAK_TFLOPS"));
+}
 
 std::string cuda_library_versions() {
   // major*1000 + minor*10 (CUDA); major*10000 + minor*100 + patch (cuBLASLt, cuDNN 9, NCCL >= 2.9).
