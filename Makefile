@@ -109,7 +109,8 @@ CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
 CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_device.o \
                   dist/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,cuda/cudnn_attention.o))
-CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES)
+CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS) \
+                  $(CUDA_LIB_INCLUDES)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES) $(CUDA_PREC_FLAGS) \
                   -Xcompiler -Wall,-Wextra,-fopenmp
 # CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.

@@ -29,7 +29,8 @@ rm -rf "$out"
 mkdir -p "$out"/{bin,lib,etc,share}
 cp "$bindir/orterun" "$bindir/orted" "$out/bin/"
 cp -r "$pkglibdir" "$out/lib/"
-plugins=$out/lib/$(basename "$pkglibdir")
+pkglib_name=$(basename "$pkglibdir")
+plugins=$out/lib/$pkglib_name
 cp -r "$pkgdatadir" "$out/share/"
 [ -d "$sysconfdir" ] && cp -r "$sysconfdir"/. "$out/etc/"
 
@@ -60,7 +61,6 @@ ldd "${objects[@]}" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }
   done
 cp -L "$libmpi" "$out/lib/$(objdump -p "$libmpi" | awk '/SONAME/ { print $2 }')"
 
-pkglib_name=$(basename "$pkglibdir")
 cat >"$dest/bin/mpirun" <<EOF
 #!/bin/sh
 # Open MPI $version's mpirun from the bundle (scripts/bundle_openmpi.sh): Open MPI and PMIx find

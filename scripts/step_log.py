@@ -7,7 +7,7 @@ line per optimizer step that starts "step N/M" and holds "loss X" and "| Y ms |"
 (ours counts steps from 0, llm.c from 1), and ours also prints, once, the FLOPs it counts per
 token and the peak it divides by (no figure when it knows no peak for the GPU):
 
-    mfu: 743178240 FLOPs per token (6N + 6LCT at T=1024) against 989 TFLOP/s, the dense bf16 peak of ...
+    mfu: 803478528 FLOPs per token (6N + 6LCT at T=1024) against 989.4 TFLOP/s, the dense bf16 peak of ...
 """
 import re
 from dataclasses import dataclass, field

@@ -148,9 +148,17 @@ if build "the toolkit's libraries"; then
   else fail "the copy's cudaMemAdvise was not patched: $(grep cudaMemAdvise "$work/llm.c/llmc/cuda_utils.cuh")"; fi
   if diff -r -x .git "$tmp/pristine" "$checkout" >/dev/null; then ok "the checkout is untouched"
   else fail "the script changed the checkout"; fi
-  if [ -e "$toolkit/lib64/stubs/libnvidia-ml.so" ] || ldconfig -p | grep -q 'libnvidia-ml\.so\.1 '; then
-    ok "libnvidia-ml: the toolkit's stub or the driver's library"
-  elif [ "$(readelf -d "$work/lib/libnvidia-ml.so" | sed -n 's/.*soname: \[\(.*\)\]/\1/p')" = libnvidia-ml.so.1 ]; then
+  # The link name the script made in its library folder: none beside the toolkit's stub, else a link
+  # to the driver's library, else a stub of its own with the driver's soname.
+  made=$work/lib/libnvidia-ml.so
+  driver=$(ldconfig -p | sed -n 's/.*libnvidia-ml\.so\.1 .*=> //p' | head -n 1)
+  if [ -e "$toolkit/lib64/stubs/libnvidia-ml.so" ]; then
+    if [ ! -e "$made" ]; then ok "libnvidia-ml: the toolkit's stub, no link name of the script's"
+    else fail "libnvidia-ml: the script made $made beside the toolkit's stub"; fi
+  elif [ -n "$driver" ]; then
+    if [ "$(readlink "$made")" = "$driver" ]; then ok "libnvidia-ml: a link name to the driver's $driver"
+    else fail "libnvidia-ml: $made is not a link to the driver's $driver"; fi
+  elif [ "$(readelf -d "$made" | sed -n 's/.*soname: \[\(.*\)\]/\1/p')" = libnvidia-ml.so.1 ]; then
     ok "libnvidia-ml: no driver and no toolkit stub here, an empty stub with the driver's soname"
   else fail "the libnvidia-ml stub has the wrong soname"; fi
 fi
