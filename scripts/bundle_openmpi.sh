@@ -37,7 +37,6 @@ cp -r "$pkgdatadir" "$out/share/"
 # PMIx: external (Debian's libpmix2) or Open MPI's internal one, in libopen-pal. An external PMIx
 # keeps its plugins in <prefix>/lib/pmix and its help files in <prefix>/share/pmix.
 pmix_lib=$(ldd "$plugins"/mca_pmix_*.so 2>/dev/null | awk '/libpmix\.so/ { print $3; exit }')
-pmix_prefix=""
 if [ -n "$pmix_lib" ]; then
   pmix_prefix=$(dirname "$(dirname "$(readlink -f "$pmix_lib")")")
   mkdir -p "$out/pmix/lib" "$out/pmix/share"
@@ -53,9 +52,10 @@ objects=("$out/bin/orterun" "$out/bin/orted" "$plugins"/*.so)
 [ -e "$libdir/libmpi.so" ] || fail "libmpi.so not found in $libdir"
 libmpi=$(readlink -f "$libdir/libmpi.so")
 objects+=("$libmpi")
-unresolved=$(ldd "${objects[@]}" 2>/dev/null | awk '/=> not found/ { print $1 }' | sort -u | tr '\n' ' ')
+needed=$(ldd "${objects[@]}" 2>/dev/null)
+unresolved=$(awk '/=> not found/ { print $1 }' <<<"$needed" | sort -u | tr '\n' ' ')
 [ -z "$unresolved" ] || fail "libraries that Open MPI's own files need are missing here: $unresolved"
-ldd "${objects[@]}" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' <<<"$needed" | sort -u |
   while read -r name path; do
     grep -Eq "$system_libs" <<<"$name" || cp -L "$path" "$out/lib/$name"
   done

@@ -191,12 +191,12 @@ out=$(make --no-print-directory -W "$check_build/cuda-bf16/train_gpt2.o" NVCC="$
   PRECISION=BF16 "${wheel_args[@]}" "$check_build/cuda-bf16/train_gpt2cu" 2>&1)
 rc=$?
 link=$(grep -F -- "-o $check_build/cuda-bf16/train_gpt2cu" <<<"$out")
+wheel_link=1  # record's exit status: 0 when the link took every library from the wheels
 if [ "$rc" -eq 0 ] && grep -qF "$site/cudnn/lib/libcudnn.so.9" <<<"$link" && grep -qF "$site/nccl/lib/libnccl.so.2" <<<"$link" &&
   grep -qF "$site/cu13/lib/libcublas.so.13" <<<"$link" && ! grep -qE -- ' -l(cudnn|nccl|cublas|cublasLt) ' <<<"$link"; then
-  record "train_gpt2cu (bf16) linked against the wheels' libraries by path" 0 "$out"
-else
-  record "train_gpt2cu (bf16) linked against the wheels' libraries by path" 1 "$out"
+  wheel_link=0
 fi
+record "train_gpt2cu (bf16) linked against the wheels' libraries by path" "$wheel_link" "$out"
 
 echo "full compiler output: $log"
 if [ "$failed" -ne 0 ]; then

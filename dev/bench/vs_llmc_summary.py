@@ -36,8 +36,9 @@ def main():
         log = read_step_log(path)
         if len(log.ms) < a.steps:
             sys.exit(f"vs_llmc: {path} has {len(log.ms)} step lines, expected {a.steps}")
-        timed[side] += log.ms[a.warmup:a.steps]
-        per_run[side].append(statistics.median(log.ms[a.warmup:a.steps]))
+        after_warmup = log.ms[a.warmup:a.steps]
+        timed[side] += after_warmup
+        per_run[side].append(statistics.median(after_warmup))
         memory[side] = max(memory[side], mib)
         if side == "ours" and log.flops_per_token:
             flops_per_token, peak = log.flops_per_token, log.peak_flops
