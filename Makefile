@@ -76,7 +76,8 @@ clean:
 -include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d $(BUILD)/hf_convert.d
 
 # ==== CUDA trainer (docs/cuda-trainer.md) ======================================================
-# make train_gpt2cu / test_gpt2cu [PRECISION=BF16|FP32], make test-gpu, make bench, make gpu-dist.
+# make train_gpt2cu / test_gpt2cu [PRECISION=BF16|FP32], make test-gpu, make bench, make gpu-dist,
+# make gpu-session.
 # Objects go to build/cuda-<precision>/; the host library for the CUDA binaries is compiled for
 # x86-64-v3 (not -march=native) into build/cuda-host/, so the same binaries run on the GPU machine.
 # FMT_INCLUDE=DIR builds with header-only fmt from DIR (for a GPU machine without libfmt).
@@ -125,7 +126,7 @@ CUDA_LDLIBS    := $(CUDA_FMT_LIBS) $(CUBLAS_LIBS) $(CUDNN_LIBS) $(NCCL_LIBS) -lg
 GPU_DIST       := $(BUILD)/gpu-dist
 DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
 
-.PHONY: test-gpu bench gpu-dist cuda-binaries FORCE
+.PHONY: test-gpu bench gpu-session gpu-dist cuda-binaries FORCE
 
 $(CUDA_HOST)/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -160,11 +161,18 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
+gpu-session:
+	@bash scripts/gpu_session.sh
+
 # Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, this machine's Open
 # MPI runtime (scripts/bundle_openmpi.sh: build/gpu-dist/openmpi, started by build/gpu-dist/bin/mpirun;
-# bin/libmpi.so.40 links to its libmpi), and fmt's and MPI's headers for a build from source there,
-# in build/gpu-dist; the scripts travel with the working tree.
-gpu-dist:
+# bin/libmpi.so.40 links to its libmpi), fmt's and MPI's headers for a build from source there, the
+# corpus shards (corpus/, `make data`), llm.c's train_gpt2cu built from the snapshots in
+# ../shared/external (llmc/, with its COMMIT; scripts/llmc_snapshot.sh) and our commit
+# (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB; the scripts travel with the
+# working tree. Device command: docs/cuda-trainer.md.
+GPU_DIST_MAX_MIB := 60
+gpu-dist: data
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
 	@$(MAKE) --no-print-directory -C dev/cuda
@@ -181,7 +189,14 @@ gpu-dist:
 	@mkdir -p $(GPU_DIST)/include/mpi && cp $$(mpicc --showme:incdirs | cut -d' ' -f1)/*.h $(GPU_DIST)/include/mpi/
 	@ln -sf libmpi.so.40 $(GPU_DIST)/openmpi/lib/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
-	@echo "gpu-dist: $(GPU_DIST) ($$(du -sh $(GPU_DIST) | cut -f1)); on the GPU: bash scripts/test_gpu.sh"
+	@mkdir -p $(GPU_DIST)/corpus && cp data/corpus/corpus_*.bin $(GPU_DIST)/corpus/
+	@bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc
+	@git describe --always --dirty --abbrev=12 > $(GPU_DIST)/PROJECT_COMMIT 2>/dev/null || echo unknown > $(GPU_DIST)/PROJECT_COMMIT
+	@size=$$(du -sm $(GPU_DIST) | cut -f1); \
+	  if [ $$size -gt $(GPU_DIST_MAX_MIB) ]; then \
+	    echo "gpu-dist: $(GPU_DIST) is $$size MiB, over the $(GPU_DIST_MAX_MIB) MiB the device call can carry:"; \
+	    du -sm $(GPU_DIST)/* | sort -rn; exit 1; fi; \
+	  echo "gpu-dist: $(GPU_DIST) ($$size MiB of at most $(GPU_DIST_MAX_MIB)); on the GPU: make gpu-session"
 	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI carried in $(GPU_DIST)/openmpi)"
 
 -include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*/*.d)

@@ -11,7 +11,7 @@
 #      BF16 test stops on a cuDNN error, once more with LLMC_ATTENTION=fallback, and the BF16 runs
 #      below use the fallback too
 #   3. every dev/cuda kernel check (run_all.sh --check)
-#   4. a 20-step d12 training run on the bundled corpus (data/corpus, `make data`, carried)
+#   4. a 20-step d12 training run on the bundled corpus (build/gpu-dist/corpus, else data/corpus)
 #   5. test_gpt2cu under compute-sanitizer memcheck on a small config (both precisions)
 #   6. multi-rank paths on the one GPU (FP32 build, small model): NCCL with 1 rank (LLMC_COMMUNICATOR=nccl,
 #      -z 1) against the plain run; 2 ranks sharing the GPU with ZeRO-1 through MPI (host staging)
@@ -28,37 +28,8 @@ rm -rf "$logs"
 mkdir -p "$logs"
 dist=build/gpu-dist
 budget=${TEST_GPU_BUDGET:-540}
-rows=()
-failed=0
-row() {  # row STATUS NAME FIGURE
-  rows+=("$(printf '%-4s  %-38s %s' "$1" "$2" "$3")")
-  if [ "$1" = FAIL ]; then failed=$((failed + 1)); fi
-  echo "$1  $2  $3"
-}
-
-# limited SECONDS LOG COMMAND...: runs COMMAND (stdout and stderr to LOG) for at most SECONDS, or
-# what is left of the budget; returns its status, 124 when it ran out of time (the figure
-# `timed_out` describes), 125 when no time was left to start it.
-limit_used=0
-limited() {
-  local want=$1 log=$2
-  shift 2
-  local left=$((budget - SECONDS))
-  limit_used=$((want < left ? want : left))
-  if [ "$limit_used" -lt 5 ]; then
-    echo "not run: the ${budget}s test-gpu budget is spent" >"$log"
-    return 125
-  fi
-  timeout -k 10 "$limit_used" "$@" >"$log" 2>&1
-}
-# A row's figure for a non-zero status of `limited`.
-status_text() {  # status_text RC LOG
-  case "$1" in
-    124 | 137) echo "timed out after ${limit_used}s (log: $2)" ;;
-    125) echo "not run: the ${budget}s budget was spent" ;;
-    *) echo "exit $1: $(grep -m 1 '^error' "$2" || tail -n 1 "$2")" ;;
-  esac
-}
+# shellcheck source=scripts/gpu_steps_lib.sh
+source scripts/gpu_steps_lib.sh
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   echo "test-gpu: no GPU found (nvidia-smi lists none): nothing to test here; \`make test\` covers the rest"
@@ -69,74 +40,12 @@ nvidia-smi -L | tee "$logs/nvidia-smi.txt"
 source scripts/gpu_env.sh
 
 # ---- 1. binaries ----
-bin=""
-if [ -x "$dist/bin/test_gpt2cu-bf16" ] && limited 60 "$logs/probe.log" "$dist/bin/test_gpt2cu-bf16" --probe; then
-  bin=$dist/bin
-  row PASS "binaries" "prebuilt bundle $dist ($(head -n 1 "$logs/probe.log"))"
-else
-  echo "test-gpu: the bundle is missing or does not run here ($(tail -n 1 "$logs/probe.log" 2>/dev/null)); building"
-  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  # What this machine lacks, from the bundle: make arguments for the trainer (build_args) and for
-  # dev/cuda (dev_flags).
-  build_args=()
-  dev_flags=(NVCC="$nvcc")
-  if ! echo '#include <fmt/format.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
-    [ -d "$dist/include/fmt" ] || row FAIL "binaries" "no libfmt here and no $dist/include to build with"
-    build_args=(FMT_INCLUDE="$root/$dist/include")
-    dev_flags=(NVCC="$nvcc -DFMT_HEADER_ONLY -I$root/$dist/include" CXX="g++ -DFMT_HEADER_ONLY -I$root/$dist/include"
-      FMT_LIBS=)
-  fi
-  # Without OpenMPI's wrappers, the headers and libmpi that the bundle carries.
-  command -v mpicc >/dev/null 2>&1 ||
-    build_args+=(MPI_INCLUDE="$root/$dist/include/mpi" MPI_LIBDIR="$root/$dist/openmpi/lib")
-  # cuBLAS, cuDNN and NCCL from Python wheels, for what the toolkit lacks.
-  if ! CUDA_HOME=$(cuda_toolkit_root "$nvcc") cuda_wheel_make_args 2>"$logs/cuda_wheels.txt"; then
-    row FAIL "binaries" "$(head -n 2 "$logs/cuda_wheels.txt" | tail -n 1 | sed 's/^ *//') (log: $logs/cuda_wheels.txt)"
-  fi
-  # Only this GPU's architecture, to keep the build short.
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
-  arch="-gencode arch=compute_${cc}a,code=sm_${cc}a"
-  [ "$cc" = 80 ] && arch="-gencode arch=compute_80,code=sm_80"
-  build_ok=1
-  for p in BF16 FP32; do
-    limited 300 "$logs/build-$p.log" make -j"$(nproc)" NVCC="$nvcc" CUDA_ARCHS="$arch" PRECISION=$p \
-      BUILD=build/gpu-local "${build_args[@]}" "${wheel_args[@]}" cuda-binaries || build_ok=0
-  done
-  mkdir -p build/gpu-local/bin
-  for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
-    cp -f "build/gpu-local/cuda-$p/$b" "build/gpu-local/bin/$b-$p" 2>/dev/null || build_ok=0
-  done; done
-  limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" \
-    "${wheel_args[@]}" || build_ok=0
-  for src in dev/cuda/*.cu; do
-    b=$(basename "$src" .cu)
-    [ "$b" = compile_fp32 ] || cp -f "dev/cuda/$b" build/gpu-local/bin/ 2>/dev/null || build_ok=0
-  done
-  cp -f dev/cuda/run_all.sh build/gpu-local/bin/
-  bin=build/gpu-local/bin
-  if [ "$build_ok" = 1 ]; then row PASS "binaries" "built here for sm_$cc (logs: build-*.log)"
-  else row FAIL "binaries" "build from source failed or ran out of time (logs: $logs/build-*.log)"; fi
-fi
+gpu_binaries
 ldd "$bin/train_gpt2cu-bf16" >"$logs/ldd.txt" 2>&1
 
 # ---- 2. parity with the CPU backend ----
 # BF16 runs below use cuDNN attention unless its test stopped on a cuDNN error.
 attention_env=()
-parity() {  # parity PRECISION NAME [VAR=VALUE...]
-  local p=$1 name=$2
-  shift 2
-  local log="$logs/test_gpt2cu-$p${1:+-fallback}.log"
-  limited 150 "$log" env "$@" "$bin/test_gpt2cu-$p"
-  local rc=$?
-  local summary
-  summary=$(grep 'checks passed' "$log" | tail -n 1)
-  if [ "$rc" -eq 0 ]; then row PASS "$name" "$summary"
-  else
-    row FAIL "$name" "${summary:-$(status_text "$rc" "$log")}"
-    grep '^FAIL' "$log" | head -n 8
-  fi
-  return "$rc"
-}
 parity fp32 "test_gpt2cu fp32"
 if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
   attention_env=(LLMC_ATTENTION=fallback)
@@ -166,18 +75,17 @@ fi
 # ---- 4. d12 training run ----
 name="train d12, 20 steps (B=16 T=1024)${attention_env:+, fallback attention}"
 log="$logs/train_d12.log"
-if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
-  row FAIL "$name" "data/corpus missing: run \`make data\` and carry data/corpus"
+if ! find_corpus; then
+  row FAIL "$name" "$corpus_missing"
 else
   val=(-v 0)
-  ls data/corpus/corpus_val_*.bin >/dev/null 2>&1 && val=(-j "data/corpus/corpus_val_*.bin" -v 10 -m 4)
-  limited 180 "$log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -i "data/corpus/corpus_train_*.bin" \
+  ls "$corpus"/corpus_val_*.bin >/dev/null 2>&1 && val=(-j "$corpus/corpus_val_*.bin" -v 10 -m 4)
+  limited 180 "$log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -i "$corpus/corpus_train_*.bin" \
     "${val[@]}" -e d12 -b 16 -t 1024 -x 20 -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 20 -g 32 -o "$logs/train_d12"
   rc=$?
-  # Training step lines only ("step  3/20 | loss ..."; validation lines read "step 0 | val loss").
-  steps=$(grep -E '^step +[0-9]+/[0-9]+ \| loss ' "$log")
-  first=$(head -n 1 <<<"$steps" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
-  last=$(tail -n 1 <<<"$steps" | sed -n 's/.*| loss \([0-9.]*\) |.*/\1/p')
+  steps=$(train_steps "$log")
+  first=$(first_loss <<<"$steps")
+  last=$(last_loss <<<"$steps")
   # Mean over steps 5..19 (the first steps build GEMM algorithms and attention plans); MFU when
   # the trainer knows this GPU's peak (its "mfu:" line says which).
   speed=$(awk -F'|' 'NR > 5 { split($5, a, " "); split($6, b, " "); split($7, c, " "); ms += a[1]; tok += b[1]; n++
@@ -194,88 +102,10 @@ else
 fi
 
 # ---- 5. memcheck ----
-sanitizer=$(command -v compute-sanitizer || true)
-for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-  [ -z "$sanitizer" ] && [ -x "$c" ] && sanitizer=$c
-done
-for p in fp32 bf16; do
-  name="memcheck test_gpt2cu $p (L1 C64)"
-  if [ -z "$sanitizer" ]; then row SKIP "$name" "compute-sanitizer not found"; continue; fi
-  log="$logs/memcheck-$p.log"
-  vars=()
-  [ "$p" = bf16 ] && vars=("${attention_env[@]}")
-  limited 120 "$log" env "${vars[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_gpt2cu-$p" \
-    --config L1H2C64T32 --B 2 --T 16 --quick
-  rc=$?
-  errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
-  if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
-  elif grep -q 'Device not supported' "$log"; then row SKIP "$name" "compute-sanitizer does not support this device here"
-  else row FAIL "$name" "${errors:+$errors, }$(status_text "$rc" "$log")"; fi
-done
+memcheck_rows
 
 # ---- 6. multi-rank: NCCL with one rank, ZeRO-1 on 2 ranks sharing the GPU through MPI ----
-# max relative difference of the trl/tel values of two main.logs (same events required)
-max_rel_diff() {
-  awk 'FNR == 1 { file++ } { for (i = 2; i <= NF; i++) { split($i, kv, ":"); key = $1 " " kv[1];
-         if (kv[1] != "trl" && kv[1] != "tel") continue;
-         if (file == 1) a[key] = kv[2]; else { b[key] = kv[2]; if (!(key in a)) missing = 1 } } }
-       END { for (k in a) { if (!(k in b)) missing = 1; d = a[k] - b[k]; if (d < 0) d = -d; r = d / (a[k] < 0 ? -a[k] : a[k]);
-             if (r > worst) worst = r }
-             if (missing) { print "events differ"; exit 1 } printf "%.1e\n", worst }' "$1" "$2"
-}
-# a main.log without its mfu: figures, which are timings and differ from run to run
-without_mfu() { sed 's/ mfu:[0-9.]*//' "$1"; }
-if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
-  row FAIL "multi-rank (NCCL 1 rank, MPI 2 ranks)" "data/corpus missing: run \`make data\` and carry data/corpus"
-else
-  small=(-i "data/corpus/corpus_train_*.bin" -e L2H4C256T64 -b 4 -t 64 -d 1024 -x 6 -l 1e-3 -v 0 -s 0 -sh 0 -z 1)
-  name="NCCL communicator, 1 rank, -z 1"
-  limited 60 "$logs/rank1_plain.log" "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank1_plain"
-  rc_plain=$?
-  limited 60 "$logs/rank1_nccl.log" env LLMC_COMMUNICATOR=nccl "$bin/train_gpt2cu-fp32" "${small[@]}" \
-    -o "$logs/rank1_nccl"
-  rc=$?
-  if [ "$rc_plain" -ne 0 ]; then
-    row FAIL "$name" "plain run: $(status_text "$rc_plain" "$logs/rank1_plain.log")"
-  elif [ "$rc" -ne 0 ]; then
-    row FAIL "$name" "$(status_text "$rc" "$logs/rank1_nccl.log")"
-  elif ! grep -q "over NCCL" "$logs/rank1_nccl.log"; then
-    row FAIL "$name" "the run did not use NCCL (see rank1_nccl.log)"
-  elif cmp -s <(without_mfu "$logs/rank1_plain/main.log") <(without_mfu "$logs/rank1_nccl/main.log"); then
-    row PASS "$name" "main.log identical to the run without collectives (but for the MFU timings)"
-  else
-    row FAIL "$name" "main.log differs from the plain run (max rel $(max_rel_diff \
-      "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"))"
-  fi
-  name="ZeRO-1, 2 ranks on 1 GPU (MPI)"
-  # The bundle's binaries run under the bundle's Open MPI (build/gpu-dist/bin/mpirun); binaries
-  # built here under the machine's own mpirun, when it has one.
-  launcher=()
-  if [ "$bin" != "$dist/bin" ] && command -v mpirun >/dev/null 2>&1; then launcher=(mpirun)
-  elif [ -x "$dist/bin/mpirun" ]; then launcher=("$dist/bin/mpirun"); name="$name, bundled mpirun"
-  fi
-  if [ ${#launcher[@]} -eq 0 ]; then
-    row SKIP "$name" "no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
-  elif [ "$rc_plain" -ne 0 ]; then
-    row FAIL "$name" "no single-rank run to compare with (rank1_plain.log)"
-  else
-    limited 120 "$logs/rank2_mpi.log" "${launcher[@]}" --allow-run-as-root --oversubscribe -np 2 \
-      "$bin/train_gpt2cu-fp32" "${small[@]}" -o "$logs/rank2_mpi" </dev/null
-    rc=$?
-    if [ "$rc" -ne 0 ]; then
-      row FAIL "$name" "$(status_text "$rc" "$logs/rank2_mpi.log")"
-    elif ! grep -q "2 ranks over MPI" "$logs/rank2_mpi.log"; then
-      row FAIL "$name" "the 2 ranks did not use the MPI path (see rank2_mpi.log)"
-    else
-      diff=$(max_rel_diff "$logs/rank2_mpi/main.log" "$logs/rank1_plain/main.log")
-      if [ "$diff" != "events differ" ] && awk -v d="$diff" 'BEGIN { exit !(d + 0 <= 1e-5) }'; then
-        row PASS "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
-      else
-        row FAIL "$name" "losses vs 1 rank: max rel diff $diff (bar 1e-5)"
-      fi
-    fi
-  fi
-fi
+multi_rank_rows
 
 echo
 echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); ${SECONDS}s; logs: $logs)"

@@ -7,20 +7,26 @@ cd "$root" || exit 1
 usage() {
   cat <<'EOF'
 usage: dev/bench/vs_llmc.sh LLMC_DIR [CUDNN_FRONTEND_DIR]
+       VS_LLMC_THEIRS=PATH dev/bench/vs_llmc.sh     (a prebuilt llm.c, e.g. the bundle's)
 
 Builds the train_gpt2cu of an llm.c checkout (github.com/karpathy/llm.c) and runs it and ours
 alternately, llm.c first (A B A B), on the same shards (data/corpus, `make data`; see
-VS_LLMC_TRAIN below) with the same
-shapes: GPT-2 d12 from scratch, B=64, T=1024, -d 65536 (no gradient accumulation), -r 1
-(recompute GELU), lr 6e-4. Prints for each: the median ms/step over the steps after warm-up of
-all its runs, tokens/s, MFU and peak GPU memory, each measured one way for both (MFU from our
-trainer's count, 6N + 6LCT FLOPs per token, against its table of GPU peaks; memory as nvidia-smi's
-memory.used sampled every 100 ms), and the ratios. Logs in build/vs_llmc/logs, packed into
-$OUT/vs_llmc-logs.tgz (with the summary beside it) when $OUT is set.
+VS_LLMC_TRAIN below), read in the same order (llm.c's sequential order: ours -sh 0, and llm.c's
+train loader made sequential in the copy, see below), with the same shapes and hyperparameters:
+GPT-2 d12, B=64, T=1024, -d 65536 (no gradient accumulation), -r 1 (recompute GELU), lr 6e-4
+constant (-u 0 -q 1.0), weight decay 0.1, from the same initial weights when VS_LLMC_INIT names a
+model file (else each from its own random init). Prints for each: the median ms/step over the
+steps after warm-up of all its runs, tokens/s, MFU and peak GPU memory, each measured one way for
+both (MFU from our trainer's count, 6N + 6LCT FLOPs per token, against its table of GPU peaks;
+memory as nvidia-smi's memory.used sampled every 100 ms), the losses after the same steps, and the
+ratios. Logs in build/vs_llmc/logs, packed into $OUT/vs_llmc-logs.tgz (with the summary beside it)
+when $OUT is set.
 
 The checkout is not touched: Makefile, train_gpt2.cu and llmc/ are copied to build/vs_llmc/llm.c
 (see VS_LLMC_WORK) and built there with cuDNN attention (USE_CUDNN=1), without NCCL and MPI (one GPU), with
   - CUDA 13's cudaMemAdvise, which takes a cudaMemLocation where llm.c passes a device number;
+  - its train loader's shuffle off (permute_train_loader = 0), so that both read the same batches;
+  - the frontend linked as ./cudnn-frontend, the only place llm.c's Makefile finds it;
   - -lnvrtc -lcuda, which current cudnn-frontend needs (the toolkit's stub libcuda.so links where
     no driver is installed);
   - a link name for libnvidia-ml (llm.c links it): the toolkit's stub, else the driver's library,
@@ -33,11 +39,12 @@ LLMC_DIR/cudnn-frontend or ~/cudnn-frontend (where llm.c's Makefile looks), else
 beside LLMC_DIR. Snapshots of both kept inside this repository go in external/ (git-ignored):
   dev/bench/vs_llmc.sh external/llm.c external/cudnn-frontend
 
-Written for llm.c's master of 2024-2025 (its Makefile's USE_CUDNN, CUDNN_FRONTEND_PATH,
-GPU_COMPUTE_CAPABILITY, NO_MULTI_GPU and NO_USE_MPI; train_gpt2cu's flags -i -j -e -b -t -d -r -x
--l -u -v -m -s -g and its "step N/M | loss ... | X ms |" lines). It has not yet been built against
-an llm.c checkout: no snapshot of llm.c could be had where it was written. The summary names the
-commit of the checkout it ran.
+Built and run against llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a (master of 2025-05-10; the
+snapshot in ../shared/external, unpacked into external/ by `make gpu-dist`): its Makefile's
+USE_CUDNN, CUDNN_FRONTEND_PATH, GPU_COMPUTE_CAPABILITY, NO_MULTI_GPU and NO_USE_MPI;
+train_gpt2cu's flags -i -j -e -b -t -d -r -x -l -u -q -c -v -m -s -g and its
+"step N/M | loss ... | X ms |" lines. The summary names the commit of the checkout it ran (git's,
+else the snapshot's SNAPSHOT file).
 
 Environment:
   VS_LLMC_STEPS=40          steps per run
@@ -46,7 +53,10 @@ Environment:
   VS_LLMC_BUDGET=540        seconds for all runs (the build not counted); a run out of time fails
   VS_LLMC_WORK=build/vs_llmc  the folder for the copy, its build and the logs
   VS_LLMC_BUILD_ONLY=1      build llm.c's train_gpt2cu and stop: needs no GPU
-  VS_LLMC_THEIRS=PATH       an llm.c train_gpt2cu already built: no build
+  VS_LLMC_INIT=FILE         a bf16 (version 5) model file both start from (dev/pytorch/bench_gpt2.py
+                            --write-init FILE --init-bf16 --init-only writes one); default: -e d12
+  VS_LLMC_THEIRS=PATH       an llm.c train_gpt2cu already built: no build (its commit is read from
+                            COMMIT beside it, which the build writes, when LLMC_DIR is not given)
   VS_LLMC_OURS=PATH         our train_gpt2cu to time (default: the bundle's, build/gpu-local's, or
                             one built now, as `make bench` picks it)
   VS_LLMC_TRAIN=GLOB        train shards (default data/corpus/corpus_train_*.bin), and
@@ -60,7 +70,7 @@ die() { echo "vs_llmc: $*" >&2; exit 1; }
 
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
-  "") usage >&2; exit 2 ;;
+  "") [ -n "${VS_LLMC_THEIRS:-}" ] || { usage >&2; exit 2; } ;;
 esac
 [ $# -le 2 ] || { echo "vs_llmc: too many arguments ($#): LLMC_DIR [CUDNN_FRONTEND_DIR]" >&2; exit 2; }
 
@@ -75,22 +85,34 @@ rounds=$(positive_int VS_LLMC_ROUNDS 2) || exit 1
 budget=$(positive_int VS_LLMC_BUDGET 540) || exit 1
 [ "$warmup" -lt "$steps" ] || die "VS_LLMC_WARMUP=$warmup leaves none of VS_LLMC_STEPS=$steps steps to time"
 
-llmc_dir=$1
-[ -d "$llmc_dir" ] || die "LLMC_DIR '$llmc_dir' is not a directory"
-llmc_dir=$(cd "$llmc_dir" && pwd)
-for f in Makefile train_gpt2.cu llmc; do
-  [ -e "$llmc_dir/$f" ] || die "LLMC_DIR '$llmc_dir' is not an llm.c checkout: it has no $f"
-done
-if [ -n "${2:-}" ]; then frontends=("$2")
-elif [ -n "${CUDNN_FRONTEND_PATH:-}" ]; then frontends=("$(dirname "$CUDNN_FRONTEND_PATH")")
-else frontends=("$llmc_dir/cudnn-frontend" "$HOME/cudnn-frontend" "$(dirname "$llmc_dir")/cudnn-frontend"); fi
-frontend=""
-for d in "${frontends[@]}"; do
-  if [ -f "$d/include/cudnn_frontend.h" ]; then frontend=$(cd "$d" && pwd); break; fi
-done
-[ -n "$frontend" ] || die "no cudnn-frontend: no include/cudnn_frontend.h in ${frontends[*]}"
-commit=$(git -C "$llmc_dir" rev-parse --short=12 HEAD 2>/dev/null) || commit="unknown (not a git checkout)"
+# With VS_LLMC_THEIRS and no LLMC_DIR (a bundle's prebuilt binary), the commit is the one the
+# build wrote beside it (COMMIT).
+if [ $# -eq 0 ]; then
+  commit=$(cat "$(dirname "$VS_LLMC_THEIRS")/COMMIT" 2>/dev/null) || commit="unknown (no COMMIT beside VS_LLMC_THEIRS)"
+else
+  llmc_dir=$1
+  [ -d "$llmc_dir" ] || die "LLMC_DIR '$llmc_dir' is not a directory"
+  llmc_dir=$(cd "$llmc_dir" && pwd)
+  for f in Makefile train_gpt2.cu llmc; do
+    [ -e "$llmc_dir/$f" ] || die "LLMC_DIR '$llmc_dir' is not an llm.c checkout: it has no $f"
+  done
+  if [ -n "${2:-}" ]; then frontends=("$2")
+  elif [ -n "${CUDNN_FRONTEND_PATH:-}" ]; then frontends=("$(dirname "$CUDNN_FRONTEND_PATH")")
+  else frontends=("$llmc_dir/cudnn-frontend" "$HOME/cudnn-frontend" "$(dirname "$llmc_dir")/cudnn-frontend"); fi
+  frontend=""
+  for d in "${frontends[@]}"; do
+    if [ -f "$d/include/cudnn_frontend.h" ]; then frontend=$(cd "$d" && pwd); break; fi
+  done
+  [ -n "$frontend" ] || die "no cudnn-frontend: no include/cudnn_frontend.h in ${frontends[*]}"
+  # The commit: git's when LLMC_DIR is the top of a checkout (a snapshot unpacked inside another
+  # repository is not), else the snapshot's SNAPSHOT file ("karpathy/llm.c <commit> <date>").
+  commit=""
+  [ "$(git -C "$llmc_dir" rev-parse --show-toplevel 2>/dev/null)" = "$llmc_dir" ] &&
+    commit=$(git -C "$llmc_dir" rev-parse --short=12 HEAD)
+  [ -n "$commit" ] || commit=$(awk 'NR == 1 && NF >= 2 { print substr($2, 1, 12) }' "$llmc_dir/SNAPSHOT" 2>/dev/null)
+  [ -n "$commit" ] || commit="unknown (neither a git checkout nor a SNAPSHOT file)"
 
+fi
 work=${VS_LLMC_WORK:-$root/build/vs_llmc}
 mkdir -p "$work" || die "VS_LLMC_WORK '$work': cannot create it"
 work=$(cd "$work" && pwd)
@@ -106,6 +128,9 @@ llm_c_copy() {
   rm -rf "$dest"
   mkdir -p "$dest"
   cp -R "$llmc_dir/Makefile" "$llmc_dir/train_gpt2.cu" "$llmc_dir/llmc" "$dest/"
+  # llm.c's Makefile looks for the frontend only in ./cudnn-frontend/include and ~/cudnn-frontend/include,
+  # whatever CUDNN_FRONTEND_PATH says ("cuDNN not found" otherwise): put it where it looks.
+  ln -s "$frontend" "$dest/cudnn-frontend"
   if grep -qE 'cudaMemAdvise\([^)]*struct cudaMemLocation location\)' "$toolkit/include/cuda_runtime_api.h"; then
     local files
     mapfile -t files < <(grep -rl 'cudaMemAdvise(' "$dest" --include='*.cu' --include='*.cuh' --include='*.h' \
@@ -117,6 +142,11 @@ llm_c_copy() {
   else
     patched=0
   fi
+  # llm.c shuffles its train windows with its own generator; ours cannot draw the same order, so
+  # both read llm.c's sequential order (ours -sh 0) and the losses after each step compare.
+  sed -i -E 's/(int permute_train_loader = )[^;]*;/\10;/' "$dest/train_gpt2.cu"
+  grep -q 'int permute_train_loader = 0;' "$dest/train_gpt2.cu" ||
+    die "$llmc_dir/train_gpt2.cu has no 'int permute_train_loader = ...;' to turn the shuffle off"
 }
 
 # llm_c_link_dir DIR: link names (libX.so) for what llm.c links and the system's linker does not
@@ -170,7 +200,8 @@ else
     die "building llm.c's train_gpt2cu failed (log: $work/build.log)"
   fi
   theirs=$copy/train_gpt2cu
-  echo "vs_llmc: built $theirs (log: $work/build.log)"
+  echo "$commit" >"$copy/COMMIT"
+  echo "vs_llmc: built $theirs (llm.c $commit; log: $work/build.log)"
 fi
 [ "${VS_LLMC_BUILD_ONLY:-0}" = 1 ] && exit 0
 
@@ -202,12 +233,17 @@ rm -rf "$logs"
 mkdir -p "$logs"
 B=64
 T=1024
-shape=(-i "$train" -j "$val" -e d12 -b "$B" -t "$T"
-  -d $((B * T)) -r 1 -x "$steps" -l 6e-4 -u 0)
+model=d12
+if [ -n "${VS_LLMC_INIT:-}" ]; then
+  [ -f "$VS_LLMC_INIT" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' is not a file"
+  model=$(cd "$(dirname "$VS_LLMC_INIT")" && pwd)/$(basename "$VS_LLMC_INIT")
+fi
+shape=(-i "$train" -j "$val" -e "$model" -b "$B" -t "$T"
+  -d $((B * T)) -r 1 -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1)
 # llm.c evaluates and samples at the last step whatever -v and -s say: one val batch, 16 tokens.
 # Ours does neither (0 = never). Neither is inside a step's time.
 theirs_flags=(-v 1000000 -m 1 -s 1000000 -g 16)
-ours_flags=(-v 0 -s 0)
+ours_flags=(-v 0 -s 0 -sh 0)
 SECONDS=0
 failed=0
 run_logs=()
@@ -234,7 +270,7 @@ for round in $(seq 1 "$rounds"); do
 done
 [ "$failed" -eq 0 ] || die "a run failed; logs in $logs"
 PYTHONPATH=scripts python3 dev/bench/vs_llmc_summary.py --tokens-per-step $((B * T)) --warmup "$warmup" \
-  --steps "$steps" --title "GPT-2 d12, B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
+  --steps "$steps" --title "GPT-2 d12 (${VS_LLMC_INIT:+same init }$(basename "$model")), B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
   --runs "${run_logs[@]}" --memory-mib "${memories[@]}" | tee "$logs/summary.txt"
 status=${PIPESTATUS[0]}
 if [ -n "${OUT:-}" ]; then

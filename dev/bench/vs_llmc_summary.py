@@ -4,7 +4,9 @@ Per side: the median step time over every step after the warm-up of every run (a
 stray slow step, e.g. one that waits for a checkpoint or the clock, moves nothing), tokens/s as
 tokens per step / that median, MFU as tokens/s x FLOPs per token / the GPU's peak, both taken
 from our trainer's `mfu:` line so that the two sides are counted alike, and the peak GPU memory
-(the largest sample of all the side's runs). Exits 1 when a log has fewer steps than asked for.
+(the largest sample of all the side's runs), and the losses after the same steps of each side's
+first run (the n-th step line of both: llm.c counts steps from 1, ours from 0). Exits 1 when a log
+has fewer steps than asked for.
 """
 import argparse
 import statistics
@@ -31,6 +33,7 @@ def main():
     per_run = {side: [] for side in SIDES}
     memory = {side: 0 for side in SIDES}
     flops_per_token, peak = 0, 0.0
+    losses = {}
     for run, mib in zip(a.runs, a.memory_mib):
         side, path = run.split(":", 1)
         log = read_step_log(path)
@@ -40,6 +43,7 @@ def main():
         timed[side] += after_warmup
         per_run[side].append(statistics.median(after_warmup))
         memory[side] = max(memory[side], mib)
+        losses.setdefault(side, log.losses[:a.steps])
         if side == "ours" and log.flops_per_token:
             flops_per_token, peak = log.flops_per_token, log.peak_flops
 
@@ -55,7 +59,12 @@ def main():
         print(f"{name:6} {ms:8.1f} ms/step {rate[side]:9.0f} tok/s  MFU {mfu}  peak {memory[side] / 1024:5.1f} GiB"
               f"  (runs: {runs} ms)")
     mem_ratio = f"{memory['ours'] / memory['llmc']:.2f}x" if memory["llmc"] else "n/a"
-    print(f"ours / llm.c: {rate['ours'] / rate['llmc']:.3f}x tokens/s, {mem_ratio} peak memory")
+    marks = sorted({0, a.warmup, a.steps - 1})
+    print("loss after step " + "  ".join(f"{n + 1}: {losses['ours'][n]:.4f}/{losses['llmc'][n]:.4f}" for n in marks)
+          + "  (ours/llm.c, first runs)")
+    last = losses["ours"][-1] / losses["llmc"][-1] - 1
+    print(f"ours / llm.c: {rate['ours'] / rate['llmc']:.3f}x tokens/s, {mem_ratio} peak memory, "
+          f"{100 * last:+.2f}% loss after step {a.steps}")
 
 
 if __name__ == "__main__":

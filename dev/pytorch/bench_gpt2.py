@@ -3,10 +3,11 @@ would write it (bf16 autocast, torch.compile, F.scaled_dot_product_attention, fu
 same token shards, in the same order, from the same initial weights as train_gpt2cu.
 
   bench_gpt2.py --train "data/corpus/corpus_train_*.bin" --B 64 --T 1024 --steps 30 \
-      [--write-init FILE] [--config d12] [--lr 6e-4] [--wd 0.1] [--seed 1337]
+      [--write-init FILE [--init-bf16] [--init-only]] [--config d12] [--lr 6e-4] [--wd 0.1] [--seed 1337]
 
---write-init writes the initial weights as an llm.c version-3 (fp32) model file, which the CUDA
-trainer then loads with -e FILE. Data order: llm.c's sequential order (train_gpt2cu -sh 0): in each
+--write-init writes the initial weights as an llm.c model file, version 3 (fp32) or, with
+--init-bf16, version 5 (bf16, what llm.c's bf16 train_gpt2cu loads), which the CUDA trainers then
+load with -e FILE; --init-only stops there (needs no GPU). Data order: llm.c's sequential order (train_gpt2cu -sh 0): in each
 shard (sorted by name) floor((n-1)/(B*T)) windows of B*T+1 tokens starting at k*B*T. The last line
 printed is a JSON summary (per-step milliseconds and losses, peak memory).
 """
@@ -81,8 +82,8 @@ def init_weights(model, L, seed):
         model.wte.weight[VOCAB:].zero_()
 
 
-def write_model(path, model, L, NH, C):
-    """llm.c model file, version 3 (fp32), tensors in checkpoint order."""
+def write_model(path, model, L, NH, C, bf16):
+    """llm.c model file, tensors in checkpoint order: version 3 (fp32) or 5 (bf16, rounded to nearest)."""
     b = model.blocks
     tensors = [model.wte.weight, model.wpe.weight,
                [x.ln1.weight for x in b], [x.ln1.bias for x in b], [x.qkv.weight for x in b], [x.qkv.bias for x in b],
@@ -90,13 +91,15 @@ def write_model(path, model, L, NH, C):
                [x.ln2.bias for x in b], [x.fc.weight for x in b], [x.fc.bias for x in b], [x.fcproj.weight for x in b],
                [x.fcproj.bias for x in b], model.lnf.weight, model.lnf.bias]
     header = np.zeros(256, dtype=np.int32)
-    header[:8] = [MODEL_MAGIC, 3, MAX_T, VOCAB, L, NH, C, PADDED_VOCAB]
+    header[:8] = [MODEL_MAGIC, 5 if bf16 else 3, MAX_T, VOCAB, L, NH, C, PADDED_VOCAB]
     with open(path, "wb") as f:
         f.write(header.tobytes())
         for t in tensors:
             parts = t if isinstance(t, list) else [t]
             for p in parts:
-                f.write(p.detach().float().cpu().numpy().astype(np.float32).tobytes())
+                x = p.detach().float().cpu()
+                # bf16's bits are the top half of the float's; numpy has no bf16, so write them as int16.
+                f.write(x.to(torch.bfloat16).view(torch.int16).numpy().tobytes() if bf16 else x.numpy().tobytes())
 
 
 def batches(pattern, B, T):
@@ -127,8 +130,12 @@ def main():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--write-init", default="")
+    ap.add_argument("--init-bf16", action="store_true")
+    ap.add_argument("--init-only", action="store_true")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
+    if args.init_only and not args.write_init:
+        sys.exit("bench_gpt2.py: --init-only needs --write-init FILE")
+    if not args.init_only and not torch.cuda.is_available():
         sys.exit("bench_gpt2.py: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -136,7 +143,9 @@ def main():
     model = GPT(L, NH, C)
     init_weights(model, L, args.seed)
     if args.write_init:
-        write_model(args.write_init, model, L, NH, C)
+        write_model(args.write_init, model, L, NH, C, args.init_bf16)
+        if args.init_only:
+            return
     model = model.cuda()
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]

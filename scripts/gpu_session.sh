@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# `make gpu-session`: everything a GPU session must learn, in one command of at most 9 minutes, from
+# the bundle `make gpu-dist` builds here (carried: build/gpu-dist). One budget (GPU_SESSION_BUDGET
+# seconds, default 540, for a device call with timeout_s 560) is cut into per-step limits, so that
+# a hang costs only its own step and the summary always prints. The most valuable results first:
+#   1. facts: the GPU, its memory and driver, the cuBLAS/cuDNN/NCCL libraries the trainer loads, our
+#      commit and llm.c's
+#   2. correctness: test_gpt2cu FP32 and BF16 (cuDNN attention; when cuDNN rejects the graph, once
+#      more with LLMC_ATTENTION=fallback, and every BF16 run below uses the fallback), a 20-step d12
+#      run on the corpus whose loss falls, its -y 1 resume from step 10 (main.log and the final
+#      model bit-identical), compute-sanitizer memcheck on a small config, NCCL with 1 rank and
+#      2 ranks through the bundled mpirun
+#   3. against llm.c (dev/bench/vs_llmc.sh, the bundle's llm.c): d12, B=64, T=1024, bf16, -r 1, the
+#      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
+#      peak memory, the losses after the same steps, the ratios
+#   4. our settings: one run per performance setting (-r 0/1/2, LLMC_GELU, LLMC_ATTENTION), same
+#      shape and weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest
+#      that keeps the loss within 1% is marked
+#   5. where the time goes: one d12 run's kernels under ncu (gpu__time_duration), the top 15
+#   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
+#   7. the dev/cuda kernel checks, with the time that is left
+# Output: the summary table, printed last, and under $OUT (the device machine's output folder) at
+# most 8 files: summary.txt, the main logs and gpu-session-logs.tgz with everything.
+# GPU_SESSION_DIST=DIR: the bundle (default build/gpu-dist). Device command: docs/cuda-trainer.md.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+dist=${GPU_SESSION_DIST:-build/gpu-dist}
+logs=build/gpu-session-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+budget=${GPU_SESSION_BUDGET:-540}
+[[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-session: GPU_SESSION_BUDGET='$budget' is not a whole number of seconds" >&2; exit 2; }
+# shellcheck source=scripts/gpu_steps_lib.sh
+source scripts/gpu_steps_lib.sh
+# shellcheck source=scripts/gpu_bench_lib.sh
+source scripts/gpu_bench_lib.sh
+python=${PYTHON:-python3}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "gpu-session: no GPU found (nvidia-smi lists none): nothing was run; \`make test\` covers what runs without one" >&2
+  exit 1
+fi
+[ -d "$dist" ] || { echo "gpu-session: no bundle at $dist: run \`make gpu-dist\` here and carry build/gpu-dist" >&2; exit 1; }
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh >"$logs/gpu_env.txt"
+
+# ---- 1. facts ----
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || cat "$dist/PROJECT_COMMIT" 2>/dev/null || echo unknown)
+llmc_commit=$(cat "$dist/llmc/COMMIT" 2>/dev/null || echo "none in the bundle")
+row INFO "GPU" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader | head -n 1)"
+row INFO "commits" "ours $commit, llm.c $llmc_commit"
+gpu_binaries
+# The libraries the loader picks for the trainer, by their real file names (which carry the versions).
+libs=$(ldd "$bin/train_gpt2cu-bf16" 2>&1 | tee "$logs/ldd.txt" |
+  awk '/libcublas|libcudnn\.|libnccl|libcudart/ && $3 ~ /^\// { print $3 }' | xargs -r readlink -f | xargs -r -n 1 basename |
+  sort -u | tr '\n' ' ')
+row INFO "libraries loaded" "${libs:-none found (ldd.txt)}"
+find_corpus || row FAIL "corpus" "$corpus_missing"
+
+# ---- 2. correctness ----
+attention_env=()
+parity fp32 "test_gpt2cu fp32"
+if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
+  attention_env=(LLMC_ATTENTION=fallback)
+  parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
+fi
+
+name="train d12 20 steps, B=16${attention_env:+, fallback attention}"
+if [ -n "$corpus" ]; then
+  d12=(-i "$corpus/corpus_train_*.bin" -j "$corpus/corpus_val_*.bin" -v 10 -m 4 -e d12 -b 16 -t 1024 -x 20 -l 6e-4
+    -u 5 -q 0.1 -c 0.1 -sh 0 -s 0 -n 10)
+  limited 90 "$logs/train_d12.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" "${d12[@]}" -o "$logs/train_d12"
+  rc=$?
+  first=$(train_steps "$logs/train_d12.log" | first_loss)
+  last=$(train_steps "$logs/train_d12.log" | last_loss)
+  if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$logs/train_d12.log"), loss ${first:-?} -> ${last:-?}"
+  elif awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then row PASS "$name" "loss $first -> $last"
+  else row FAIL "$name" "loss ${first:-?} -> ${last:-?} (want a drop > 1.0)"; fi
+  # Resume: the step-10 checkpoint and main.log up to step 10 in a new folder, then -y 1.
+  name="resume d12 from step 10 (-y 1)"
+  part=$logs/train_d12_resumed
+  mkdir -p "$part"
+  if [ "$rc" -ne 0 ] || ! cp "$logs/train_d12/model_00000010.bin" "$logs/train_d12/state_00000010_00000.bin" \
+    "$logs/train_d12/DONE_00000010" "$part/" 2>/dev/null; then
+    row FAIL "$name" "no step-10 checkpoint from the run above"
+  else
+    grep -E '^s:([0-9]|10) ' "$logs/train_d12/main.log" >"$part/main.log"
+    limited 60 "$logs/train_d12_resumed.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" "${d12[@]}" -y 1 -o "$part"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$logs/train_d12_resumed.log")"
+    elif ! grep -q 'resume: continuing from checkpoint step 10' "$logs/train_d12_resumed.log"; then
+      row FAIL "$name" "it did not resume from step 10 (train_d12_resumed.log)"
+    elif cmp -s <(without_mfu "$logs/train_d12/main.log") <(without_mfu "$part/main.log") &&
+      cmp -s "$logs/train_d12/model_00000020.bin" "$part/model_00000020.bin"; then
+      row PASS "$name" "main.log and the step-20 model bit-identical to the uninterrupted run"
+    else
+      row FAIL "$name" "differs from the uninterrupted run: losses max rel $(max_rel_diff "$logs/train_d12/main.log" \
+        "$part/main.log"), model $(cmp -s "$logs/train_d12/model_00000020.bin" "$part/model_00000020.bin" && echo same ||
+        echo differs)"
+    fi
+  fi
+  rm -f "$logs"/train_d12*/*.bin
+fi
+memcheck_rows
+[ -n "$corpus" ] && multi_rank_rows
+
+# ---- 3. against llm.c ----
+B=64
+T=1024
+init=build/gpu-session-init-d12.bf16.bin  # 250 MB: kept out of the logs
+limited 60 "$logs/init.log" "$python" dev/pytorch/bench_gpt2.py --config d12 --write-init "$init" --init-bf16 --init-only
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  row FAIL "initial weights d12 (bench_gpt2.py)" "$(status_text "$rc" "$logs/init.log"); runs below start from -e d12"
+  init=d12
+fi
+name="vs llm.c $llmc_commit: d12 B=$B T=$T -r 1"
+if [ ! -x "$dist/llmc/train_gpt2cu" ]; then
+  row FAIL "$name" "no llm.c in the bundle ($dist/llmc/train_gpt2cu): \`make gpu-dist\` builds it"
+elif [ -z "$corpus" ]; then
+  row FAIL "$name" "$corpus_missing"
+else
+  left=$((budget - SECONDS))
+  # vs_llmc.sh's own budget: what this step's limit leaves after the script's start and end.
+  vs_budget=$(((left < 200 ? left : 200) - 10))
+  limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$dist/llmc/train_gpt2cu" \
+    VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
+    VS_LLMC_TRAIN="$root/$corpus/corpus_train_*.bin" VS_LLMC_VAL="$root/$corpus/corpus_val_*.bin" VS_LLMC_STEPS=30 \
+    VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
+    VS_LLMC_WORK="$root/$logs/vs_llmc" bash dev/bench/vs_llmc.sh
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    row PASS "$name" "$(grep '^ours / llm.c' "$logs/vs_llmc.log")"
+    while read -r line; do row INFO "  $name" "$line"; done < <(grep -E '^(llm\.c|ours) ' "$logs/vs_llmc.log")
+    row INFO "  $name" "$(grep '^loss after step' "$logs/vs_llmc.log")"
+  else
+    row FAIL "$name" "$(status_text "$rc" "$logs/vs_llmc.log")"
+  fi
+fi
+
+# ---- 4. our settings ----
+# NAME|VARIABLES|FLAGS, the baseline (the defaults) first.
+settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2" "-r 0 LLMC_GELU=epilogues|LLMC_GELU=epilogues|-r 0"
+  "LLMC_GELU=kernels|LLMC_GELU=kernels|-r 1" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
+sweep_steps=20
+sweep_runs=()
+if [ -n "$corpus" ]; then
+  for s in "${settings[@]}"; do
+    IFS='|' read -r sname svars sflags <<<"$s"
+    slog="$logs/sweep_$(tr -c 'a-zA-Z0-9\n' '_' <<<"$sname").log"
+    # shellcheck disable=SC2086
+    mem=$(run_with_memory 45 "$slog" env "${attention_env[@]}" $svars "$bin/train_gpt2cu-bf16" -e "$init" \
+      -i "$corpus/corpus_train_*.bin" -b $B -t $T -d $((B * T)) -x $sweep_steps -l 6e-4 -u 0 -q 1.0 -c 0.1 -v 0 -s 0 \
+      -sh 0 $sflags)
+    sweep_runs+=("$sname=$slog:${mem:-0}")
+  done
+  PYTHONPATH=scripts "$python" scripts/gpu_session_report.py sweep --tokens-per-step $((B * T)) --warmup 5 \
+    --steps $sweep_steps "${sweep_runs[@]}" >"$logs/sweep.txt" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then row FAIL "settings d12 B=$B" "$(tail -n 1 "$logs/sweep.txt")"
+  else
+    while read -r line; do
+      status=PASS
+      grep -q 'failed or fewer' <<<"$line" && status=FAIL
+      row "$status" "setting d12 B=$B${attention_env:+ (fallback attention)}" "$line"
+    done <"$logs/sweep.txt"
+  fi
+fi
+
+# ---- 5. where the time goes ----
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+name="kernels under ncu, d12 B=$B, 3 steps"
+if [ -z "$ncu" ]; then row SKIP "$name" "ncu not found"
+elif [ -n "$corpus" ]; then
+  limited 90 "$logs/ncu.log" env "${attention_env[@]}" "$ncu" --log-file "$logs/ncu.csv" --clock-control none \
+    --metrics gpu__time_duration.sum --csv --print-units base --print-kernel-base function "$bin/train_gpt2cu-bf16" -e "$init" -i "$corpus/corpus_train_*.bin" \
+    -b $B -t $T -d $((B * T)) -x 3 -v 0 -s 0 -sh 0
+  rc=$?
+  if PYTHONPATH=scripts "$python" scripts/gpu_session_report.py kernels --steps 3 --top 15 "$logs/ncu.csv" \
+    >"$logs/kernels.txt" 2>&1; then
+    [ "$rc" -eq 0 ] || echo "(ncu: $(status_text "$rc" "$logs/ncu.log"))" >>"$logs/kernels.txt"
+    while read -r line; do row INFO "$name" "$line"; done <"$logs/kernels.txt"
+  else
+    row FAIL "$name" "$(status_text "$rc" "$logs/ncu.log"); $(tail -n 1 "$logs/kernels.txt")"
+  fi
+fi
+
+# ---- 6. d48 ----
+name="d48 (1.5B), T=$T"
+limited 30 "$logs/d48_plan.log" "$bin/train_gpt2cu-bf16" --dry-run 1 -e d48 -b 128 -t $T -d $((128 * T))
+rc=$?
+d48_b=$(sed -n 's/^largest -b that fits: \([0-9]*\).*/\1/p; s/^  largest -b that fits: \([0-9]*\).*/\1/p' \
+  "$logs/d48_plan.log" | head -n 1)
+grep -q '^fits:' "$logs/d48_plan.log" && d48_b=128
+if [ -z "$d48_b" ] || [ "$d48_b" -lt 1 ]; then
+  row FAIL "$name" "the memory plan gave no -b ($(status_text "$rc" "$logs/d48_plan.log"))"
+elif [ -n "$corpus" ]; then
+  mem=$(run_with_memory 120 "$logs/d48.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -e d48 \
+    -i "$corpus/corpus_train_*.bin" -b "$d48_b" -t $T -d $((d48_b * T)) -x 8 -l 1e-4 -u 0 -v 0 -s 0 -sh 0)
+  rc=$?
+  if [ "$rc" -eq 0 ] && figures=$(PYTHONPATH=scripts "$python" scripts/gpu_session_report.py run \
+    --tokens-per-step $((d48_b * T)) --warmup 3 "$logs/d48.log" "${mem:-0}"); then
+    row PASS "$name, -b $d48_b (the plan's largest)" "$figures"
+  else
+    row FAIL "$name, -b $d48_b (the plan's largest)" "$(status_text "$rc" "$logs/d48.log")"
+  fi
+fi
+
+# ---- 7. kernel checks, with what is left ----
+benches=$(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
+# shellcheck disable=SC2086
+limited 600 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
+rc=$?
+if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
+else
+  summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
+  row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
+fi
+
+# ---- summary ----
+{
+  echo "== gpu-session: $gpu | ours $commit | llm.c $llmc_commit | ${SECONDS}s of a ${budget}s budget | logs: $logs"
+  printf '%s\n' "${rows[@]}"
+  echo "gpu-session: $(printf '%s\n' "${rows[@]}" | grep -c '^PASS') passed, $failed failed," \
+    "$(printf '%s\n' "${rows[@]}" | grep -c '^SKIP') skipped ($gpu, ours $commit)"
+} >"$logs/summary.txt"
+echo
+cat "$logs/summary.txt"
+if [ -n "${OUT:-}" ]; then
+  cp "$logs/summary.txt" "$OUT/"
+  for f in test_gpt2cu-bf16.log vs_llmc.log sweep.txt kernels.txt d48.log train_d12.log; do
+    [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"
+  done
+  tar czf "$OUT/gpu-session-logs.tgz" -C "$(dirname "$logs")" --exclude='*.bin' "$(basename "$logs")"
+fi
+[ "$failed" -eq 0 ]
