@@ -7,9 +7,11 @@
 #      commit and llm.c's
 #   2. correctness: test_gpt2cu FP32 and BF16 (cuDNN attention; when cuDNN rejects the graph, once
 #      more with LLMC_ATTENTION=fallback, and every BF16 run below uses the fallback), a 20-step d12
-#      run on the corpus whose loss falls, its -y 1 resume from step 10 (main.log and the final
-#      model bit-identical), compute-sanitizer memcheck on a small config, NCCL with 1 rank and
-#      2 ranks through the bundled mpirun
+#      run on the corpus whose loss falls, its -y 1 resume from step 10 (cuDNN's flash backward
+#      adds dQ up with atomics, so the resumed run must match step 10 exactly and the rest within
+#      1e-4), the same pair with the fallback attention, whose kernels are deterministic (main.log
+#      and the final model bit-identical), compute-sanitizer memcheck on a small config, NCCL with
+#      1 rank and 2 ranks through the bundled mpirun
 #   3. against llm.c (dev/bench/vs_llmc.sh, the bundle's llm.c): d12, B=64, T=1024, bf16, -r 1, the
 #      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
 #      peak memory, the losses after the same steps, the ratios
@@ -19,9 +21,14 @@
 #   5. where the time goes: one d12 run's kernels under ncu (gpu__time_duration), the top 15
 #   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
 #   7. the dev/cuda kernel checks, with the time that is left
-# Output: the summary table, printed last, and under $OUT (the device machine's output folder) at
-# most 8 files: summary.txt, the main logs and gpu-session-logs.tgz with everything.
-# GPU_SESSION_DIST=DIR: the bundle (default build/gpu-dist). Device command: docs/cuda-trainer.md.
+# Output: the summary table, printed last (every line names the GPU and the commit: the header and
+# the last line; each row its settings), and under $OUT (the device machine's output folder) 7
+# files, so that a copy of the console fits in the 8 that come back: summary.txt, the main logs
+# and gpu-session-logs.tgz with everything.
+# GPU_SESSION_DIST=DIR: the bundle (default build/gpu-dist).
+# GPU_SESSION_STEPS=a,b,...: only these steps (the facts always), to re-run what failed: correctness
+# (test_gpt2cu, the d12 run), resume, memcheck, ranks, llmc, sweep, kernels, d48, devcuda; default
+# all. Device command: docs/cuda-trainer.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -31,6 +38,12 @@ rm -rf "$logs"
 mkdir -p "$logs"
 budget=${GPU_SESSION_BUDGET:-540}
 [[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-session: GPU_SESSION_BUDGET='$budget' is not a whole number of seconds" >&2; exit 2; }
+all_steps=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,devcuda
+steps=${GPU_SESSION_STEPS:-$all_steps}
+for s in ${steps//,/ }; do
+  [[ ",$all_steps," == *",$s,"* ]] || { echo "gpu-session: GPU_SESSION_STEPS: '$s' is not one of $all_steps" >&2; exit 2; }
+done
+wanted() { [[ ",$steps," == *",$1,"* ]]; }
 # shellcheck source=scripts/gpu_steps_lib.sh
 source scripts/gpu_steps_lib.sh
 # shellcheck source=scripts/gpu_bench_lib.sh
@@ -47,7 +60,8 @@ source scripts/gpu_env.sh >"$logs/gpu_env.txt"
 
 # ---- 1. facts ----
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-commit=$(git rev-parse --short=12 HEAD 2>/dev/null || cat "$dist/PROJECT_COMMIT" 2>/dev/null || echo unknown)
+# The bundle's commit (what runs); the working tree's git, if any, may be older than the bundle.
+commit=$(cat "$dist/PROJECT_COMMIT" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 llmc_commit=$(cat "$dist/llmc/COMMIT" 2>/dev/null || echo "none in the bundle")
 row INFO "GPU" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader | head -n 1)"
 row INFO "commits" "ours $commit, llm.c $llmc_commit"
@@ -61,63 +75,92 @@ find_corpus || row FAIL "corpus" "$corpus_missing"
 
 # ---- 2. correctness ----
 attention_env=()
-parity fp32 "test_gpt2cu fp32"
-if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
-  attention_env=(LLMC_ATTENTION=fallback)
-  parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
+if wanted correctness; then
+  parity fp32 "test_gpt2cu fp32"
+  if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
+    attention_env=(LLMC_ATTENTION=fallback)
+    parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
+  fi
 fi
 
-name="train d12 20 steps, B=16${attention_env:+, fallback attention}"
-if [ -n "$corpus" ]; then
-  d12=(-i "$corpus/corpus_train_*.bin" -j "$corpus/corpus_val_*.bin" -v 10 -m 4 -e d12 -b 16 -t 1024 -x 20 -l 6e-4
-    -u 5 -q 0.1 -c 0.1 -sh 0 -s 0 -n 10)
-  limited 90 "$logs/train_d12.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" "${d12[@]}" -o "$logs/train_d12"
+# d12_run NAME LOG_NAME [VAR=VALUE...]: 20 d12 steps at B=16 with a checkpoint at step 10 and 20,
+# in $logs/LOG_NAME; one row: PASS when the loss falls by more than 1.0. Its status.
+d12=(-j "$corpus/corpus_val_*.bin" -v 10 -m 4 -e d12 -b 16 -t 1024 -x 20 -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 0 -n 10)
+d12_run() {
+  local name=$1 out=$logs/$2 rc first last
+  shift 2
+  limited 90 "$out.log" env "$@" "$bin/train_gpt2cu-bf16" -i "$corpus/corpus_train_*.bin" "${d12[@]}" -o "$out"
   rc=$?
-  first=$(train_steps "$logs/train_d12.log" | first_loss)
-  last=$(train_steps "$logs/train_d12.log" | last_loss)
-  if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$logs/train_d12.log"), loss ${first:-?} -> ${last:-?}"
+  first=$(train_steps "$out.log" | first_loss)
+  last=$(train_steps "$out.log" | last_loss)
+  if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$out.log"), loss ${first:-?} -> ${last:-?}"
   elif awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then row PASS "$name" "loss $first -> $last"
-  else row FAIL "$name" "loss ${first:-?} -> ${last:-?} (want a drop > 1.0)"; fi
-  # Resume: the step-10 checkpoint and main.log up to step 10 in a new folder, then -y 1.
-  name="resume d12 from step 10 (-y 1)"
-  part=$logs/train_d12_resumed
+  else row FAIL "$name" "loss ${first:-?} -> ${last:-?} (want a drop > 1.0)"; rc=1; fi
+  return "$rc"
+}
+# d12_resume NAME LOG_NAME EXACT [VAR=VALUE...]: the run in $logs/LOG_NAME resumed (-y 1) from its
+# step-10 checkpoint in a new folder; one row. EXACT=1: main.log and the step-20 model must be
+# bit-identical to the uninterrupted run's; EXACT=0: step 10 (the first step from the restored
+# state) must be, and every loss within 1e-4.
+d12_resume() {
+  local name=$1 full=$logs/$2 exact=$3 part=$logs/$2_resumed rc diff
+  shift 3
   mkdir -p "$part"
-  if [ "$rc" -ne 0 ] || ! cp "$logs/train_d12/model_00000010.bin" "$logs/train_d12/state_00000010_00000.bin" \
-    "$logs/train_d12/DONE_00000010" "$part/" 2>/dev/null; then
-    row FAIL "$name" "no step-10 checkpoint from the run above"
+  if ! cp "$full/model_00000010.bin" "$full/state_00000010_00000.bin" "$full/DONE_00000010" "$part/" 2>/dev/null; then
+    row FAIL "$name" "no step-10 checkpoint in $full"
+    return 1
+  fi
+  grep -E '^s:([0-9]|10) ' "$full/main.log" >"$part/main.log"
+  limited 60 "$part.log" env "$@" "$bin/train_gpt2cu-bf16" -i "$corpus/corpus_train_*.bin" "${d12[@]}" -y 1 -o "$part"
+  rc=$?
+  diff=$(max_rel_diff "$full/main.log" "$part/main.log")
+  if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$part.log")"
+  elif ! grep -q 'resume: continuing from checkpoint step 10' "$part.log"; then
+    row FAIL "$name" "it did not resume from step 10 ($part.log)"
+  elif cmp -s <(without_mfu "$full/main.log") <(without_mfu "$part/main.log") &&
+    cmp -s "$full/model_00000020.bin" "$part/model_00000020.bin"; then
+    row PASS "$name" "main.log and the step-20 model bit-identical to the uninterrupted run"
+  elif [ "$exact" = 0 ] && [ "$(grep '^s:10 trl' "$full/main.log" | cut -d' ' -f2)" = \
+    "$(grep '^s:10 trl' "$part/main.log" | cut -d' ' -f2)" ] && awk -v d="$diff" 'BEGIN { exit !(d + 0 <= 1e-4) }'; then
+    row PASS "$name" "step 10 identical, then losses within $diff of the uninterrupted run (bar 1e-4)"
   else
-    grep -E '^s:([0-9]|10) ' "$logs/train_d12/main.log" >"$part/main.log"
-    limited 60 "$logs/train_d12_resumed.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" "${d12[@]}" -y 1 -o "$part"
-    rc=$?
-    if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$logs/train_d12_resumed.log")"
-    elif ! grep -q 'resume: continuing from checkpoint step 10' "$logs/train_d12_resumed.log"; then
-      row FAIL "$name" "it did not resume from step 10 (train_d12_resumed.log)"
-    elif cmp -s <(without_mfu "$logs/train_d12/main.log") <(without_mfu "$part/main.log") &&
-      cmp -s "$logs/train_d12/model_00000020.bin" "$part/model_00000020.bin"; then
-      row PASS "$name" "main.log and the step-20 model bit-identical to the uninterrupted run"
-    else
-      row FAIL "$name" "differs from the uninterrupted run: losses max rel $(max_rel_diff "$logs/train_d12/main.log" \
-        "$part/main.log"), model $(cmp -s "$logs/train_d12/model_00000020.bin" "$part/model_00000020.bin" && echo same ||
-        echo differs)"
+    row FAIL "$name" "differs from the uninterrupted run: losses max rel $diff, step-20 model $(cmp -s \
+      "$full/model_00000020.bin" "$part/model_00000020.bin" && echo same || echo differs)"
+  fi
+}
+if [ -n "$corpus" ]; then
+  attention=${attention_env:+fallback attention}
+  wanted correctness && d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
+  if wanted resume; then
+    [ -f "$logs/train_d12/model_00000010.bin" ] ||
+      d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
+    if [ ${#attention_env[@]} -eq 0 ]; then
+      d12_resume "resume d12 at step 10, cuDNN attention" train_d12 0
     fi
+    d12_run "train d12 20 steps, B=16, fallback attention" train_d12_fallback LLMC_ATTENTION=fallback &&
+      d12_resume "resume d12 at step 10, fallback attention" train_d12_fallback 1 LLMC_ATTENTION=fallback
   fi
   rm -f "$logs"/train_d12*/*.bin
 fi
-memcheck_rows
-[ -n "$corpus" ] && multi_rank_rows
+wanted memcheck && memcheck_rows
+[ -n "$corpus" ] && wanted ranks && multi_rank_rows
 
 # ---- 3. against llm.c ----
 B=64
 T=1024
 init=build/gpu-session-init-d12.bf16.bin  # 250 MB: kept out of the logs
-limited 60 "$logs/init.log" "$python" dev/pytorch/bench_gpt2.py --config d12 --write-init "$init" --init-bf16 --init-only
-rc=$?
+rc=0
+if wanted llmc || wanted sweep || wanted kernels; then
+  limited 60 "$logs/init.log" "$python" dev/pytorch/bench_gpt2.py --config d12 --write-init "$init" --init-bf16 --init-only
+  rc=$?
+fi
 if [ "$rc" -ne 0 ]; then
   row FAIL "initial weights d12 (bench_gpt2.py)" "$(status_text "$rc" "$logs/init.log"); runs below start from -e d12"
   init=d12
 fi
 name="vs llm.c $llmc_commit: d12 B=$B T=$T -r 1"
-if [ ! -x "$dist/llmc/train_gpt2cu" ]; then
+if ! wanted llmc; then :
+elif [ ! -x "$dist/llmc/train_gpt2cu" ]; then
   row FAIL "$name" "no llm.c in the bundle ($dist/llmc/train_gpt2cu): \`make gpu-dist\` builds it"
 elif [ -z "$corpus" ]; then
   row FAIL "$name" "$corpus_missing"
@@ -146,7 +189,7 @@ settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2" "-r 0 LLMC_GELU=epil
   "LLMC_GELU=kernels|LLMC_GELU=kernels|-r 1" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
 sweep_steps=20
 sweep_runs=()
-if [ -n "$corpus" ]; then
+if [ -n "$corpus" ] && wanted sweep; then
   for s in "${settings[@]}"; do
     IFS='|' read -r sname svars sflags <<<"$s"
     slog="$logs/sweep_$(tr -c 'a-zA-Z0-9\n' '_' <<<"$sname").log"
@@ -172,7 +215,8 @@ fi
 # ---- 5. where the time goes ----
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 name="kernels under ncu, d12 B=$B, 3 steps"
-if [ -z "$ncu" ]; then row SKIP "$name" "ncu not found"
+if ! wanted kernels; then :
+elif [ -z "$ncu" ]; then row SKIP "$name" "ncu not found"
 elif [ -n "$corpus" ]; then
   limited 90 "$logs/ncu.log" env "${attention_env[@]}" "$ncu" --log-file "$logs/ncu.csv" --clock-control none \
     --metrics gpu__time_duration.sum --csv --print-units base --print-kernel-base function "$bin/train_gpt2cu-bf16" -e "$init" -i "$corpus/corpus_train_*.bin" \
@@ -188,35 +232,39 @@ elif [ -n "$corpus" ]; then
 fi
 
 # ---- 6. d48 ----
-name="d48 (1.5B), T=$T"
-limited 30 "$logs/d48_plan.log" "$bin/train_gpt2cu-bf16" --dry-run 1 -e d48 -b 128 -t $T -d $((128 * T))
-rc=$?
-d48_b=$(sed -n 's/^largest -b that fits: \([0-9]*\).*/\1/p; s/^  largest -b that fits: \([0-9]*\).*/\1/p' \
-  "$logs/d48_plan.log" | head -n 1)
-grep -q '^fits:' "$logs/d48_plan.log" && d48_b=128
-if [ -z "$d48_b" ] || [ "$d48_b" -lt 1 ]; then
-  row FAIL "$name" "the memory plan gave no -b ($(status_text "$rc" "$logs/d48_plan.log"))"
-elif [ -n "$corpus" ]; then
-  mem=$(run_with_memory 120 "$logs/d48.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -e d48 \
-    -i "$corpus/corpus_train_*.bin" -b "$d48_b" -t $T -d $((d48_b * T)) -x 8 -l 1e-4 -u 0 -v 0 -s 0 -sh 0)
+if wanted d48; then
+  name="d48 (1.5B), T=$T"
+  limited 30 "$logs/d48_plan.log" "$bin/train_gpt2cu-bf16" --dry-run 1 -e d48 -b 128 -t $T -d $((128 * T))
   rc=$?
-  if [ "$rc" -eq 0 ] && figures=$(PYTHONPATH=scripts "$python" scripts/gpu_session_report.py run \
-    --tokens-per-step $((d48_b * T)) --warmup 3 "$logs/d48.log" "${mem:-0}"); then
-    row PASS "$name, -b $d48_b (the plan's largest)" "$figures"
-  else
-    row FAIL "$name, -b $d48_b (the plan's largest)" "$(status_text "$rc" "$logs/d48.log")"
+  d48_b=$(sed -n 's/^largest -b that fits: \([0-9]*\).*/\1/p; s/^  largest -b that fits: \([0-9]*\).*/\1/p' \
+    "$logs/d48_plan.log" | head -n 1)
+  grep -q '^fits:' "$logs/d48_plan.log" && d48_b=128
+  if [ -z "$d48_b" ] || [ "$d48_b" -lt 1 ]; then
+    row FAIL "$name" "the memory plan gave no -b ($(status_text "$rc" "$logs/d48_plan.log"))"
+  elif [ -n "$corpus" ]; then
+    mem=$(run_with_memory 120 "$logs/d48.log" env "${attention_env[@]}" "$bin/train_gpt2cu-bf16" -e d48 \
+      -i "$corpus/corpus_train_*.bin" -b "$d48_b" -t $T -d $((d48_b * T)) -x 8 -l 1e-4 -u 0 -v 0 -s 0 -sh 0)
+    rc=$?
+    if [ "$rc" -eq 0 ] && figures=$(PYTHONPATH=scripts "$python" scripts/gpu_session_report.py run \
+      --tokens-per-step $((d48_b * T)) --warmup 3 "$logs/d48.log" "${mem:-0}"); then
+      row PASS "$name, -b $d48_b (the plan's largest)" "$figures"
+    else
+      row FAIL "$name, -b $d48_b (the plan's largest)" "$(status_text "$rc" "$logs/d48.log")"
+    fi
   fi
 fi
 
 # ---- 7. kernel checks, with what is left ----
-benches=$(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
-# shellcheck disable=SC2086
-limited 600 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
-rc=$?
-if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
-else
-  summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
-  row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
+if wanted devcuda; then
+  benches=$(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
+  # shellcheck disable=SC2086
+  limited 600 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
+  rc=$?
+  if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
+  else
+    summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
+    row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
+  fi
 fi
 
 # ---- summary ----
@@ -230,7 +278,7 @@ echo
 cat "$logs/summary.txt"
 if [ -n "${OUT:-}" ]; then
   cp "$logs/summary.txt" "$OUT/"
-  for f in test_gpt2cu-bf16.log vs_llmc.log sweep.txt kernels.txt d48.log train_d12.log; do
+  for f in test_gpt2cu-bf16.log vs_llmc.log sweep.txt kernels.txt d48.log; do
     [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"
   done
   tar czf "$OUT/gpu-session-logs.tgz" -C "$(dirname "$logs")" --exclude='*.bin' "$(basename "$logs")"

@@ -147,15 +147,18 @@ memcheck_rows() {
     log="$logs/memcheck-$p.log"
     vars=()
     [ "$p" = bf16 ] && vars=("${attention_env[@]}")
-    limited 120 "$log" env "${vars[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/test_gpt2cu-$p" \
-      --config L1H2C64T32 --B 2 --T 16 --quick
+    # --report-api-errors no: memcheck is here for memory errors. NCCL 2.28 probes its kernels with
+    # cudaFuncGetAttributes and handles the "no kernel image" (error 209) it gets for other
+    # architectures itself; memcheck counted 8 of those as errors on an H200. Our own CUDA, cuBLAS
+    # and cuDNN calls are all checked, and any error in them stops the test.
+    limited 120 "$log" env "${vars[@]}" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 3 \
+      "$bin/test_gpt2cu-$p" --config L1H2C64T32 --B 2 --T 16 --quick
     rc=$?
     errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
     if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
     elif grep -q 'Device not supported' "$log"; then row SKIP "$name" "compute-sanitizer does not support this device here"
     else row FAIL "$name" "${errors:+$errors, }$(status_text "$rc" "$log")"; fi
   done
-
 }
 
 # multi_rank_rows: the multi-rank paths on the one GPU (FP32 build, small model, shards
