@@ -2,17 +2,21 @@
 # dev/bench/vs_llmc.sh without a GPU and without llm.c:
 #  (a) its argument and environment errors;
 #  (b) its build steps, on a stand-in checkout written here (not llm.c): a Makefile with llm.c's
-#      variables and link line, and a train_gpt2.cu that makes llm.c's CUDA 12 cudaMemAdvise call
-#      and references cuBLAS, cuDNN, NVRTC and the driver API. The call must fail to compile with
-#      CUDA 13 as it is and compile in the script's copy, and the binary must link with the
-#      libnvidia-ml, libcuda and libnvrtc the script supplies, once with cuDNN and cuBLAS from a
-#      fake wheel tree;
+#      variables, link line and frontend search (./cudnn-frontend/include or ~/cudnn-frontend/include,
+#      else "cuDNN not found"), and a train_gpt2.cu that makes llm.c's CUDA 12 cudaMemAdvise call,
+#      shuffles its train loader as llm.c does and references cuBLAS, cuDNN, NVRTC and the driver
+#      API. The call must fail to compile with CUDA 13 as it is and compile in the script's copy,
+#      the copy's loader must be sequential, and the binary must link with the libnvidia-ml, libcuda
+#      and libnvrtc the script supplies, once with cuDNN and cuBLAS from a fake wheel tree; the
+#      commit named is git's, else the SNAPSHOT file's (a snapshot is no git checkout);
 #  (c) its runs and table, with stand-ins for nvidia-smi and both trainers that print known step
-#      times and hold known memory: the A B A B order, the same shape flags for both, the medians,
-#      tokens/s, MFU, memory and the ratios worked out by hand below.
+#      times, losses and hold known memory: the A B A B order, the same shape flags for both (one
+#      initial model file with VS_LLMC_INIT), the medians, tokens/s, MFU, memory, the losses and the
+#      ratios worked out by hand below; a prebuilt llm.c without LLMC_DIR, its commit from COMMIT.
 # Skips (exit 77) without nvcc: (b) needs the toolkit.
 set -u
 cd "$(dirname "$0")/.." || exit 1
+root=$PWD
 # shellcheck source=scripts/cuda_wheels.sh
 source scripts/cuda_wheels.sh
 toolkit=$(cuda_toolkit_root) || { echo "SKIP: nvcc not found (the build steps need the CUDA toolkit)"; exit 77; }
@@ -47,8 +51,9 @@ expect_error "three arguments" 2 "too many arguments (3)" -- a b c
 expect_error "LLMC_DIR missing" 1 "LLMC_DIR '$tmp/nowhere' is not a directory" -- "$tmp/nowhere"
 expect_error "LLMC_DIR not llm.c" 1 "is not an llm.c checkout: it has no Makefile" -- "$tmp/not-llmc"
 out=$(bash "$script" --help)
-if grep -qF "Written for llm.c's master" <<<"$out" && grep -qF "VS_LLMC_BUILD_ONLY=1" <<<"$out"; then ok "--help"
-else fail "--help lacks the llm.c version or VS_LLMC_BUILD_ONLY"; fi
+if grep -qF "llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a" <<<"$out" && grep -qF "VS_LLMC_BUILD_ONLY=1" <<<"$out"; then
+  ok "--help names the llm.c commit it was built against"
+else fail "--help lacks the llm.c commit or VS_LLMC_BUILD_ONLY"; fi
 
 # ---- (b) the build, on a stand-in checkout ----
 cat >"$checkout/Makefile" <<'EOF'
@@ -60,6 +65,14 @@ NVCC_INCLUDES =
 NVCC_LDLIBS =
 USE_CUDNN ?= 0
 ifeq ($(USE_CUDNN), 1)
+  # llm.c's search: only these two places count, whatever CUDNN_FRONTEND_PATH says.
+  ifeq ($(shell [ -d $(HOME)/cudnn-frontend/include ] && echo "exists"), exists)
+    CUDNN_FRONTEND_PATH ?= $(HOME)/cudnn-frontend/include
+  else ifeq ($(shell [ -d cudnn-frontend/include ] && echo "exists"), exists)
+    CUDNN_FRONTEND_PATH ?= cudnn-frontend/include
+  else
+    $(error cuDNN not found)
+  endif
   NVCC_INCLUDES += -I$(CUDNN_FRONTEND_PATH)
   NVCC_LDFLAGS += -lcudnn
   NVCC_FLAGS += -DENABLE_CUDNN
@@ -97,6 +110,8 @@ cat >"$checkout/train_gpt2.cu" <<'EOF'
 #error built with NCCL
 #endif
 int main(int argc, char**) {
+  int overfit_single_batch = argc > 5;
+  int permute_train_loader = (overfit_single_batch == 1) ? 0 : 1;
   // Referenced, never called here: the link must resolve cuBLAS, cuDNN, NVRTC and the driver API.
   if (argc > 2) {
     cublasHandle_t h;
@@ -104,7 +119,7 @@ int main(int argc, char**) {
     return int(cublasCreate(&h)) + int(cudnnGetVersion()) + int(nvrtcVersion(&v, &v)) + int(cuDriverGetVersion(&v));
   }
   void* p = nullptr;
-  return argc > 1 ? malloc_conditionally_managed(&p, 16) : 0;
+  return argc > 1 ? malloc_conditionally_managed(&p, 16) : permute_train_loader;
 }
 EOF
 echo '#include <cudnn.h>' >"$frontend/include/cudnn_frontend.h"
@@ -125,7 +140,8 @@ fi
 build() {  # build NAME ENV...: the script's build of the stand-in; checks the binary
   local name=$1 out rc=0
   shift
-  out=$(env VS_LLMC_BUILD_ONLY=1 GPU_COMPUTE_CAPABILITY=90 "$@" bash "$script" "$checkout" "$frontend" 2>&1 </dev/null) || rc=$?
+  out=$(env VS_LLMC_BUILD_ONLY=1 GPU_COMPUTE_CAPABILITY=90 HOME="$tmp/home" "$@" bash "$script" "$checkout" "$frontend" \
+    2>&1 </dev/null) || rc=$?
   local bin=$work/llm.c/train_gpt2cu
   if [ "$rc" -ne 0 ] || [ ! -x "$bin" ]; then
     fail "build ($name): exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 15; return 1
@@ -146,6 +162,12 @@ if build "the toolkit's libraries"; then
   if grep -qF 'cudaMemAdvise(*out, bytes, cudaMemAdviseSetPreferredLocation, cudaMemLocation{cudaMemLocationTypeHost, 0})' \
     "$work/llm.c/llmc/cuda_utils.cuh"; then ok "the copy's cudaMemAdvise takes a host cudaMemLocation"
   else fail "the copy's cudaMemAdvise was not patched: $(grep cudaMemAdvise "$work/llm.c/llmc/cuda_utils.cuh")"; fi
+  if grep -qF 'int permute_train_loader = 0;' "$work/llm.c/train_gpt2.cu"; then ok "the copy's train loader is sequential"
+  else fail "the copy still shuffles: $(grep permute_train_loader "$work/llm.c/train_gpt2.cu")"; fi
+  if [ "$(readlink "$work/llm.c/cudnn-frontend")" = "$frontend" ]; then ok "the frontend is where llm.c's Makefile looks"
+  else fail "no cudnn-frontend link in the copy: $(ls -l "$work/llm.c")"; fi
+  if [ "$(cat "$work/llm.c/COMMIT")" = "$commit" ]; then ok "the build writes the commit to COMMIT beside the binary"
+  else fail "COMMIT beside the binary: '$(cat "$work/llm.c/COMMIT" 2>/dev/null)', expected $commit"; fi
   if diff -r -x .git "$tmp/pristine" "$checkout" >/dev/null; then ok "the checkout is untouched"
   else fail "the script changed the checkout"; fi
   # The link name the script made in its library folder: none beside the toolkit's stub, else a link
@@ -177,6 +199,20 @@ if build "cuDNN and cuBLAS from wheels" CUDA_HOME="$tmp/toolkit" CUDA_WHEEL_SITE
   else fail "the wheels' libraries are not linked: $(ls -l "$work/lib")"; fi
 fi
 
+# A snapshot (../shared/external's): no git checkout of its own, inside another repository (this
+# one), with a SNAPSHOT file naming its commit.
+snapshot=$tmp/snapshot/llm.c
+mkdir -p "$tmp/snapshot"
+cp -R "$tmp/pristine" "$snapshot" && rm -rf "$snapshot/.git"
+echo "karpathy/llm.c 0123456789abcdef0123456789abcdef01234567 2025-05-10" >"$snapshot/SNAPSHOT"
+out=$(env VS_LLMC_BUILD_ONLY=1 GPU_COMPUTE_CAPABILITY=90 HOME="$tmp/home" bash "$script" "$snapshot" "$frontend" 2>&1)
+if grep -qF "building llm.c 0123456789ab for sm_90" <<<"$out" && [ "$(cat "$work/llm.c/COMMIT")" = 0123456789ab ]; then
+  ok "a snapshot's commit from its SNAPSHOT file, not the repository around it"
+else fail "snapshot commit: $(head -n 3 <<<"$out")"; fi
+sed -i '/permute_train_loader = /d' "$snapshot/train_gpt2.cu"
+expect_error "no shuffle switch to turn off" 1 "has no 'int permute_train_loader = ...;' to turn the shuffle off" \
+  VS_LLMC_BUILD_ONLY=1 HOME="$tmp/home" -- "$snapshot" "$frontend"
+
 # ---- (c) the runs, with stand-ins ----
 fake=$tmp/fake
 mkdir -p "$fake/bin"
@@ -206,8 +242,9 @@ for _ in \$(seq 400); do [ "\$(cat "$fake/seen" 2>/dev/null)" = "\$mib" ] && bre
 ms=\$([ "\$side" = ours ] && echo 160 || echo \$((190 + 10 * round)))
 for i in \$(seq 12); do
   t=\$([ "\$i" -le 2 ] && echo 999 || echo "\$ms")
-  if [ "\$side" = ours ]; then echo "step \$((i - 1))/12 | loss 10.5 | norm 1.0 | lr 6.00e-04 | \$t.0 ms | 1 tok/s | eta 0s"
-  else printf 'step %4d/12 | loss 10.500000 (+0.00z)| norm 1.0000 (+0.00z)| lr 6.00e-04 | %.2f ms | 1.0%% bf16 MFU | 1 tok/s\n' "\$i" "\$t"; fi
+  if [ "\$side" = ours ]; then echo "step \$((i - 1))/12 | loss \$((11 - i / 4)).5 | norm 1.0 | lr 6.00e-04 | \$t.0 ms | 1 tok/s | eta 0s"
+  else printf 'step %4d/12 | loss %d.000000 (+0.00z)| norm 1.0000 (+0.00z)| lr 6.00e-04 | %.2f ms | 1.0%% bf16 MFU | 1 tok/s\n' \
+    "\$i" \$((11 - i / 4)) "\$t"; fi
 done
 echo 500 >"$fake/mem"
 EOF
@@ -233,21 +270,24 @@ rm -f "$fake/order"
 # No CUDNN_FRONTEND_DIR: the one beside the checkout.
 out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" OUT="$tmp" HOME="$tmp/home" bash "$script" "$checkout" 2>&1 </dev/null)
 rc=$?
-shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -r 1 -x 12 -l 6e-4 -u 0"
+shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -r 1 -x 12 -l 6e-4 -u 0 -q 1.0 -c 0.1"
 expected_order="llmc $shape -v 1000000 -m 1 -s 1000000 -g 16
-ours $shape -v 0 -s 0
+ours $shape -v 0 -s 0 -sh 0
 llmc $shape -v 1000000 -m 1 -s 1000000 -g 16
-ours $shape -v 0 -s 0"
+ours $shape -v 0 -s 0 -sh 0"
 if [ "$rc" -eq 0 ] && [ "$(cat "$fake/order")" = "$expected_order" ]; then ok "runs: llm.c, ours, llm.c, ours, with the same shape"
 else fail "runs (exit $rc): order and flags"; diff <(echo "$expected_order") "$fake/order" | sed 's/^/      /'
   sed 's/^/      /' <<<"$out" | tail -n 15; fi
 # By hand: llm.c's timed steps are 10 x 200 ms (round 1) and 10 x 210 ms (round 2), median 205 ms,
 # 65536 / 0.205 = 319688 tok/s, MFU 319688 x 1e8 / 1e15 = 3.2%; ours 160 ms, 409600 tok/s, 4.1%.
 # Memory: 30000 MiB = 29.3 GiB, 20480 MiB = 20.0 GiB, ratio 0.68; speed ratio 205 / 160 = 1.281.
+# Losses after the n-th step (n = 1..12): ours 11.5 - floor(n/4), llm.c 11 - floor(n/4): step 1
+# 11.5/11, step 3 (after the 2 warm-up steps) 11.5/11, step 12 8.5/8, 8.5/8 - 1 = +6.25%.
 for want in \
   "llm.c     205.0 ms/step    319688 tok/s  MFU   3.2%  peak  29.3 GiB  (runs: 200.0, 210.0 ms)" \
   "ours      160.0 ms/step    409600 tok/s  MFU   4.1%  peak  20.0 GiB  (runs: 160.0, 160.0 ms)" \
-  "ours / llm.c: 1.281x tokens/s, 0.68x peak memory" \
+  "loss after step 1: 11.5000/11.0000  3: 11.5000/11.0000  12: 8.5000/8.0000  (ours/llm.c, first runs)" \
+  "ours / llm.c: 1.281x tokens/s, 0.68x peak memory, +6.25% loss after step 12" \
   "on NVIDIA H100 80GB HBM3; llm.c $commit"; do
   if grep -qF -- "$want" <<<"$out"; then ok "table: $want"; else fail "table lacks: $want"; fi
 done
@@ -256,8 +296,23 @@ if [ -f "$tmp/vs_llmc-logs.tgz" ] && cmp -s "$tmp/vs_llmc-summary.txt" "$work/lo
 else fail "no logs or summary in \$OUT"; fi
 [ "$rc" -eq 0 ] || sed 's/^/      /' <<<"$out" | tail -n 20
 
+# A prebuilt llm.c with no LLMC_DIR (the bundle's), its commit from COMMIT beside it, and one
+# initial model file for both (VS_LLMC_INIT, by its absolute path).
+cp "$fake/llmc_train_gpt2cu" "$fake/prebuilt" && echo 0123456789ab >"$fake/COMMIT"
+: >"$tmp/init.bin"
+rm -f "$fake/order"
+out=$(cd "$tmp" && env "${run_env[@]}" VS_LLMC_THEIRS="$fake/prebuilt" VS_LLMC_ROUNDS=1 VS_LLMC_INIT=init.bin \
+  PATH="$fake/bin:$PATH" bash "$root/$script" 2>&1 </dev/null)
+rc=$?
+if [ "$rc" -eq 0 ] && grep -qF "GPT-2 d12 (same init init.bin)" <<<"$out" && grep -qF "llm.c 0123456789ab" <<<"$out" &&
+  [ "$(grep -c -- "-e $tmp/init.bin -b 64" "$fake/order")" = 2 ]; then
+  ok "a prebuilt llm.c without LLMC_DIR: its COMMIT named, both sides from VS_LLMC_INIT"
+else fail "prebuilt llm.c with VS_LLMC_INIT (exit $rc)"; sed 's/^/      /' <<<"$out" | tail -n 8; cat "$fake/order"; fi
+expect_error "VS_LLMC_INIT missing" 1 "VS_LLMC_INIT '$tmp/none.bin' is not a file" "${run_env[@]}" \
+  VS_LLMC_INIT="$tmp/none.bin" PATH="$fake/bin:$PATH" --
+
 if [ "$failures" -ne 0 ]; then
   echo "vs_llmc: $failures of $((checks + failures)) checks failed"
   exit 1
 fi
-echo "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), A B A B runs and the table with stand-in trainers; not yet built against llm.c"
+echo "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), A B A B runs, the losses and the table with stand-in trainers (the real llm.c: check_gpu_session.sh)"

@@ -2,6 +2,7 @@
 # Our train_gpt2cu side by side with llm.c's, on one GPU: see usage() below.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
+caller_dir=$PWD  # relative paths in the environment are the caller's
 cd "$root" || exit 1
 
 usage() {
@@ -235,8 +236,9 @@ B=64
 T=1024
 model=d12
 if [ -n "${VS_LLMC_INIT:-}" ]; then
-  [ -f "$VS_LLMC_INIT" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' is not a file"
-  model=$(cd "$(dirname "$VS_LLMC_INIT")" && pwd)/$(basename "$VS_LLMC_INIT")
+  model=$VS_LLMC_INIT
+  [[ "$model" == /* ]] || model=$caller_dir/$model
+  [ -f "$model" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' is not a file"
 fi
 shape=(-i "$train" -j "$val" -e "$model" -b "$B" -t "$T"
   -d $((B * T)) -r 1 -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1)
