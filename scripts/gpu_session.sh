@@ -170,7 +170,8 @@ else
   vs_budget=$(((left < 200 ? left : 200) - 10))
   limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$dist/llmc/train_gpt2cu" \
     VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
-    VS_LLMC_TRAIN="$root/$corpus/corpus_train_*.bin" VS_LLMC_VAL="$root/$corpus/corpus_val_*.bin" VS_LLMC_STEPS=30 \
+    VS_LLMC_TRAIN="$(cd "$corpus" && pwd)/corpus_train_*.bin" VS_LLMC_VAL="$(cd "$corpus" && pwd)/corpus_val_*.bin" \
+    VS_LLMC_STEPS=30 \
     VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
     VS_LLMC_WORK="$root/$logs/vs_llmc" bash dev/bench/vs_llmc.sh
   rc=$?

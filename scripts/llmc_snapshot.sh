@@ -24,8 +24,16 @@ unpack() {  # unpack NAME PATTERN: external/NAME from the snapshot matching PATT
 unpack llm.c 'llm.c-*.tar.gz'
 unpack cudnn-frontend 'cudnn-frontend-*-include.tar.gz'
 work=build/vs_llmc
-VS_LLMC_BUILD_ONLY=1 VS_LLMC_WORK=$work GPU_COMPUTE_CAPABILITY=${GPU_COMPUTE_CAPABILITY:-90} \
-  bash dev/bench/vs_llmc.sh external/llm.c external/cudnn-frontend || die "building llm.c failed"
+built=$work/llm.c/train_gpt2cu
+# Built already, after every input changed: kept (the build takes a minute of nvcc).
+if [ -x "$built" ] && [ -f "$work/llm.c/COMMIT" ] && [ -z "${GPU_COMPUTE_CAPABILITY:-}" ] &&
+  [ -z "$(find dev/bench/vs_llmc.sh scripts/llmc_snapshot.sh external/llm.c external/cudnn-frontend -newer "$built" \
+    -print -quit)" ]; then
+  echo "llmc_snapshot: $built is up to date"
+else
+  VS_LLMC_BUILD_ONLY=1 VS_LLMC_WORK=$work GPU_COMPUTE_CAPABILITY=${GPU_COMPUTE_CAPABILITY:-90} \
+    bash dev/bench/vs_llmc.sh external/llm.c external/cudnn-frontend || die "building llm.c failed"
+fi
 rm -rf "$dest"
 mkdir -p "$dest"
 cp "$work/llm.c/train_gpt2cu" "$work/llm.c/COMMIT" "$dest/" || die "no train_gpt2cu or COMMIT in $work/llm.c"
