@@ -257,15 +257,8 @@ fi
 
 # ---- 7. kernel checks, with what is left ----
 if wanted devcuda; then
-  benches=$(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
-  # shellcheck disable=SC2086
-  limited 600 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
-  rc=$?
-  if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
-  else
-    summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
-    row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
-  fi
+  # shellcheck disable=SC2046
+  devcuda_row 600 $(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
 fi
 
 # ---- summary ----

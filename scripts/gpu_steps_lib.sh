@@ -233,3 +233,18 @@ find_corpus() {
   done
   return 1
 }
+
+# devcuda_row SECONDS BENCH...: run_all.sh --check over these dev/cuda benchmarks from $bin, for at
+# most SECONDS; one row, the FAIL lines echoed.
+devcuda_row() {
+  local want=$1 rc summary
+  shift
+  limited "$want" "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check "$@"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
+  else
+    summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
+    row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
+    grep '^FAIL' "$logs/dev_cuda_check.log" | head -n 10
+  fi
+}

@@ -63,14 +63,7 @@ else
   done
 fi
 # shellcheck disable=SC2086
-limited 150 "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check $benches
-rc=$?
-if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"
-else
-  summary=$(grep 'checks passed' "$logs/dev_cuda_check.log" | tail -n 1)
-  row FAIL "dev/cuda kernel checks" "${summary:-$(status_text "$rc" "$logs/dev_cuda_check.log")}"
-  grep '^FAIL' "$logs/dev_cuda_check.log" | head -n 10
-fi
+devcuda_row 150 $benches
 
 # ---- 4. d12 training run ----
 name="train d12, 20 steps (B=16 T=1024)${attention_env:+, fallback attention}"

@@ -10,10 +10,8 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=scripts/cuda_wheels.sh
 source scripts/cuda_wheels.sh
 cuda_toolkit_root >/dev/null || { echo "SKIP: nvcc not found (the bundle is CUDA binaries)"; exit 77; }
-failures=0
-checks=0
-ok() { echo "ok    $*"; checks=$((checks + 1)); }
-fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
+# shellcheck source=tests/lib/tally.sh
+source tests/lib/tally.sh
 dist=build/gpu-dist
 log=build/tmp/check_gpu_dist.log
 mkdir -p build/tmp
@@ -64,8 +62,4 @@ elif grep -qF "gpu-dist: $dist is $size MiB, over the 1 MiB the device call can 
 else fail "over the bar: $(grep -m 1 'gpu-dist' "$log.over")"; fi
 make --no-print-directory gpu-dist >/dev/null 2>&1 || fail "make gpu-dist again"
 
-if [ "$failures" -ne 0 ]; then
-  echo "gpu_dist: $failures of $((checks + failures)) checks failed"
-  exit 1
-fi
-echo "gpu-dist: $checks checks: $size MiB of at most 60, ${#binaries[@]} binaries with llm.c $snapshot_commit, all linking"
+tally_end gpu_dist "gpu-dist: $checks checks: $size MiB of at most 60, ${#binaries[@]} binaries with llm.c $snapshot_commit, all linking"

@@ -23,10 +23,8 @@ toolkit=$(cuda_toolkit_root) || { echo "SKIP: nvcc not found (the build steps ne
 tmp=$PWD/build/tmp/check_vs_llmc
 rm -rf "$tmp"
 mkdir -p "$tmp"
-failures=0
-checks=0
-ok() { echo "ok    $*"; checks=$((checks + 1)); }
-fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
+# shellcheck source=tests/lib/tally.sh
+source tests/lib/tally.sh
 script=dev/bench/vs_llmc.sh
 work=$tmp/work
 export VS_LLMC_WORK=$work
@@ -283,14 +281,12 @@ else fail "runs (exit $rc): order and flags"; diff <(echo "$expected_order") "$f
 # Memory: 30000 MiB = 29.3 GiB, 20480 MiB = 20.0 GiB, ratio 0.68; speed ratio 205 / 160 = 1.281.
 # Losses after the n-th step (n = 1..12): ours 11.5 - floor(n/4), llm.c 11 - floor(n/4): step 1
 # 11.5/11, step 3 (after the 2 warm-up steps) 11.5/11, step 12 8.5/8, 8.5/8 - 1 = +6.25%.
-for want in \
+expect_lines "$out" \
   "llm.c     205.0 ms/step    319688 tok/s  MFU   3.2%  peak  29.3 GiB  (runs: 200.0, 210.0 ms)" \
   "ours      160.0 ms/step    409600 tok/s  MFU   4.1%  peak  20.0 GiB  (runs: 160.0, 160.0 ms)" \
   "loss after step 1: 11.5000/11.0000  3: 11.5000/11.0000  12: 8.5000/8.0000  (ours/llm.c, first runs)" \
   "ours / llm.c: 1.281x tokens/s, 0.68x peak memory, +6.25% loss after step 12" \
-  "on NVIDIA H100 80GB HBM3; llm.c $commit"; do
-  if grep -qF -- "$want" <<<"$out"; then ok "table: $want"; else fail "table lacks: $want"; fi
-done
+  "on NVIDIA H100 80GB HBM3; llm.c $commit"
 if [ -f "$tmp/vs_llmc-logs.tgz" ] && cmp -s "$tmp/vs_llmc-summary.txt" "$work/logs/summary.txt"; then
   ok "logs and summary in \$OUT"
 else fail "no logs or summary in \$OUT"; fi
@@ -311,8 +307,4 @@ else fail "prebuilt llm.c with VS_LLMC_INIT (exit $rc)"; sed 's/^/      /' <<<"$
 expect_error "VS_LLMC_INIT missing" 1 "VS_LLMC_INIT '$tmp/none.bin' is not a file" "${run_env[@]}" \
   VS_LLMC_INIT="$tmp/none.bin" PATH="$fake/bin:$PATH" --
 
-if [ "$failures" -ne 0 ]; then
-  echo "vs_llmc: $failures of $((checks + failures)) checks failed"
-  exit 1
-fi
-echo "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), A B A B runs, the losses and the table with stand-in trainers (the real llm.c: check_gpu_session.sh)"
+tally_end vs_llmc "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), A B A B runs, the losses and the table with stand-in trainers (the real llm.c's build: check_gpu_dist.sh)"
