@@ -37,11 +37,12 @@ logs=build/gpu-session-logs
 rm -rf "$logs"
 mkdir -p "$logs"
 budget=${GPU_SESSION_BUDGET:-540}
-[[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-session: GPU_SESSION_BUDGET='$budget' is not a whole number of seconds" >&2; exit 2; }
+usage_error() { echo "gpu-session: $*" >&2; exit 2; }
+[[ "$budget" =~ ^[1-9][0-9]*$ ]] || usage_error "GPU_SESSION_BUDGET='$budget' is not a whole number of seconds"
 all_steps=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,devcuda
 steps=${GPU_SESSION_STEPS:-$all_steps}
 for s in ${steps//,/ }; do
-  [[ ",$all_steps," == *",$s,"* ]] || { echo "gpu-session: GPU_SESSION_STEPS: '$s' is not one of $all_steps" >&2; exit 2; }
+  [[ ",$all_steps," == *",$s,"* ]] || usage_error "GPU_SESSION_STEPS: '$s' is not one of $all_steps"
 done
 wanted() { [[ ",$steps," == *",$1,"* ]]; }
 # shellcheck source=scripts/gpu_steps_lib.sh
@@ -51,10 +52,14 @@ source scripts/gpu_bench_lib.sh
 python=${PYTHON:-python3}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "gpu-session: no GPU found (nvidia-smi lists none): nothing was run; \`make test\` covers what runs without one" >&2
+  echo "gpu-session: no GPU found (nvidia-smi lists none): nothing was run;" \
+    "\`make test\` covers what runs without one" >&2
   exit 1
 fi
-[ -d "$dist" ] || { echo "gpu-session: no bundle at $dist: run \`make gpu-dist\` here and carry build/gpu-dist" >&2; exit 1; }
+if [ ! -d "$dist" ]; then
+  echo "gpu-session: no bundle at $dist: run \`make gpu-dist\` here and carry build/gpu-dist" >&2
+  exit 1
+fi
 # shellcheck source=scripts/gpu_env.sh
 source scripts/gpu_env.sh >"$logs/gpu_env.txt"
 
@@ -63,13 +68,14 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 # The bundle's commit (what runs); the working tree's git, if any, may be older than the bundle.
 commit=$(cat "$dist/PROJECT_COMMIT" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 llmc_commit=$(cat "$dist/llmc/COMMIT" 2>/dev/null || echo "none in the bundle")
-row INFO "GPU" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader | head -n 1)"
+row INFO "GPU" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
+  head -n 1)"
 row INFO "commits" "ours $commit, llm.c $llmc_commit"
 gpu_binaries
 # The libraries the loader picks for the trainer, by their real file names (which carry the versions).
 libs=$(ldd "$bin/train_gpt2cu-bf16" 2>&1 | tee "$logs/ldd.txt" |
-  awk '/libcublas|libcudnn\.|libnccl|libcudart/ && $3 ~ /^\// { print $3 }' | xargs -r readlink -f | xargs -r -n 1 basename |
-  sort -u | tr '\n' ' ')
+  awk '/libcublas|libcudnn\.|libnccl|libcudart/ && $3 ~ /^\// { print $3 }' | xargs -r readlink -f |
+  xargs -r -n 1 basename | sort -u | tr '\n' ' ')
 row INFO "libraries loaded" "${libs:-none found (ldd.txt)}"
 find_corpus || row FAIL "corpus" "$corpus_missing"
 
@@ -151,7 +157,8 @@ T=1024
 init=build/gpu-session-init-d12.bf16.bin  # 250 MB: kept out of the logs
 rc=0
 if wanted llmc || wanted sweep || wanted kernels; then
-  limited 60 "$logs/init.log" "$python" dev/pytorch/bench_gpt2.py --config d12 --write-init "$init" --init-bf16 --init-only
+  limited 60 "$logs/init.log" "$python" dev/pytorch/bench_gpt2.py --config d12 --write-init "$init" --init-bf16 \
+    --init-only
   rc=$?
 fi
 if [ "$rc" -ne 0 ]; then
@@ -220,7 +227,8 @@ if ! wanted kernels; then :
 elif [ -z "$ncu" ]; then row SKIP "$name" "ncu not found"
 elif [ -n "$corpus" ]; then
   limited 90 "$logs/ncu.log" env "${attention_env[@]}" "$ncu" --log-file "$logs/ncu.csv" --clock-control none \
-    --metrics gpu__time_duration.sum --csv --print-units base --print-kernel-base function "$bin/train_gpt2cu-bf16" -e "$init" -i "$corpus/corpus_train_*.bin" \
+    --metrics gpu__time_duration.sum --csv --print-units base --print-kernel-base function \
+    "$bin/train_gpt2cu-bf16" -e "$init" -i "$corpus/corpus_train_*.bin" \
     -b $B -t $T -d $((B * T)) -x 3 -v 0 -s 0 -sh 0
   rc=$?
   if PYTHONPATH=scripts "$python" scripts/gpu_session_report.py kernels --steps 3 --top 15 "$logs/ncu.csv" \

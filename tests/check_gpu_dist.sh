@@ -22,7 +22,8 @@ if ! make --no-print-directory gpu-dist >"$log" 2>&1; then
   exit 1
 fi
 size=$(du -sm "$dist" | cut -f1)
-if [ "$size" -le 60 ] && grep -qF "gpu-dist: $dist ($size MiB of at most 60)" "$log"; then ok "the bundle is $size MiB (at most 60), and says so"
+if [ "$size" -le 60 ] && grep -qF "gpu-dist: $dist ($size MiB of at most 60)" "$log"; then
+  ok "the bundle is $size MiB (at most 60), and says so"
 else fail "the bundle is $size MiB; make said: $(grep '^gpu-dist:' "$log")"; fi
 
 binaries=(bin/train_gpt2cu-bf16 bin/train_gpt2cu-fp32 bin/test_gpt2cu-bf16 bin/test_gpt2cu-fp32 llmc/train_gpt2cu)
@@ -42,11 +43,13 @@ for f in bin/run_all.sh bin/mpirun openmpi/bin/orterun; do
 done
 [ -x "$dist/bin/mpirun" ] && [ -x "$dist/bin/run_all.sh" ] && ok "the kernel-check runner and the Open MPI launcher"
 
-snapshot_commit=$(tar xzOf "$(ls ../shared/external/llm.c-*.tar.gz | head -n 1)" llm.c/SNAPSHOT | cut -d' ' -f2 | cut -c1-12)
+snapshot=$(ls "${LLMC_SNAPSHOTS:-../shared/external}"/llm.c-*.tar.gz | head -n 1)
+snapshot_commit=$(tar xzOf "$snapshot" llm.c/SNAPSHOT | cut -d' ' -f2 | cut -c1-12)
 if [ -n "$snapshot_commit" ] && [ "$(cat "$dist/llmc/COMMIT")" = "$snapshot_commit" ]; then
   ok "llm.c's commit is the snapshot's: $snapshot_commit"
 else fail "llmc/COMMIT '$(cat "$dist/llmc/COMMIT" 2>/dev/null)', the snapshot's '$snapshot_commit'"; fi
-if [ "$(cat "$dist/PROJECT_COMMIT")" = "$(git describe --always --dirty --abbrev=12)" ]; then ok "our commit: $(cat "$dist/PROJECT_COMMIT")"
+if [ "$(cat "$dist/PROJECT_COMMIT")" = "$(git describe --always --dirty --abbrev=12)" ]; then
+  ok "our commit: $(cat "$dist/PROJECT_COMMIT")"
 else fail "PROJECT_COMMIT '$(cat "$dist/PROJECT_COMMIT")'"; fi
 if cmp -s <(cd data/corpus && cat corpus_*.bin) <(cd "$dist/corpus" && cat corpus_*.bin) &&
   [ "$(ls "$dist/corpus" | wc -l)" = "$(ls data/corpus/corpus_*.bin | wc -l)" ]; then
@@ -56,10 +59,12 @@ if git check-ignore -q external/llm.c && [ -z "$(git ls-files external)" ]; then
 else fail "external/ is not ignored, or holds tracked files"; fi
 
 # Over the bar: the same bundle against a 1 MiB limit.
-if make --no-print-directory gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then fail "a bundle over GPU_DIST_MAX_MIB=1 passed"
+if make --no-print-directory gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then
+  fail "a bundle over GPU_DIST_MAX_MIB=1 passed"
 elif grep -qF "gpu-dist: $dist is $size MiB, over the 1 MiB the device call can carry" "$log.over"; then
   ok "a bundle over the bar fails, naming its size and the bar"
 else fail "over the bar: $(grep -m 1 'gpu-dist' "$log.over")"; fi
 make --no-print-directory gpu-dist >/dev/null 2>&1 || fail "make gpu-dist again"
 
-tally_end gpu_dist "gpu-dist: $checks checks: $size MiB of at most 60, ${#binaries[@]} binaries with llm.c $snapshot_commit, all linking"
+tally_end gpu_dist \
+  "gpu-dist: $checks checks: $size MiB of at most 60, ${#binaries[@]} binaries with llm.c $snapshot_commit, all linking"
