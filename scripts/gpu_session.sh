@@ -12,7 +12,8 @@
 #      1e-4), the same pair with the fallback attention, whose kernels are deterministic (main.log
 #      and the final model bit-identical), compute-sanitizer memcheck on a small config, NCCL with
 #      1 rank and 2 ranks through the bundled mpirun
-#   3. against llm.c (dev/bench/vs_llmc.sh, the bundle's llm.c): d12, B=64, T=1024, bf16, -r 1, the
+#   3. against llm.c (dev/bench/vs_llmc.sh; the bundle's llm.c, or where it does not start one built
+#      there for the GPU from the snapshots the bundle carries): d12, B=64, T=1024, bf16, -r 1, the
 #      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
 #      peak memory, the losses after the same steps, the ratios
 #   4. our settings: one run per performance setting (-r 0/1/2, LLMC_GELU, LLMC_ATTENTION), same
@@ -165,17 +166,40 @@ if [ "$rc" -ne 0 ]; then
   row FAIL "initial weights d12 (bench_gpt2.py)" "$(status_text "$rc" "$logs/init.log"); runs below start from -e d12"
   init=d12
 fi
+# llm.c: the bundle's when it starts here (a flag without its value gets its usage text: the loader
+# found every library), else built here from the snapshots the bundle carries, for this GPU.
+llmc=$dist/llmc/train_gpt2cu
+if wanted llmc && [ -x "$llmc" ]; then
+  timeout 30 "$llmc" -x >"$logs/llmc_probe.log" 2>&1
+  if grep -q '^Usage:' "$logs/llmc_probe.log"; then row PASS "llm.c binary" "prebuilt bundle $dist/llmc (llm.c $llmc_commit)"
+  else
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+    why=$(tail -n 1 "$logs/llmc_probe.log")
+    rm -rf build/gpu-local/external  # the bundle's snapshots, not what an earlier build unpacked
+    limited 300 "$logs/llmc_build.log" env LLMC_SNAPSHOTS="$dist/llmc/snapshots" LLMC_EXTERNAL=build/gpu-local/external \
+      LLMC_WORK=build/gpu-local/vs_llmc GPU_COMPUTE_CAPABILITY="$cc" bash scripts/llmc_snapshot.sh build/gpu-local/llmc
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
+      llmc=build/gpu-local/llmc/train_gpt2cu
+      llmc_commit=$(cat build/gpu-local/llmc/COMMIT)
+      row PASS "llm.c binary" "built here for sm_$cc from the bundle's snapshots (the bundle's did not start: $why)"
+    else
+      row FAIL "llm.c binary" "the bundle's did not start ($why); building it here: $(status_text "$rc" \
+        "$logs/llmc_build.log")"
+    fi
+  fi
+fi
 name="vs llm.c $llmc_commit: d12 B=$B T=$T -r 1"
 if ! wanted llmc; then :
-elif [ ! -x "$dist/llmc/train_gpt2cu" ]; then
-  row FAIL "$name" "no llm.c in the bundle ($dist/llmc/train_gpt2cu): \`make gpu-dist\` builds it"
+elif [ ! -x "$llmc" ]; then
+  row FAIL "$name" "no llm.c in the bundle ($llmc): \`make gpu-dist\` builds it"
 elif [ -z "$corpus" ]; then
   row FAIL "$name" "$corpus_missing"
 else
   left=$((budget - SECONDS))
   # vs_llmc.sh's own budget: what this step's limit leaves after the script's start and end.
   vs_budget=$(((left < 200 ? left : 200) - 10))
-  limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$dist/llmc/train_gpt2cu" \
+  limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$llmc" \
     VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
     VS_LLMC_TRAIN="$(cd "$corpus" && pwd)/corpus_train_*.bin" VS_LLMC_VAL="$(cd "$corpus" && pwd)/corpus_val_*.bin" \
     VS_LLMC_STEPS=30 \

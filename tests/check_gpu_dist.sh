@@ -3,7 +3,7 @@
 # GPU: it must hold every binary scripts/gpu_session.sh runs (ours in both precisions, the dev/cuda
 # checks, the Open MPI launcher, llm.c's train_gpt2cu built from the snapshot in
 # ../shared/external), each resolving every library it links; the corpus; the commits (ours and
-# llm.c's, the latter the snapshot's); and stay within the 60 MiB the call carries, a bundle over
+# llm.c's, the latter the snapshot's) and the snapshots (to build llm.c there where it does not start); and stay within the 60 MiB the call carries, a bundle over
 # the bar failing with a clear message. Skips (exit 77) without nvcc.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -45,8 +45,9 @@ done
 
 snapshot=$(ls "${LLMC_SNAPSHOTS:-../shared/external}"/llm.c-*.tar.gz | head -n 1)
 snapshot_commit=$(tar xzOf "$snapshot" llm.c/SNAPSHOT | cut -d' ' -f2 | cut -c1-12)
-if [ -n "$snapshot_commit" ] && [ "$(cat "$dist/llmc/COMMIT")" = "$snapshot_commit" ]; then
-  ok "llm.c's commit is the snapshot's: $snapshot_commit"
+if [ -n "$snapshot_commit" ] && [ "$(cat "$dist/llmc/COMMIT")" = "$snapshot_commit" ] &&
+  cmp -s "$snapshot" "$dist/llmc/snapshots/$(basename "$snapshot")" && ls "$dist"/llmc/snapshots/cudnn-frontend-*.tar.gz >/dev/null; then
+  ok "llm.c's commit is the snapshot's ($snapshot_commit), and both snapshots travel to build it there"
 else fail "llmc/COMMIT '$(cat "$dist/llmc/COMMIT" 2>/dev/null)', the snapshot's '$snapshot_commit'"; fi
 if [ "$(cat "$dist/PROJECT_COMMIT")" = "$(git describe --always --dirty --abbrev=12)" ]; then
   ok "our commit: $(cat "$dist/PROJECT_COMMIT")"

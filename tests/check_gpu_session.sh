@@ -8,7 +8,9 @@
 #      the summary last naming the GPU and the commit, at most 8 files under $OUT;
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
-#  (d) GPU_SESSION_STEPS runs only the steps it names.
+#  (d) GPU_SESSION_STEPS runs only the steps it names;
+#  (e) an llm.c binary that does not start there is built from the snapshots the bundle carries
+#      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) alone without it).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 tmp=$PWD/build/tmp/check_gpu_session
@@ -16,6 +18,10 @@ rm -rf "$tmp"
 mkdir -p "$tmp"
 # shellcheck source=tests/lib/tally.sh
 source tests/lib/tally.sh
+# shellcheck source=tests/lib/fake_llmc.sh
+source tests/lib/fake_llmc.sh
+# shellcheck source=scripts/cuda_wheels.sh
+source scripts/cuda_wheels.sh
 script=scripts/gpu_session.sh
 export FAKE=$tmp/fake
 dist=$tmp/dist
@@ -120,10 +126,12 @@ if [ "${1:-}" = --probe ]; then echo "device: NVIDIA H100 80GB HBM3 (stand-in) |
 echo "parity-$p ${LLMC_ATTENTION:-cudnn}" >>"$FAKE/order"
 echo "test_gpt2cu ($p, attention cudnn): 47 checks passed, 0 failed"
 EOF
-# llm.c's trainer: 110 ms steps, the same losses as ours, 24000 MiB.
+# llm.c's trainer: its usage for a flag without a value (the session's probe); else 110 ms steps,
+# the same losses as ours, 24000 MiB.
 cat >"$FAKE/llmc" <<'EOF'
 #!/usr/bin/env bash
 source "$FAKE/hold.sh"
+if [ "$*" = -x ]; then echo "Usage:   ./train_gpt2cu [options]"; exit 1; fi  # a flag without its value
 echo "llmc-theirs $*" >>"$FAKE/order"
 hold 24000
 x=30
@@ -257,6 +265,7 @@ expect_lines "$out" \
   "INFO  GPU                                    NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 9.0" \
   "INFO  commits                                ours abcdef012345, llm.c 0123456789ab" \
   "PASS  binaries                               prebuilt bundle $dist (device: NVIDIA H100 80GB HBM3 (stand-in)" \
+  "PASS  llm.c binary                           prebuilt bundle $dist/llmc (llm.c 0123456789ab)" \
   "PASS  test_gpt2cu fp32                       test_gpt2cu (fp32, attention cudnn): 47 checks passed, 0 failed" \
   "PASS  train d12 20 steps, B=16               loss 10.800000 -> 7.000000" \
   "PASS  resume d12 at step 10, cuDNN attention main.log and the step-20 model bit-identical" \
@@ -307,4 +316,29 @@ if [ "$(cut -d' ' -f1 "$FAKE/order" | tr '\n' ' ')" = "d48-plan devcuda " ]; the
   ok "GPU_SESSION_STEPS=d48,devcuda ran only those"
 else fail "GPU_SESSION_STEPS=d48,devcuda ran: $(tr '\n' ';' <"$FAKE/order")"; fi
 
-tally_end gpu_session "gpu_session.sh: $checks checks with stand-ins: the no-GPU error, the order, every table worked out by hand, \$OUT, a hang, step choice"
+# ---- (e) llm.c built there ----
+if cuda_toolkit_root >/dev/null; then
+  snap=$tmp/snap
+  fake_llmc_checkout "$snap/llm.c" "$snap/cudnn-frontend"
+  echo "karpathy/llm.c feedfacefeedfacefeedfacefeedfacefeedface 2025-05-10" >"$snap/llm.c/SNAPSHOT"
+  mkdir -p "$dist/llmc/snapshots"
+  tar czf "$dist/llmc/snapshots/llm.c-feedfac.tar.gz" -C "$snap" llm.c
+  tar czf "$dist/llmc/snapshots/cudnn-frontend-0.0.0-include.tar.gz" -C "$snap" cudnn-frontend
+  printf '#!/usr/bin/env bash
+echo "train_gpt2cu: error while loading shared libraries: libcudnn.so.9"; exit 127
+' \
+    >"$dist/llmc/train_gpt2cu"
+  out=$(env "${session_env[@]}" HOME="$tmp/home" GPU_SESSION_STEPS=llmc bash "$script" 2>&1 </dev/null)
+  want="PASS  llm.c binary                           built here for sm_90 from the bundle's snapshots (the bundle's did not"
+  want+=" start: train_gpt2cu: error while loading shared libraries: libcudnn.so.9)"
+  # The stand-in checkout builds but does not run here (no libcuda): the side by side then fails.
+  if grep -qF "$want" <<<"$out" && [ "$(cat build/gpu-local/llmc/COMMIT)" = feedfacefeed ] &&
+    grep -qF "vs llm.c feedfacefeed: d12" <<<"$out" &&
+    grep -q "build/gpu-local/llmc/train_gpt2cu" build/gpu-session-logs/vs_llmc/logs/llmc_1.log 2>/dev/null; then
+    ok "an llm.c that does not start: built there for the GPU from the bundle's snapshots, and that one run"
+  else fail "llm.c built there:"; sed 's/^/      /' <<<"$out" | grep -i 'llm' | head -n 6; fi
+else
+  echo "SKIP  (e) llm.c built on the GPU machine: nvcc not found (the stand-in checkout needs it)"
+fi
+
+tally_end gpu_session "gpu_session.sh: $checks checks with stand-ins: the no-GPU error, the order, every table worked out by hand, \$OUT, a hang, step choice, llm.c built there"

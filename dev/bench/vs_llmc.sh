@@ -194,7 +194,7 @@ else
   llm_c_copy "$copy"
   llm_c_link_dir "$work/lib"
   echo "vs_llmc: building llm.c $commit for sm_$cc in $copy (cudaMemAdvise calls patched: $patched)"
-  if ! make -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" GPU_COMPUTE_CAPABILITY="$cc" \
+  if ! make -j"$(nproc)" -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" GPU_COMPUTE_CAPABILITY="$cc" \
     NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$toolkit/bin/nvcc ${link_flags[*]}" NVCC_LDLIBS="-lnvrtc -lcuda" \
     >"$work/build.log" 2>&1 || [ ! -x "$copy/train_gpt2cu" ]; then
     tail -n 30 "$work/build.log" >&2
