@@ -82,24 +82,19 @@ find_corpus || row FAIL "corpus" "$corpus_missing"
 
 # ---- 2. correctness ----
 attention_env=()
-if wanted correctness; then
-  parity fp32 "test_gpt2cu fp32"
-  if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
-    attention_env=(LLMC_ATTENTION=fallback)
-    parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
-  fi
-fi
+wanted correctness && parity_rows
 
 # d12_run NAME LOG_NAME [VAR=VALUE...]: 20 d12 steps at B=16 with a checkpoint at step 10 and 20,
 # in $logs/LOG_NAME; one row: PASS when the loss falls by more than 1.0. Its status.
 d12=(-j "$corpus/corpus_val_*.bin" -v 10 -m 4 -e d12 -b 16 -t 1024 -x 20 -l 6e-4 -u 5 -q 0.1 -c 0.1 -sh 0 -s 0 -n 10)
 d12_run() {
-  local name=$1 out=$logs/$2 rc first last
+  local name=$1 out=$logs/$2 rc steps first last
   shift 2
   limited 90 "$out.log" env "$@" "$bin/train_gpt2cu-bf16" -i "$corpus/corpus_train_*.bin" "${d12[@]}" -o "$out"
   rc=$?
-  first=$(train_steps "$out.log" | first_loss)
-  last=$(train_steps "$out.log" | last_loss)
+  steps=$(train_steps "$out.log")
+  first=$(first_loss <<<"$steps")
+  last=$(last_loss <<<"$steps")
   if [ "$rc" -ne 0 ]; then row FAIL "$name" "$(status_text "$rc" "$out.log"), loss ${first:-?} -> ${last:-?}"
   elif awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }'; then row PASS "$name" "loss $first -> $last"
   else row FAIL "$name" "loss ${first:-?} -> ${last:-?} (want a drop > 1.0)"; rc=1; fi
@@ -173,7 +168,7 @@ if wanted llmc && [ -x "$llmc" ]; then
   timeout 30 "$llmc" -x >"$logs/llmc_probe.log" 2>&1
   if grep -q '^Usage:' "$logs/llmc_probe.log"; then row PASS "llm.c binary" "prebuilt bundle $dist/llmc (llm.c $llmc_commit)"
   else
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+    cc=$(gpu_compute_cap)
     why=$(tail -n 1 "$logs/llmc_probe.log")
     rm -rf build/gpu-local/external  # the bundle's snapshots, not what an earlier build unpacked
     limited 300 "$logs/llmc_build.log" env LLMC_SNAPSHOTS="$dist/llmc/snapshots" LLMC_EXTERNAL=build/gpu-local/external \
@@ -202,8 +197,7 @@ else
   limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$llmc" \
     VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
     VS_LLMC_TRAIN="$(cd "$corpus" && pwd)/corpus_train_*.bin" VS_LLMC_VAL="$(cd "$corpus" && pwd)/corpus_val_*.bin" \
-    VS_LLMC_STEPS=30 \
-    VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
+    VS_LLMC_STEPS=30 VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
     VS_LLMC_WORK="$root/$logs/vs_llmc" bash dev/bench/vs_llmc.sh
   rc=$?
   if [ "$rc" -eq 0 ]; then
@@ -269,8 +263,7 @@ if wanted d48; then
   name="d48 (1.5B), T=$T"
   limited 30 "$logs/d48_plan.log" "$bin/train_gpt2cu-bf16" --dry-run 1 -e d48 -b 128 -t $T -d $((128 * T))
   rc=$?
-  d48_b=$(sed -n 's/^largest -b that fits: \([0-9]*\).*/\1/p; s/^  largest -b that fits: \([0-9]*\).*/\1/p' \
-    "$logs/d48_plan.log" | head -n 1)
+  d48_b=$(sed -n 's/^ *largest -b that fits: \([0-9]*\).*/\1/p' "$logs/d48_plan.log" | head -n 1)
   grep -q '^fits:' "$logs/d48_plan.log" && d48_b=128
   if [ -z "$d48_b" ] || [ "$d48_b" -lt 1 ]; then
     row FAIL "$name" "the memory plan gave no -b ($(status_text "$rc" "$logs/d48_plan.log"))"

@@ -55,6 +55,9 @@ train_steps() { grep -E '^step +[0-9]+/[0-9]+ \| loss ' "$1"; }
 first_loss() { head -n 1 | sed -n 's/.*| loss \([0-9.]*\) .*/\1/p'; }
 last_loss() { tail -n 1 | sed -n 's/.*| loss \([0-9.]*\) .*/\1/p'; }
 
+# The GPU's compute capability as nvcc's architectures name it: 90 for 9.0.
+gpu_compute_cap() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.'; }
+
 # gpu_binaries: sets `bin` to the folder of the GPU binaries (train_gpt2cu-{bf16,fp32},
 # test_gpt2cu-{bf16,fp32}, the dev/cuda benchmarks and run_all.sh): the bundle's, $dist/bin (made
 # by `make gpu-dist`, carried), when its binaries run on this machine, else a build from source with
@@ -69,7 +72,7 @@ gpu_binaries() {
     bin=$dist/bin
     row PASS "binaries" "prebuilt bundle $dist ($(head -n 1 "$logs/probe.log"))"
   else
-    echo "test-gpu: the bundle is missing or does not run here ($(tail -n 1 "$logs/probe.log" 2>/dev/null)); building"
+    echo "binaries: the bundle is missing or does not run here ($(tail -n 1 "$logs/probe.log" 2>/dev/null)); building"
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     # What this machine lacks, from the bundle: make arguments for the trainer (build_args) and for
     # dev/cuda (dev_flags).
@@ -89,7 +92,7 @@ gpu_binaries() {
       row FAIL "binaries" "$(head -n 2 "$logs/cuda_wheels.txt" | tail -n 1 | sed 's/^ *//') (log: $logs/cuda_wheels.txt)"
     fi
     # Only this GPU's architecture, to keep the build short.
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+    cc=$(gpu_compute_cap)
     arch="-gencode arch=compute_${cc}a,code=sm_${cc}a"
     [ "$cc" = 80 ] && arch="-gencode arch=compute_80,code=sm_80"
     build_ok=1
@@ -130,6 +133,18 @@ parity() {
     grep '^FAIL' "$log" | head -n 8
   fi
   return "$rc"
+}
+
+# parity_rows: test_gpt2cu FP32, then BF16; when the BF16 test stops on a cuDNN error, once more
+# with LLMC_ATTENTION=fallback, and `attention_env` (empty otherwise) then holds that setting for
+# every BF16 run after it.
+parity_rows() {
+  attention_env=()
+  parity fp32 "test_gpt2cu fp32"
+  if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
+    attention_env=(LLMC_ATTENTION=fallback)
+    parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
+  fi
 }
 
 # memcheck_rows: test_gpt2cu of both precisions under compute-sanitizer memcheck on a small config

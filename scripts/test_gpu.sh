@@ -45,12 +45,7 @@ ldd "$bin/train_gpt2cu-bf16" >"$logs/ldd.txt" 2>&1
 
 # ---- 2. parity with the CPU backend ----
 # BF16 runs below use cuDNN attention unless its test stopped on a cuDNN error.
-attention_env=()
-parity fp32 "test_gpt2cu fp32"
-if ! parity bf16 "test_gpt2cu bf16" && grep -q 'cuDNN attention' "$logs/test_gpt2cu-bf16.log"; then
-  attention_env=(LLMC_ATTENTION=fallback)
-  parity bf16 "test_gpt2cu bf16, fallback attention" "${attention_env[@]}"
-fi
+parity_rows
 
 # ---- 3. kernel checks ----
 if [ -f "$dist/dev_cuda_benches.txt" ] && [ "$bin" = "$dist/bin" ]; then

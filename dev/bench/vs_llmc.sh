@@ -112,7 +112,6 @@ else
     commit=$(git -C "$llmc_dir" rev-parse --short=12 HEAD)
   [ -n "$commit" ] || commit=$(awk 'NR == 1 && NF >= 2 { print substr($2, 1, 12) }' "$llmc_dir/SNAPSHOT" 2>/dev/null)
   [ -n "$commit" ] || commit="unknown (neither a git checkout nor a SNAPSHOT file)"
-
 fi
 work=${VS_LLMC_WORK:-$root/build/vs_llmc}
 mkdir -p "$work" || die "VS_LLMC_WORK '$work': cannot create it"
@@ -194,9 +193,9 @@ else
   llm_c_copy "$copy"
   llm_c_link_dir "$work/lib"
   echo "vs_llmc: building llm.c $commit for sm_$cc in $copy (cudaMemAdvise calls patched: $patched)"
-  if ! make -j"$(nproc)" -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" GPU_COMPUTE_CAPABILITY="$cc" \
-    NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$toolkit/bin/nvcc ${link_flags[*]}" NVCC_LDLIBS="-lnvrtc -lcuda" \
-    >"$work/build.log" 2>&1 || [ ! -x "$copy/train_gpt2cu" ]; then
+  if ! make -j"$(nproc)" -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" \
+    GPU_COMPUTE_CAPABILITY="$cc" NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$toolkit/bin/nvcc ${link_flags[*]}" \
+    NVCC_LDLIBS="-lnvrtc -lcuda" >"$work/build.log" 2>&1 || [ ! -x "$copy/train_gpt2cu" ]; then
     tail -n 30 "$work/build.log" >&2
     die "building llm.c's train_gpt2cu failed (log: $work/build.log)"
   fi
@@ -272,7 +271,8 @@ for round in $(seq 1 "$rounds"); do
 done
 [ "$failed" -eq 0 ] || die "a run failed; logs in $logs"
 PYTHONPATH=scripts python3 dev/bench/vs_llmc_summary.py --tokens-per-step $((B * T)) --warmup "$warmup" \
-  --steps "$steps" --title "GPT-2 d12 (${VS_LLMC_INIT:+same init }$(basename "$model")), B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
+  --steps "$steps" \
+  --title "GPT-2 d12 (${VS_LLMC_INIT:+same init }$(basename "$model")), B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
   --runs "${run_logs[@]}" --memory-mib "${memories[@]}" | tee "$logs/summary.txt"
 status=${PIPESTATUS[0]}
 if [ -n "${OUT:-}" ]; then

@@ -7,8 +7,8 @@ same token shards, in the same order, from the same initial weights as train_gpt
 
 --write-init writes the initial weights as an llm.c model file, version 3 (fp32) or, with
 --init-bf16, version 5 (bf16, what llm.c's bf16 train_gpt2cu loads), which the CUDA trainers then
-load with -e FILE; --init-only stops there (needs no GPU). Data order: llm.c's sequential order (train_gpt2cu -sh 0): in each
-shard (sorted by name) floor((n-1)/(B*T)) windows of B*T+1 tokens starting at k*B*T. The last line
+load with -e FILE; --init-only stops there (needs no GPU). Data order: llm.c's sequential order
+(train_gpt2cu -sh 0): in each shard (sorted by name) floor((n-1)/(B*T)) windows of B*T+1 tokens starting at k*B*T. The last line
 printed is a JSON summary (per-step milliseconds and losses, peak memory).
 """
 import argparse
