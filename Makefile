@@ -114,7 +114,7 @@ CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MM
                   $(CUDA_LIB_INCLUDES)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES) $(CUDA_PREC_FLAGS) \
                   -Xcompiler -Wall,-Wextra,-fopenmp
-# CUDA_WERROR=1 (tests/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
+# CUDA_WERROR=1 (tests/gpu/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
 ifeq ($(CUDA_WERROR),1)
 CUDA_CXXFLAGS  += -Werror
 CUDA_NVCCFLAGS += -Werror all-warnings -Xcompiler -Werror
@@ -206,8 +206,8 @@ gpu-dist: data
 # Every binary links libmpi: llmc/dist/process_group.cpp initialises MPI only under a launcher (mpirun,
 # srun), so the same binary also runs as a single process. The CUDA host library needs mpi.h too.
 # OMPI_SKIP_MPICXX: only MPI's C API (the deprecated C++ bindings would need libmpi_cxx).
-# make mpi-tests: the MPI test programs (tests/mpi/*.cpp -> build/mpi_tests/*), run by
-# tests/check_mpi.sh and tests/check_streaming.sh; make nccl-communicator: compiles (only) the
+# make mpi-tests: the MPI test programs (tests/dist/*.cpp -> build/mpi_tests/*), run by
+# tests/dist/check_mpi.sh and tests/dist/check_streaming.sh; make nccl-communicator: compiles (only) the
 # NCCL communicator with nvcc.
 # MPI_INCLUDE=DIR MPI_LIBDIR=DIR: a machine without OpenMPI's compiler wrappers (the GPU machine)
 # builds against the headers and libmpi that `make gpu-dist` bundles.
@@ -225,25 +225,25 @@ CXXFLAGS      += $(MPI_CFLAGS)
 LDLIBS        += $(MPI_LDLIBS)
 CUDA_CXXFLAGS += $(MPI_CFLAGS)
 CUDA_LDLIBS   += $(MPI_NVCC_LDLIBS)
-MPI_TESTS := $(patsubst tests/mpi/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/mpi/*.cpp))
+MPI_TESTS := $(patsubst tests/dist/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/dist/*.cpp))
 
 .PHONY: mpi-tests nccl-communicator
 mpi-tests: $(MPI_TESTS)
 
 # The streaming test counts the data loader's reads by wrapping pread (see the test).
 $(BUILD)/mpi_tests/test_streaming: MPI_TEST_LDFLAGS := -Wl,--wrap=pread
-$(BUILD)/mpi_tests/%: $(BUILD)/tests/mpi/%.o $(LIBLLMC)
+$(BUILD)/mpi_tests/%: $(BUILD)/tests/dist/%.o $(LIBLLMC)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MPI_TEST_LDFLAGS)
 
 nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
 
--include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/mpi/%.d)
+-include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/dist/%.d)
 # ==== end of the MPI section ===================================================================
 
-# ==== AddressSanitizer + UndefinedBehaviorSanitizer (tests/check_sanitize.sh) ===================
+# ==== AddressSanitizer + UndefinedBehaviorSanitizer (tests/cpu/check_sanitize.sh) ===================
 # make sanitize: the host code (llmc/*.cpp, llmc/*/*.cpp), the unit tests and the CPU trainer built with ASan
-# and UBSan into build/sanitize/ (unit_tests, train_gpt2), run by tests/check_sanitize.sh.
+# and UBSan into build/sanitize/ (unit_tests, train_gpt2), run by tests/cpu/check_sanitize.sh.
 # -O1 keeps the build and the instrumented runs cheap; -g1 (line tables only) gives reports the
 # same file:line stacks as -g in a quarter less build time; -fno-omit-frame-pointer gives whole
 # stacks; -fno-sanitize-recover=all makes undefined behaviour fatal, as ASan's findings already are.
@@ -333,8 +333,8 @@ EMU_TESTS     := $(basename $(notdir $(wildcard tests/emu/*.cu)))
 
 .PHONY: test-emu emu-benches emu-tests print-emu-benches emu-switch-cost
 test-emu:
-	@bash tests/check_emu.sh
-	@bash tests/check_emu_trainer.sh
+	@bash tests/emu/check_emu.sh
+	@bash tests/emu/check_emu_trainer.sh
 
 print-emu-benches:
 	@echo $(EMU_BENCHES)

@@ -1,4 +1,4 @@
-// CPU parity test program (tests/check_cpu_parity.sh drives it):
+// CPU parity test program (tests/cpu/check_cpu_parity.sh drives it):
 //   test_gpt2 make-case --config DESC --vocab V --padded VP --seed S --B B --T T --version 3|5
 //                       --model FILE --tokens FILE
 //       writes a random model (GPT-2 init, then biases and layernorm parameters perturbed so none

@@ -29,9 +29,17 @@ struct NamedShape {
   int layers, heads, channels;
 };
 constexpr NamedShape kNamedShapes[] = {
-    {"d6", 6, 6, 384}, {"d12", 12, 12, 768}, {"d24", 24, 16, 1024},
-    {"d36", 36, 20, 1280}, {"d48", 48, 25, 1600},
+#define GPT2_SHAPE(name, layers, heads, channels) {#name, layers, heads, channels},
+#include "llmc/gpt2_shapes.def"
+#undef GPT2_SHAPE
 };
+
+// "d6, d12, ..." for the error that lists them.
+std::string named_shape_list() {
+  std::string list;
+  for (const NamedShape& shape : kNamedShapes) list += (list.empty() ? "" : ", ") + std::string(shape.name);
+  return list;
+}
 
 // Parses the decimal number at s[pos...] (at least one digit); false on no digits or overflow.
 bool parse_number(const std::string& s, size_t& pos, int& value) {
@@ -123,8 +131,8 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
   GPT2Config config;
   if (!find_descriptor(descriptor, config))
     throw std::invalid_argument(fmt::format(
-        "model descriptor '{}' is not one of d6, d12, d24, d36, d48 or L<layers>H<heads>C<channels>[T<seq>]",
-        descriptor));
+        "model descriptor '{}' is not one of {} or L<layers>H<heads>C<channels>[T<seq>]", descriptor,
+        named_shape_list()));
   std::string problem = shape_problem(config);
   if (!problem.empty())
     throw std::invalid_argument(fmt::format("model descriptor '{}': {}", descriptor, problem));

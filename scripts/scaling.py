@@ -34,10 +34,13 @@ import re
 import subprocess
 import sys
 
-# GPT-2 shapes of llmc/gpt2.cpp's descriptors: (layers, heads, channels), T = 1024, vocabulary
-# 50257 padded to 50304.
-MODELS = {"d12": (12, 12, 768), "d24": (24, 16, 1024), "d36": (36, 20, 1280), "d48": (48, 25, 1600)}
+from gpt2_shapes import named_shapes
+
+# The models this model covers, each with its default micro-batch per GPU; their shapes (layers,
+# heads, channels) are the trainers' descriptors (llmc/gpt2_shapes.def), T = 1024, vocabulary 50257
+# padded to 50304.
 DEFAULT_MICRO_BATCH = {"d12": 64, "d24": 32, "d36": 16, "d48": 16}
+MODELS = {name: shape for name, shape in named_shapes().items() if name in DEFAULT_MICRO_BATCH}
 SEQ_LEN = 1024
 PADDED_VOCAB = 50304
 BF16_BYTES = 2

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `make test`: runs every tests/check_*.sh (the doctest unit tests run in check_sanitize.sh, built
-# with AddressSanitizer and UndefinedBehaviorSanitizer), one line per check, and ends
-# with "N passed, N failed, N skipped". A check that exits 77 could not run here (e.g. no CUDA
-# toolkit) and says why on its last line; it counts as skipped, never as passed. Each check's full
-# output goes to build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
+# `make test`: runs every tests/<area>/check_*.sh, area by area (cpu, dist, emu, gpu, text, tools: what
+# they test; the doctest unit tests run in cpu/check_sanitize.sh, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer), one line per check, and ends with "N passed, N failed, N skipped". A
+# check that exits 77 could not run here (e.g. no CUDA toolkit) and says why on its last line; it
+# counts as skipped, never as passed. Each check's full output goes to build/test-logs/<check>.log; a
+# failing check's tail is printed so CI logs show why.
 set -u
 cd "$(dirname "$0")/.."
 # A calling `make -j` (make test) does not hand the checks its jobserver: without its MAKEFLAGS the
@@ -38,10 +39,10 @@ run_check() {
 # checks leave idle (check_sanitize's two-job build competes with it for a while). Its line is
 # printed last.
 background_check=cuda_build
-run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/check_$background_check.sh" >"$logs/background.txt" &
+run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/gpu/check_$background_check.sh" >"$logs/background.txt" &
 background_pid=$!
 
-for check in tests/check_*.sh; do
+for check in tests/*/check_*.sh; do
   [ -e "$check" ] || continue
   name=$(basename "$check" .sh)
   [ "${name#check_}" = "$background_check" ] && continue

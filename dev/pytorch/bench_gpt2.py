@@ -15,6 +15,7 @@ import argparse
 import glob
 import json
 import math
+import pathlib
 import struct
 import sys
 import time
@@ -24,7 +25,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SHAPES = {"d6": (6, 6, 384), "d12": (12, 12, 768), "d24": (24, 16, 1024), "d36": (36, 20, 1280), "d48": (48, 25, 1600)}
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "scripts"))
+from gpt2_shapes import named_shapes  # noqa: E402 (found through the path above)
+
+SHAPES = named_shapes()  # the trainers' descriptors (llmc/gpt2_shapes.def): (layers, heads, channels)
 VOCAB, PADDED_VOCAB, MAX_T = 50257, 50304, 1024
 SHARD_MAGIC, MODEL_MAGIC = 20240520, 20240326
 

@@ -1,4 +1,4 @@
-"""Float64 PyTorch reference for the CPU parity test (tests/check_cpu_parity.sh).
+"""Float64 PyTorch reference for the CPU parity test (tests/cpu/check_cpu_parity.sh).
 
 Reads a GPT-2 model file (docs/contract.md, version 3 or 5) with numpy, independently of the C++
 reader, and a token file of B*T+1 int32 ids (inputs are the first B*T, targets the last B*T). It

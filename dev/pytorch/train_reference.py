@@ -5,7 +5,7 @@ code), then replays `train_gpt2 -sh 0` step by step: llm.c's sequential data ord
 ranks, gradient accumulation to `-d` tokens, the learning-rate schedule, global-norm clipping at
 1.0 and AdamW with weight decay on the decayed tensors only. It prints main.log-style lines
 (`s:<step> trl:<loss> lr:<lr> norm:<norm>` and `s:<step> tel:<loss>`) that
-tests/check_train_reference.sh compares with the trainer's main.log.
+tests/cpu/check_train_reference.sh compares with the trainer's main.log.
 """
 import argparse
 import glob

@@ -3,17 +3,17 @@
 #include <cmath>
 
 #include "llmc/cpu/fast_exp.h"
+#include "llmc/gpt2_constants.h"
 
 namespace llmc {
 
 namespace {
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
-constexpr double kCubic = 0.044715;
-
 // With u = sqrt(2/pi)(x + 0.044715 x^3): 0.5 (1 + tanh u) = 1 / (1 + e) with e = exp(-2u). This
 // form needs one exponential, which vectorises (std::tanh does not), and never subtracts nearly
 // equal numbers: 1 - s = e s.
-inline double gelu_exp(double x) { return exp_vectorisable(-2.0 * kSqrt2OverPi * (x + kCubic * x * x * x)); }
+inline double gelu_exp(double x) {
+  return exp_vectorisable(-2.0 * kGeluSqrt2OverPi * (x + kGeluCubic * x * x * x));
+}
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, size_t n) {
@@ -32,7 +32,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const double x = inp[i];
     const double e = gelu_exp(x), s = 1.0 / (1.0 + e);
-    const double grad = s + 2.0 * x * s * (e * s) * kSqrt2OverPi * (1.0 + 3.0 * kCubic * x * x);
+    const double grad = s + 2.0 * x * s * (e * s) * kGeluSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * x * x);
     dinp[i] = float(grad * dout[i]);
   }
 }

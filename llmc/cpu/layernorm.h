@@ -1,10 +1,10 @@
 // LayerNorm over the last dimension: y = (x - mean) * rstd * w + b with the biased variance and
-// rstd = 1/sqrt(var + 1e-5). Statistics are accumulated in double.
+// rstd = 1/sqrt(var + kLayerNormEps). Statistics are accumulated in double.
 #pragma once
 
-namespace llmc {
+#include "llmc/gpt2_constants.h"  // kLayerNormEps
 
-constexpr double kLayerNormEps = 1e-5;
+namespace llmc {
 
 // out, inp: N x C; mean, rstd: N (saved for the backward pass).
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,

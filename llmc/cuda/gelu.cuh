@@ -6,21 +6,22 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/gpt2_constants.h"
 
 namespace llmc {
 
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr float kGeluCubic = 0.044715f;
+constexpr float kGeluScale = float(kGeluSqrt2OverPi);
+constexpr float kGeluCubicF = float(kGeluCubic);
 
 __device__ inline float gelu_value(float x) {
-  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+  const float u = kGeluScale * (x + kGeluCubicF * x * x * x);
   return 0.5f * x * (1.0f + tanhf(u));
 }
 
 __device__ inline float gelu_derivative(float x) {
-  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+  const float u = kGeluScale * (x + kGeluCubicF * x * x * x);
   const float th = tanhf(u);
-  return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+  return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * kGeluScale * (1.0f + 3.0f * kGeluCubicF * x * x);
 }
 
 template <class Real>

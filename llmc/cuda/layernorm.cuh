@@ -1,4 +1,4 @@
-// LayerNorm on the GPU (eps 1e-5, biased variance), forward with saved fp32 mean/rstd, a forward
+// LayerNorm on the GPU (eps kLayerNormEps, biased variance), forward with saved fp32 mean/rstd, a forward
 // fused with the residual add that precedes every LayerNorm after the first, and the backward pass.
 //
 // Forward: one warp per row; the row is staged once in shared memory so global memory is read
@@ -14,10 +14,11 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
+#include "llmc/gpt2_constants.h"
 
 namespace llmc {
 
-constexpr float kLayerNormEpsF = 1e-5f;
+constexpr float kLayerNormEpsF = float(kLayerNormEps);
 constexpr int kLayerNormSharedBudget = 48 * 1024;  // the default per-block limit, no opt-in needed
 
 // With kResidual, x = a + b (rounded to Real, the stored residual stream) is also written to

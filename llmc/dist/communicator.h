@@ -11,7 +11,7 @@
 // NCCL choose ring, tree or recursive-doubling algorithms by message size and rank count), so
 // runs with different world sizes round differently, by about one float ulp per addition. That is
 // far below the bar for ZeRO-1 in docs/contract.md (losses of np=1, 2, 4 equal to 1e-5 relative at every
-// step). Within one run every rank receives the same bits (tests/mpi/test_collectives.cpp checks
+// step). Within one run every rank receives the same bits (tests/dist/test_collectives.cpp checks
 // this for MPI), which the loop relies on: all ranks clip with the same norm.
 #pragma once
 #include <cstddef>

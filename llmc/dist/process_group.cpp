@@ -131,7 +131,7 @@ void ProcessGroup::abort_from_any_thread(int exit_code) {
   // would put locks on every message of every collective for this one call): MPI_Abort only reads
   // MPI_COMM_WORLD's group and asks the runtime (ORTE/PMIx, which has its own progress thread) to
   // kill the job; it never enters the point-to-point layer that a main thread blocked in a
-  // collective is polling. tests/check_watchdog.sh checks it: a rank whose peer is SIGSTOPped calls
+  // collective is polling. tests/dist/check_watchdog.sh checks it: a rank whose peer is SIGSTOPped calls
   // this from its watchdog while its main thread waits in MPI_Allreduce, and the whole job ends.
   if (layout_.launcher != Launcher::kNone) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);

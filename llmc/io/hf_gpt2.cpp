@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "llmc/gpt2_constants.h"
 #include "llmc/io/json.h"
 
 namespace llmc {
@@ -210,7 +211,9 @@ GPT2Config parse_hf_config(const std::string& text, const std::string& path) {
                  },
                  "only the tanh-approximated GELU (gelu_new, gelu_pytorch_tanh) is supported");
   check_optional(root, "layer_norm_epsilon", path,
-                 [](const json::Value& v) { return v.kind == Kind::Number && std::fabs(v.number - 1e-5) < 1e-12; },
+                 [](const json::Value& v) {
+                   return v.kind == Kind::Number && std::fabs(v.number - kLayerNormEps) < 1e-12;
+                 },
                  "our layernorm uses epsilon 1e-5");
   check_optional(root, "tie_word_embeddings", path, [](const json::Value& v) { return v.kind == Kind::Bool && v.boolean; },
                  "only tied input/output embeddings are supported");

@@ -274,7 +274,7 @@ std::string train_usage(const std::string& program) {
   for (const FlagSpec& f : train_flags()) width = std::max(width, std::strlen(f.name) + 1 + std::strlen(f.value_name));
   std::string usage = fmt::format("usage: {} [flags]   (every flag takes a value, e.g. -b 8)\n", program);
   for (const FlagSpec& f : train_flags()) {
-    // "(default: none)" cannot be read as a default text; tests/check_flag_docs.sh relies on that.
+    // "(default: none)" cannot be read as a default text; tests/tools/check_flag_docs.sh relies on that.
     const std::string default_note =
         *f.default_text ? fmt::format("(default {})", f.default_text) : std::string("(default: none)");
     usage += fmt::format("  {:<{}} {} {}\n", fmt::format("{} {}", f.name, f.value_name), width, f.help, default_note);

@@ -1,4 +1,4 @@
-// One small kernel per failure a GPU (or compute-sanitizer) would report, for tests/check_emu.sh:
+// One small kernel per failure a GPU (or compute-sanitizer) would report, for tests/emu/check_emu.sh:
 // `emu_faults CASE` runs one case, which is expected to fail in a given way. Every case prints
 // "reached the end" if nothing stopped it, so a fault that goes unnoticed fails the check.
 #include <cstdio>

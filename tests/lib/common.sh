@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Shared set-up of the tests/check_*.sh that drive the CPU trainer, sourced after strict mode:
+# Shared set-up of the tests/<area>/check_*.sh that drive the CPU trainer, sourced after strict mode:
 #   set -euo pipefail
-#   source "$(dirname "$0")/lib/common.sh"
+#   source "$(dirname "$0")/../lib/common.sh"
 # It moves to the repository root, builds ./train_gpt2, and gives the check an empty scratch dir
 # $tmp = build/tmp/<check name>. One OpenMP thread unless OMP_NUM_THREADS says otherwise: these
 # models are too small to gain from two, and on a busy machine OpenMP's waiting threads make steps

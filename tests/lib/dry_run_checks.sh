@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train_gpt2cu --dry-run and --device-memory, on the binary given as $1 (tests/check_cuda_build.sh
+# train_gpt2cu --dry-run and --device-memory, on the binary given as $1 (tests/gpu/check_cuda_build.sh
 # runs it on the build it just made; it needs no GPU). A few seconds: every run only plans.
 # Asserts the exit codes, the messages of malformed values, a plan that fits, one that does not
 # (with the advice), GPT-2 XL on eight 40 GiB cards with ZeRO-1, and that a dry run needs no data

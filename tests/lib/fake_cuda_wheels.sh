@@ -4,7 +4,7 @@
 # cuBLAS, each with the toolkit's headers in include/ and only versioned libraries in lib/
 # (libcudnn.so.9, libnccl.so.2, libcublasLt.so.13, libcublas.so.13), links to TOOLKIT's, so that a
 # binary linked against them runs like one linked against the toolkit. Sourced by the checks of
-# cuda_wheels.sh's users (tests/check_cuda_build.sh, tests/check_vs_llmc.sh).
+# cuda_wheels.sh's users (tests/gpu/check_cuda_build.sh, tests/gpu/check_vs_llmc.sh).
 fake_cuda_wheels() {
   local site=$1/nvidia toolkit=$2 lib
   mkdir -p "$site"/{cudnn,nccl,cu13}/{include,lib}

@@ -2,7 +2,7 @@
 // GPT-2's behaviour where the JavaScript encoder differs, round trips and concurrent use.
 // Token ids in expectations were looked up by hand in data/encoder.json (and merges in
 // data/vocab.bpe); the corpus-wide comparison with the JavaScript encoder is
-// tests/check_tokenizer_parity.sh.
+// tests/text/check_tokenizer_parity.sh.
 #include <doctest/doctest.h>
 
 #include <random>

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Crash safety and exact resume with real signals (docs/operations.md). Each scenario interrupts a
+# CPU training run that writes checkpoints every 3 steps, resumes it with -y 1, and requires the
+# resumed main.log and final model to be byte-identical to an uninterrupted run's:
+#  (A) SIGKILL at a random moment after checkpoint 6 exists           (-sh 0)
+#  (B) SIGKILL while a checkpoint file is written (test hook pauses    (-sh 1, outlier skipping on,
+#      between the complete .tmp and its rename)                         so its window is resumed too)
+#  (C) SIGTERM: exit 0 with a checkpoint at the step it stopped before  (-sh 1)
+#  (D) SIGINT twice during a checkpoint write: exits at once (130), the (-sh 0)
+#      half-written checkpoint is never trusted
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+
+tests_python <<'PY'
+import random, sys
+from token_shards import learnable_stream, write_split
+random.seed(2)
+write_split(sys.argv[1], 2, 900, 200, lambda n: learnable_stream(n, 5, 1, 0.8))
+PY
+
+seed=${CRASH_SEED:-$RANDOM}
+RANDOM=$seed
+echo "random kill points from seed $seed (rerun with CRASH_SEED=$seed)"
+base=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e L1H2C16T32 -b 2 -t 16 -x 45 -l 3e-3 -u 3 -q 0.1
+      -v 5 -m 2 -s 0 -n 3)
+
+wait_for() {  # wait_for <glob> : polls up to 30 s for a file matching the glob
+  for _ in $(seq 1500); do
+    compgen -G "$1" >/dev/null && return 0
+    sleep 0.02
+  done
+  return 1
+}
+
+same_as_reference() {  # same_as_reference <name> <reference dir> <resumed dir>
+  if cmp -s "$2/main.log" "$3/main.log" && cmp -s "$2/model_00000045.bin" "$3/model_00000045.bin"; then
+    echo "$1: resumed main.log ($(grep -c trl: "$3/main.log") steps) and final model identical"
+  else
+    fail "$1: resumed run differs from the uninterrupted one"
+    diff "$2/main.log" "$3/main.log" | head -5 || true
+  fi
+}
+
+resume() {  # resume <dir> <flags...>: -y 1 must continue and finish with exit 0
+  local dir=$1; shift
+  ./train_gpt2 "$@" -y 1 -o "$dir" >"$dir.resume.out" 2>&1 || fail "$dir: resume exited with $?"
+  grep -o 'resume: continuing from checkpoint step [0-9]*' "$dir.resume.out" || fail "$dir: did not resume"
+}
+
+sh0=("${base[@]}" -sh 0)
+sh1=("${base[@]}" -sh 1 -sl 1.0 -sg 0.5)
+./train_gpt2 "${sh0[@]}" -o "$tmp/ref0" >/dev/null
+./train_gpt2 "${sh1[@]}" -o "$tmp/ref1" >/dev/null
+skipped=$(grep -c 'skipped:1' "$tmp/ref1/main.log" || true)
+[ "$skipped" -gt 0 ] || fail "-sl 1.0 -sg 0.5 skipped no step: the resumed outlier window would go untested"
+
+# (A) SIGKILL at a random moment. Each checkpoint file waits 30 ms before its rename, so the 13
+# checkpoints after step 6 keep the run alive for over a second: a loaded machine that notices
+# DONE_00000006 late still kills a running process, not a finished one.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
+pid=$!
+wait_for "$tmp/A/DONE_00000006" || fail "A: no checkpoint 6 appeared"
+sleep "0.$((RANDOM % 30))"
+kill -9 "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" = 137 ] || fail "A: the run was not killed (exit $rc): it finished too early"
+echo "A: killed after $(grep -c trl: "$tmp/A/main.log") logged steps, checkpoints: $(ls "$tmp/A" | grep -c DONE_)"
+resume "$tmp/A" "${sh0[@]}"
+same_as_reference A "$tmp/ref0" "$tmp/A"
+
+# (B) SIGKILL in the middle of a checkpoint write.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 ./train_gpt2 "${sh1[@]}" -o "$tmp/B" >"$tmp/B.out" 2>&1 &
+pid=$!
+wait_for "$tmp/B/DONE_00000006" || fail "B: no checkpoint 6 appeared"
+wait_for "$tmp/B/*_0000000[7-9]*.tmp" || wait_for "$tmp/B/*_000000[1-4]*.tmp" || fail "B: no .tmp of a later checkpoint"
+kill -9 "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" = 137 ] || fail "B: the run was not killed (exit $rc)"
+partial=$(cd "$tmp/B" && ls | grep '\.tmp$' | tr '\n' ' ')
+echo "B: killed during a checkpoint write, left: $partial"
+[ -n "$partial" ] || fail "B: the kill did not land inside a checkpoint write"
+resume "$tmp/B" "${sh1[@]}"
+grep -q 'removed [0-9]* unfinished .tmp' "$tmp/B.resume.out" || fail "B: the stale .tmp was not cleaned up"
+same_as_reference B "$tmp/ref1" "$tmp/B"
+
+# (C) SIGTERM: finish the step, checkpoint, exit 0. Slowed down as (A) is, so the signal reaches a
+# running process.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
+pid=$!
+wait_for "$tmp/C/DONE_00000006" || fail "C: no checkpoint 6 appeared"
+sleep "0.$((RANDOM % 20))"
+kill -TERM "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" = 0 ] || fail "C: SIGTERM should exit 0, got $rc"
+stop=$(sed -n 's/^stopped by SIGTERM before step \([0-9]*\).*/\1/p' "$tmp/C.out")
+if [ -z "$stop" ]; then
+  fail "C: no 'stopped by SIGTERM' line"
+else
+  [ -e "$tmp/C/DONE_$(printf %08d "$stop")" ] || fail "C: no checkpoint at step $stop"
+  [ "$(grep trl: "$tmp/C/main.log" | tail -1 | cut -d' ' -f1)" = "s:$((stop - 1))" ] || fail "C: log does not end at step $((stop - 1))"
+  echo "C: SIGTERM stopped the run before step $stop with a checkpoint there, exit 0"
+  resume "$tmp/C" "${sh1[@]}"
+  grep -q "continuing from checkpoint step $stop " "$tmp/C.resume.out" || fail "C: did not resume from step $stop"
+  same_as_reference C "$tmp/ref1" "$tmp/C"
+fi
+
+# (D) Two SIGINTs while a checkpoint is being written: immediate exit 130, nothing promoted.
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 ./train_gpt2 "${sh0[@]}" -o "$tmp/D" >"$tmp/D.out" 2>&1 &
+pid=$!
+wait_for "$tmp/D/DONE_00000003" || fail "D: no checkpoint 3 appeared"
+wait_for "$tmp/D/model_0000000[6-9].bin.tmp" || fail "D: no model .tmp"
+kill -INT "$pid"
+sleep 0.05
+kill -INT "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" = 130 ] || fail "D: a second SIGINT should exit 130 at once, got $rc"
+grep -q 'second signal' "$tmp/D.out" || fail "D: no message for the second signal"
+for done in "$tmp"/D/DONE_*; do
+  s=${done##*DONE_}
+  [ -e "$tmp/D/model_$s.bin" ] && [ -e "$tmp/D/state_${s}_00000.bin" ] || fail "D: $done without its files"
+done
+resume "$tmp/D" "${sh0[@]}"
+same_as_reference D "$tmp/ref0" "$tmp/D"
+
+exit_if_failed
+echo "SIGKILL (anywhere, mid-checkpoint), SIGTERM and double SIGINT: 4 resumed runs identical to uninterrupted ($skipped skipped steps resumed)"

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The whole CUDA trainer on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan:
+#  (a) test_gpt2cu, both precisions, against the CPU backend on a small odd-shaped model (below): logits,
+#      loss, every gradient tensor, recompute 0/1/2 bit for bit, the GELU paths, the overlapped
+#      NCCL buckets on one rank, parameters after AdamW steps, the memory plan;
+#  (b) train_gpt2cu-emu (FP32) against train_gpt2 on the same model (weight decay, accumulation 2):
+#      per-step losses within the FP32 bar (1e-4 relative);
+#      validation loss, sampling and the HellaSwag eval in the run; MFU in the step lines and
+#      main.log against LLMC_PEAK_TFLOPS, with the FLOPs per token counted by hand;
+#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1): main.log and the
+#      final model equal to an unbroken run's, bit for bit; no MFU anywhere, as the emulated GPU's
+#      name is in no table of peaks.
+# Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
+# (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
+# streams interleaved by the seed), which finds a missing wait between the compute stream and the
+# overlapped buckets' stream; the training runs in the latest order (the default).
+# Skips (77) without the CUDA headers.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
+  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
+  exit 77
+fi
+for precision in BF16 FP32; do
+  make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
+    "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
+    "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/train_gpt2cu" >"$tmp/build-$precision.log" 2>&1 ||
+    { tail -n 30 "$tmp/build-$precision.log"; echo "FAIL: build of the emulated trainer ($precision)"; exit 1; }
+done
+emu=build/emu-address
+export OMP_NUM_THREADS=2
+
+# The odd-shaped model (3 layers, 3 heads of 32, T=40, a vocabulary of 1000 padded to 1024, random
+# LayerNorm weights and biases), its shards, and a HellaSwag file of tokens it knows.
+/usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 11 --first-token 5 --layers 3 --heads 3 \
+  --channels 96 --max-seq-len 40 val_000000.bin:400 train_000001.bin:1000 train_000002.bin:800
+tests_python <<'EOF'
+import random, sys
+from hellaswag_to_evalfile import write_evalfile
+random.seed(2)
+examples = []
+for i, label in enumerate([0, 2, 1, 3]):
+    context = [random.randrange(1000) for _ in range(4 + i)]
+    examples.append((context, [[random.randrange(1000) for _ in range(2 + i % 2)] for _ in range(4)], label))
+write_evalfile(f"{sys.argv[1]}/hellaswag.bin", examples)
+EOF
+
+# --- (a) the parity test ------------------------------------------------------------------------
+for prec in bf16 fp32; do
+  seed=$([ "$prec" = bf16 ] && echo 3 || echo 4)
+  if LLMC_EMU_STREAMS=seeded LLMC_EMU_SEED=$seed "$emu/$prec/trainer/test_gpt2cu" --model "$tmp/model.bin" --B 2 --T 40 --steps 4 \
+    >"$tmp/test_gpt2cu-$prec.log" 2>&1; then
+    echo "ok    test_gpt2cu ($prec): $(tail -n 1 "$tmp/test_gpt2cu-$prec.log")"
+  else
+    fail "test_gpt2cu ($prec) (log: $tmp/test_gpt2cu-$prec.log)"
+    grep -E '^FAIL|rror' "$tmp/test_gpt2cu-$prec.log" | head -n 10 | sed 's/^/      /'
+  fi
+done
+# The training runs use the same shape with GPT-2's vocabulary: the HellaSwag eval pads with its
+# end-of-text token 50256.
+train=(-i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -e L3H3C96T40 -b 2 -t 40 -d 160 -x 6 -l 1e-3 -c 0.1 -v 3
+  -m 2 -sh 0)
+run=("${train[@]}" -s 6 -g 8 -h 1 --hellaswag-file "$tmp/hellaswag.bin")
+
+# --- (b) FP32 against the CPU trainer -----------------------------------------------------------
+./train_gpt2 "${run[@]}" -o "$tmp/cpu" >"$tmp/cpu.out" 2>&1 || fail "train_gpt2 (log: $tmp/cpu.out)"
+# A peak of 0.001 TFLOP/s, below the emulator's pace: MFU figures of a few hundred percent, which
+# check the count to about 1% (tok/s is rounded to a whole number).
+LLMC_PEAK_TFLOPS=0.001 LLMC_EMU_SEED=5 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -o "$tmp/emu" >"$tmp/emu.out" 2>&1 ||
+  fail "train_gpt2cu-emu (FP32) (log: $tmp/emu.out)"
+# MFU: N = Vp C + T C + L (12 C^2 + 13 C) + 2 C = 50304*96 + 40*96 + 3*(110592 + 1248) + 192 = 5,168,736
+# parameters; 6N + 6 L C T = 31,012,416 + 69,120 = 31,081,536 FLOPs per token, so MFU in percent is
+# 100 * 31,081,536 * tok/s / 1e9 = 3.1081536 * tok/s (tok/s is printed rounded to a whole number).
+grep -q '^mfu: 31081536 FLOPs per token (6N + 6LCT at T=40) against 0.001 TFLOP/s from LLMC_PEAK_TFLOPS$' "$tmp/emu.out" ||
+  fail "train_gpt2cu-emu's mfu line: $(grep '^mfu' "$tmp/emu.out")"
+mfu_steps=$(awk -F'|' '/^step +[0-9]+\/[0-9]+ \| loss / { n++; split($6, t, " "); split($7, m, " "); sub("%", "", m[2]);
+    if (m[1] != "MFU" || (m[2] - 3.1081536 * t[1]) ^ 2 > (3.1081536 * 0.5 + 0.05) ^ 2) bad++ }
+  END { print n + 0, bad + 0 }' "$tmp/emu.out")
+mfu_log=$(grep -c ' norm:[0-9.]* mfu:[0-9.]*$' "$tmp/emu/main.log" || true)
+[ "$mfu_steps" = "6 0" ] && [ "$mfu_log" = 6 ] ||
+  fail "MFU: step lines (count, wrong) '$mfu_steps', main.log train lines with mfu: $mfu_log of 6"
+grep -q 'emulated GPU' "$tmp/emu.out" || fail "train_gpt2cu-emu did not say it runs on the emulated GPU"
+grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu printed no sample"
+compare=$(python3 - "$tmp/cpu/main.log" "$tmp/emu/main.log" <<'EOF'
+import sys
+def values(path):
+    out = {}
+    for line in open(path):
+        step, *fields = line.split()
+        for f in fields:
+            key, _, v = f.partition(":")
+            if key in ("trl", "tel", "eval"):
+                out[(step, key)] = float(v)
+    return out
+cpu, emu = values(sys.argv[1]), values(sys.argv[2])
+if set(cpu) != set(emu):
+    print(f"different log lines: cpu {sorted(cpu)} emu {sorted(emu)}")
+    sys.exit(1)
+worst = max(abs(emu[k] - cpu[k]) / max(abs(cpu[k]), 1e-12) for k in cpu)
+n = sum(1 for k in cpu if k[1] == "trl")
+print(f"{n} train losses, {len(cpu) - n} val/eval values, largest relative difference {worst:.2e}")
+sys.exit(0 if worst < 1e-4 else 1)
+EOF
+) && echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
+  fail "FP32 losses against train_gpt2: $compare"
+
+# --- (c) BF16 stopped and resumed ---------------------------------------------------------------
+# Without the sampling and the HellaSwag eval of (b), which write nothing the comparison reads.
+resume=("${train[@]}" -s 0 -n 3)
+LLMC_EMU_SEED=6 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -o "$tmp/full" >"$tmp/full.out" 2>&1 ||
+  fail "train_gpt2cu-emu (BF16) (log: $tmp/full.out)"
+mkdir -p "$tmp/part"
+cp "$tmp/full/model_00000003.bin" "$tmp/full/state_00000003_00000.bin" "$tmp/full/DONE_00000003" "$tmp/part/"
+grep -E '^s:[0-3] ' "$tmp/full/main.log" >"$tmp/part/main.log"
+LLMC_EMU_SEED=7 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -y 1 -o "$tmp/part" >"$tmp/part.out" 2>&1 ||
+  fail "train_gpt2cu-emu (BF16) resumed (log: $tmp/part.out)"
+grep -q 'resume: continuing from checkpoint step 3' "$tmp/part.out" || fail "the BF16 run did not resume from step 3"
+before=$failures
+cmp -s "$tmp/full/main.log" "$tmp/part/main.log" || fail "resumed main.log differs: $(diff "$tmp/full/main.log" "$tmp/part/main.log" | head -n 4)"
+cmp -s "$tmp/full/model_00000006.bin" "$tmp/part/model_00000006.bin" || fail "resumed final model differs"
+grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the table" "$tmp/full.out" &&
+  ! grep -q 'MFU' "$tmp/full.out" && ! grep -q 'mfu:' "$tmp/full/main.log" ||
+  fail "the emulated GPU, in no table, showed an MFU or did not say why not"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical, no MFU"
+
+exit_if_failed
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare) with MFU, bf16 resume exact"

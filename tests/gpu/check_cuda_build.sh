@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
+# BF16 and FP32 for sm_80 and sm_90a, and the dev/cuda kernel benchmarks for sm_90a. Then runs the
+# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
+# where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
+# Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
+# no nvcc.
+#
+# The trainer is built in its own dir, build/cuda-check, with CUDA_WERROR=1: every object there
+# was compiled with warnings as errors, so an incremental run that compiles nothing still proves
+# the whole build is clean. dev/cuda's benchmarks are built the same way in build/cuda-check/dev_cuda.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+nvcc=${NVCC:-}
+if [ -z "$nvcc" ]; then
+  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc)
+  elif [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc
+  fi
+fi
+if [ -z "$nvcc" ]; then
+  echo "SKIP: nvcc not found (no CUDA toolkit: the CUDA targets were not compiled)"
+  exit 77
+fi
+
+log=build/test-logs/cuda_build_output.log
+mkdir -p build/test-logs
+: >"$log"
+failed=0
+built=0
+record() {  # record NAME EXIT OUTPUT: logs a finished build and fails it on an error or a warning
+  local name=$1 rc=$2 out=$3
+  printf '%s\n' "== $name" "$out" >>"$log"
+  local warnings
+  # "warning:" (gcc), "warning #N-D:" (nvcc), "ptxas warning :"; not the "-Werror all-warnings" flag.
+  warnings=$(grep -Eci 'warning ?[:#]' <<<"$out")
+  if [ "$rc" -ne 0 ] || [ "$warnings" -ne 0 ]; then
+    echo "FAIL  $name (exit $rc, $warnings warning lines)"
+    grep -Ei -m 20 -B2 -A2 'warning ?[:#]|error' <<<"$out" | sed 's/^/      /'
+    failed=$((failed + 1))
+  else
+    echo "ok    $name"
+    built=$((built + 1))
+  fi
+}
+step() {  # step NAME COMMAND...: runs a build and records it
+  local name=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  record "$name" "$rc" "$out"
+}
+
+jobs=${CUDA_BUILD_JOBS:-2}
+check_build=build/cuda-check
+for precision in BF16 FP32; do
+  step "train_gpt2cu + test_gpt2cu ($precision, -Werror)" \
+    make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=$precision \
+    cuda-binaries
+done
+# dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
+# the CPU references and llmc/cuda/*.cu archives, then each benchmark compiled and linked there too
+# (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
+dev=$check_build/dev_cuda
+mkdir -p "$dev/bin"
+# The CPU references are the trainer's host objects of llmc/cpu/, already compiled above with
+# dev/cuda's flags (-O3 -march=x86-64-v3) and -Werror: archived, not compiled again.
+step "dev/cuda libraries (-Werror)" \
+  make --no-print-directory -j"$jobs" -C dev/cuda OBJDIR="$PWD/$dev" NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
+  CXX="${CXX:-g++} -Werror" REF_OBJS="$(echo "$PWD/$check_build"/cuda-host/llmc/cpu/*.o)" \
+  "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
+stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DEPFILE lists
+  [ -f "$1" ] && [ -f "$2" ] || return 0
+  local f
+  for f in $(sed -e 's/\\$//' -e 's/^[^:]*://' "$2"); do
+    [ "$f" -nt "$1" ] && return 0
+  done
+  return 1
+}
+# The benchmarks are checked for sm_90a, the GPU our sessions run them on; every kernel they share
+# with the trainer was compiled for sm_80 too in the trainer builds above, and `make -C dev/cuda`
+# still builds both architectures.
+archs="-gencode arch=compute_90a,code=sm_90a"
+benchmark() {  # benchmark NAME: compiles and links dev/cuda/NAME.cu; a failed compile leaves no object
+  local obj=$dev/$1.o
+  # shellcheck disable=SC2086
+  $nvcc -std=c++17 -O3 $archs -I. -Xcompiler -Wall,-Wextra,-fopenmp -Werror all-warnings -Xcompiler -Werror \
+    -MMD -MP -MF "$obj.d" -c "dev/cuda/$1.cu" -o "$obj" &&
+    $nvcc $archs "$obj" -o "$dev/bin/$1" "$dev/libllmc_cuda.a" "$dev/libcpu_reference.a" -lfmt -lcublasLt -lcublas \
+      -lcudnn -lgomp || { rm -f "$obj"; return 1; }
+}
+pending=()
+for src in dev/cuda/*.cu; do
+  name=$(basename "$src" .cu)
+  stale "$dev/$name.o" "$dev/$name.o.d" && pending+=("$name")
+done
+# Each benchmark is one nvcc process at a time: $jobs of them run side by side, each with its own
+# output, recorded in order once the batch is done.
+for ((i = 0; i < ${#pending[@]}; i += jobs)); do
+  batch=("${pending[@]:i:jobs}")
+  pids=()
+  for name in "${batch[@]}"; do
+    benchmark "$name" >"$dev/$name.out" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    rc=0; wait "${pids[$k]}" || rc=$?
+    record "dev/cuda/${batch[$k]} (-Werror)" "$rc" "$(cat "$dev/${batch[$k]}.out")"
+  done
+done
+
+for p in bf16 fp32; do
+  for b in train_gpt2cu test_gpt2cu; do
+    [ -x "$check_build/cuda-$p/$b" ] || { echo "FAIL  $check_build/cuda-$p/$b was not built"; failed=$((failed + 1)); }
+  done
+done
+# A dry run needs no GPU: the bf16 trainer just built plans its memory here (a few seconds).
+dry_run="not run (no bf16 train_gpt2cu)"
+if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
+  if out=$(bash tests/lib/dry_run_checks.sh "$check_build/cuda-bf16/train_gpt2cu" 2>&1); then
+    echo "ok    train_gpt2cu --dry-run"
+  else
+    echo "FAIL  train_gpt2cu --dry-run"
+    sed 's/^/      /' <<<"$out"
+    failed=$((failed + 1))
+  fi
+  dry_run=$(tail -n 1 <<<"$out")
+fi
+# ---- cuBLAS, cuDNN and NCCL as Python wheels (scripts/cuda_wheels.sh) ----
+# A fake site-packages with the wheels' layout (tests/lib/fake_cuda_wheels.sh) and an empty toolkit
+# folder: what the script finds; then that the bf16 train_gpt2cu links against the wheels' libraries
+# by path.
+# shellcheck source=scripts/cuda_wheels.sh
+source scripts/cuda_wheels.sh
+# shellcheck source=tests/lib/fake_cuda_wheels.sh
+source tests/lib/fake_cuda_wheels.sh
+cuda_home=$(cuda_toolkit_root "$nvcc")
+wheels=$PWD/build/tmp/check_cuda_build/wheels
+rm -rf "$wheels"
+mkdir -p "$wheels/toolkit"
+fake_cuda_wheels "$wheels/site" "$cuda_home"
+site=$wheels/site/nvidia
+wheel_ok=0
+: >"$site/cudnn/lib/libcudnn.so.9.1.0"  # the major-version name wins over a longer one
+wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES: runs the script
+  local out rc=0
+  out=$(CUDA_HOME=$4 CUDA_WHEEL_SITES=$5 bash scripts/cuda_wheels.sh 2>&1) || rc=$?
+  if [ "$rc" = "$2" ] && [ "$out" = "$3" ]; then echo "ok    cuda_wheels.sh: $1"; wheel_ok=$((wheel_ok + 1))
+  else
+    echo "FAIL  cuda_wheels.sh: $1 (exit $rc, expected $2)"
+    diff <(echo "$3") <(echo "$out") | sed 's/^/      /'
+    failed=$((failed + 1))
+  fi
+}
+expected="CUDA_LIB_INCLUDES=-I$site/cu13/include -I$site/cudnn/include -I$site/nccl/include
+CUBLAS_LIBS=-Xlinker $site/cu13/lib/libcublasLt.so.13 -Xlinker $site/cu13/lib/libcublas.so.13
+CUDNN_LIBS=-Xlinker $site/cudnn/lib/libcudnn.so.9
+NCCL_LIBS=-Xlinker $site/nccl/lib/libnccl.so.2"
+wheel_check "headers and versioned libraries found in the wheels" 0 "$expected" "$wheels/toolkit" \
+  "$wheels/empty $wheels/site"
+mv "$site/nccl" "$wheels/nccl-aside"
+wheel_check "no NCCL anywhere: an error naming it" 1 "cuda_wheels: cannot build the CUDA targets here; missing:
+  nccl.h (not in $wheels/toolkit/include, the compiler's include path or <site>/nvidia/*/include)
+  libnccl.so (not in $wheels/toolkit/lib64, $wheels/toolkit/lib or the compiler's library path) or libnccl.so.N (not in <site>/nvidia/*/lib)
+  (site-packages searched: $wheels/site; CUDA_WHEEL_SITES=\"DIR...\" names others)" "$wheels/toolkit" "$wheels/site"
+mv "$wheels/nccl-aside" "$site/nccl"
+wheel_check "nothing to add where the toolkit has everything" 0 "" "$cuda_home" "$wheels/site"
+# nvcc as a wrapper script on PATH (as /usr/local/bin/nvcc may be), CUDA_HOME unset: the toolkit is
+# where nvcc says it is, not the wrapper's folder's parent.
+mkdir -p "$wheels/wrapper/bin"
+printf '#!/bin/sh\nexec %s "$@"\n' "$nvcc" >"$wheels/wrapper/bin/nvcc"
+chmod +x "$wheels/wrapper/bin/nvcc"
+wrapped=$(env -u CUDA_HOME PATH="$wheels/wrapper/bin:/usr/bin:/bin" bash -c \
+  'source scripts/cuda_wheels.sh && cuda_toolkit_root && bash scripts/cuda_wheels.sh && echo "exit $?"' 2>&1)
+if [ "$wrapped" = "$cuda_home
+exit 0" ] && [ -f "$cuda_home/include/cuda_runtime.h" ]; then
+  echo "ok    cuda_wheels.sh: the toolkit found through an nvcc wrapper, nothing to add"; wheel_ok=$((wheel_ok + 1))
+else
+  echo "FAIL  cuda_wheels.sh through an nvcc wrapper: expected $cuda_home (with include/cuda_runtime.h) and exit 0, got:"
+  sed 's/^/      /' <<<"$wrapped"
+  failed=$((failed + 1))
+fi
+# The headers resolve to the wheels' copies, and the bf16 trainer links the wheels' libraries.
+CUDA_HOME=$wheels/toolkit CUDA_WHEEL_SITES=$wheels/site cuda_wheel_make_args
+printf '#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <cudnn.h>\n#include <nccl.h>\n' >"$wheels/includes.cu"
+# shellcheck disable=SC2086
+deps=$($nvcc -M ${wheel_args[0]#CUDA_LIB_INCLUDES=} "$wheels/includes.cu" 2>&1)
+from_wheels=$(grep -Eo "$site/[a-z0-9]+/include/(cublasLt|cublas_v2|cudnn|nccl)\.h" <<<"$deps" | sort -u | wc -l)
+if [ "$from_wheels" = 4 ]; then echo "ok    the four headers come from the wheels' include folders"; wheel_ok=$((wheel_ok + 1))
+else echo "FAIL  $from_wheels of 4 headers from the wheels: $(head -c 600 <<<"$deps")"; failed=$((failed + 1)); fi
+out=$(make --no-print-directory -W "$check_build/cuda-bf16/train_gpt2.o" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 \
+  PRECISION=BF16 "${wheel_args[@]}" "$check_build/cuda-bf16/train_gpt2cu" 2>&1)
+rc=$?
+link=$(grep -F -- "-o $check_build/cuda-bf16/train_gpt2cu" <<<"$out")
+wheel_link=1  # record's exit status: 0 when the link took every library from the wheels
+if [ "$rc" -eq 0 ] && grep -qF "$site/cudnn/lib/libcudnn.so.9" <<<"$link" && grep -qF "$site/nccl/lib/libnccl.so.2" <<<"$link" &&
+  grep -qF "$site/cu13/lib/libcublas.so.13" <<<"$link" && ! grep -qE -- ' -l(cudnn|nccl|cublas|cublasLt) ' <<<"$link"; then
+  wheel_link=0
+fi
+record "train_gpt2cu (bf16) linked against the wheels' libraries by path" "$wheel_link" "$out"
+
+echo "full compiler output: $log"
+if [ "$failed" -ne 0 ]; then
+  echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
+  exit 1
+fi
+echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
