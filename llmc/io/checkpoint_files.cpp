@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <stdexcept>
-#include <thread>
 #include <unistd.h>
+
+#include "llmc/test_hooks.h"
 
 namespace llmc {
 
@@ -39,11 +38,6 @@ void sync_dir(const std::string& dir) {
   // Some file systems (e.g. some FUSE mounts) cannot sync directories; the data itself is synced.
   if (rc != 0 && err != EINVAL && err != ENOTSUP)
     throw std::runtime_error(fmt::format("{}: cannot sync the directory: {}", dir, std::strerror(err)));
-}
-
-void pause_for_tests() {
-  const char* ms = std::getenv("LLMC_TEST_PAUSE_BEFORE_RENAME_MS");
-  if (ms != nullptr && std::atoi(ms) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
 // "<prefix><8 digits>[...]": the step, or -1 for another name.
@@ -125,7 +119,7 @@ void write_file_atomically(const std::string& path, const std::function<bool(FIL
     std::remove(tmp.c_str());
     throw std::runtime_error(fmt::format("{}: write failed: {}", path, err != 0 ? std::strerror(err) : "short write"));
   }
-  pause_for_tests();
+  test_hook_pause_before_rename();
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     std::remove(tmp.c_str());

@@ -48,8 +48,7 @@ uint64_t file_checksum(const std::string& path);
 // failing stdio call, is an error), which is then flushed, fsync'ed, closed, renamed to path, and
 // the directory fsync'ed. On any error the .tmp is removed and std::runtime_error names the file
 // and the system's reason (e.g. "File too large" under `ulimit -f`, "No space left on device").
-// Test hook: with LLMC_TEST_PAUSE_BEFORE_RENAME_MS=<ms> in the environment it sleeps that long
-// between the complete .tmp and the rename, so tests can kill a run in the middle of a checkpoint.
+// Between the complete .tmp and the rename it calls test_hook_pause_before_rename (llmc/test_hooks.h).
 void write_file_atomically(const std::string& path, const std::function<bool(FILE*)>& write);
 
 // Removes path (if present) and fsyncs its directory; throws std::runtime_error naming the file.

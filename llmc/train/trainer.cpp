@@ -13,6 +13,7 @@
 #include "llmc/data/shard.h"
 #include "llmc/dist/gradient_buckets.h"
 #include "llmc/io/checkpoint_files.h"
+#include "llmc/test_hooks.h"
 #include "llmc/train/mfu.h"
 #include "llmc/train/stop_signals.h"
 #include "llmc/train/trainer.h"
@@ -257,7 +258,7 @@ void Trainer::train(Backend& backend) {
     if (last) break;
 
     watchdog_.enter("step", step);
-    stall_if_asked_by_test(step);
+    test_hook_stall_at_step(step);
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = train_step(backend, step);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <fmt/format.h>
 #include <utility>
 
@@ -75,12 +74,6 @@ void Watchdog::watch() {
     stop_(message);
     return;
   }
-}
-
-void stall_if_asked_by_test(int step) {
-  static const char* const stall_step = std::getenv("LLMC_TEST_STALL_AT_STEP");
-  if (stall_step == nullptr || *stall_step == '\0' || std::atoi(stall_step) != step) return;
-  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace llmc

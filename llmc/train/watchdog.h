@@ -85,10 +85,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-// Test hook: with LLMC_TEST_STALL_AT_STEP=<step> in the environment, the training loop calls this at
-// the start of every step and it never returns at step <step>, as if a kernel hung there, so that
-// tests/dist/check_watchdog.sh can see the watchdog end a single process. Without the variable it
-// returns at once.
-void stall_if_asked_by_test(int step);
-
 }  // namespace llmc

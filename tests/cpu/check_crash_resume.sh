@@ -9,7 +9,7 @@
 #  (D) SIGINT twice during a checkpoint write: exits at once (130), the (-sh 0)
 #      half-written checkpoint is never trusted
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
 tests_python <<'PY'

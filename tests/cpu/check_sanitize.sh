@@ -7,7 +7,7 @@
 # report (out-of-bounds access, use after free, leak, undefined behaviour) fails the check: the
 # binaries stop at the first one (-fno-sanitize-recover=all).
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
 start=$SECONDS
@@ -69,7 +69,7 @@ grep -q -- '--- sample at step 4 ---' "$tmp/train.out" || fail "no sample printe
 # Two ranks under mpirun, -z 0 and -z 1, sending their gradient buckets during the backward pass
 # (llmc/dist/host_bucket_sync.h). Open MPI keeps allocations until exit that LeakSanitizer would
 # report as leaks, so leak checking is off for these runs only; every other check stays on.
-# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 for z in 0 1; do
   ASAN_OPTIONS=detect_leaks=0 sanitized "mpi_z$z" timeout 120 "${MPIRUN[@]}" -np 2 \

@@ -9,7 +9,7 @@
 #  (e) -sg: skipped updates are logged with skipped:1 after the llm.c keys, and they do skip.
 # Bad inputs: tests/cpu/check_bad_inputs.sh; signals and SIGKILL: tests/cpu/check_crash_resume.sh.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
 # Shards of a learnable token stream: tokens 0..63 that mostly follow t -> (7t+3) mod 64.

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 make --no-print-directory -s build/mpi_tests/test_streaming
 BIN=$PWD/build/mpi_tests/test_streaming

@@ -15,7 +15,7 @@
 # The only timing asserted is "gone within the timeout + 12 s", slack for a loaded 2-core machine.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 SLACK=12
 

@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 make -s train_gpt2
 work=build/tmp/check_zero

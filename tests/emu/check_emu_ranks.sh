@@ -11,14 +11,14 @@
 # Open MPI keeps allocations until exit that LeakSanitizer reports, so leak checking is off here.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
   echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
   exit 77
 fi
-# shellcheck source-path=SCRIPTDIR source=lib/mpirun.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 emu=build/emu-address/fp32/trainer/train_gpt2cu
 make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=FP32 "$emu" >"$tmp/build.log" 2>&1 ||

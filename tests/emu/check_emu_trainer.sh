@@ -16,7 +16,7 @@
 # overlapped buckets' stream; the training runs in the latest order (the default).
 # Skips (77) without the CUDA headers.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
@@ -83,27 +83,7 @@ mfu_log=$(grep -c ' norm:[0-9.]* mfu:[0-9.]*$' "$tmp/emu/main.log" || true)
   fail "MFU: step lines (count, wrong) '$mfu_steps', main.log train lines with mfu: $mfu_log of 6"
 grep -q 'emulated GPU' "$tmp/emu.out" || fail "train_gpt2cu-emu did not say it runs on the emulated GPU"
 grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu printed no sample"
-compare=$(python3 - "$tmp/cpu/main.log" "$tmp/emu/main.log" <<'EOF'
-import sys
-def values(path):
-    out = {}
-    for line in open(path):
-        step, *fields = line.split()
-        for f in fields:
-            key, _, v = f.partition(":")
-            if key in ("trl", "tel", "eval"):
-                out[(step, key)] = float(v)
-    return out
-cpu, emu = values(sys.argv[1]), values(sys.argv[2])
-if set(cpu) != set(emu):
-    print(f"different log lines: cpu {sorted(cpu)} emu {sorted(emu)}")
-    sys.exit(1)
-worst = max(abs(emu[k] - cpu[k]) / max(abs(cpu[k]), 1e-12) for k in cpu)
-n = sum(1 for k in cpu if k[1] == "trl")
-print(f"{n} train losses, {len(cpu) - n} val/eval values, largest relative difference {worst:.2e}")
-sys.exit(0 if worst < 1e-4 else 1)
-EOF
-) && echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
+compare=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu/main.log") && echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
   fail "FP32 losses against train_gpt2: $compare"
 
 # --- (c) BF16 stopped and resumed ---------------------------------------------------------------

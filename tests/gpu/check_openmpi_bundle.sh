@@ -9,7 +9,7 @@
 # launcher without its environment (orterun called directly) must both fail.
 # Skips (77) where a mount namespace cannot be made (not root, or no CAP_SYS_ADMIN).
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 if ! unshare -m true 2>/dev/null; then
   echo "SKIP: no mount namespace here (unshare -m needs root with CAP_SYS_ADMIN) to hide the system's Open MPI in"

@@ -1,0 +1,20 @@
+#include "llmc/test_hooks.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace llmc {
+
+void test_hook_pause_before_rename() {
+  const char* ms = std::getenv("LLMC_TEST_PAUSE_BEFORE_RENAME_MS");
+  if (ms != nullptr && std::atoi(ms) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
+
+void test_hook_stall_at_step(int step) {
+  static const char* const stall_step = std::getenv("LLMC_TEST_STALL_AT_STEP");
+  if (stall_step == nullptr || *stall_step == '\0' || std::atoi(stall_step) != step) return;
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+}  // namespace llmc

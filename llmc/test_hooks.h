@@ -1,0 +1,18 @@
+// The test seam: the only places where the product does something for a test, each switched on by an
+// LLMC_TEST_* environment variable that no user sets and doing nothing without it. A test needs them
+// to make a rare moment happen on demand; every one is listed here, with the check that uses it.
+#pragma once
+
+namespace llmc {
+
+// LLMC_TEST_PAUSE_BEFORE_RENAME_MS=<ms>: write_file_atomically (llmc/io/checkpoint_files.h) sleeps
+// that long between the complete .tmp and its rename, so that tests/cpu/check_crash_resume.sh can
+// kill a run in the middle of a checkpoint.
+void test_hook_pause_before_rename();
+
+// LLMC_TEST_STALL_AT_STEP=<step>: the training loop calls this at the start of every step and it
+// never returns at step <step>, as if a kernel hung there, so that tests/dist/check_watchdog.sh can
+// see the watchdog (llmc/train/watchdog.h) end a single process.
+void test_hook_stall_at_step(int step);
+
+}  // namespace llmc
