@@ -22,7 +22,7 @@ __global__ void classifier_naive(floatX* logits, float* losses, const int* targe
   const int target = targets[blockIdx.x];
   float m = -INFINITY;
   for (int j = threadIdx.x; j < V_; j += blockDim.x) m = fmaxf(m, float(x[j]));
-  m = llmc::block_reduce_max(m, scratch);
+  m = llmc::block_reduce<llmc::warp_reduce_max>(m, scratch, -INFINITY);
   __syncthreads();
   float sum = 0.0f;
   for (int j = threadIdx.x; j < V_; j += blockDim.x) sum += expf(float(x[j]) - m);

@@ -39,8 +39,4 @@ __device__ inline float block_reduce_sum(float x, float* scratch) {
   return block_reduce<warp_reduce_sum>(x, scratch, 0.0f);
 }
 
-__device__ inline float block_reduce_max(float x, float* scratch) {
-  return block_reduce<warp_reduce_max>(x, scratch, -INFINITY);
-}
-
 }  // namespace llmc
