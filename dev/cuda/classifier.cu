@@ -17,7 +17,7 @@ struct Shape {
 constexpr float kLossScale = 0.5f;  // as with two accumulation micro-steps
 
 __global__ void classifier_naive(floatX* logits, float* losses, const int* targets, int V_, int Vp_, float dloss) {
-  LLMC_SHARED(float, scratch, [32]);
+  LLMC_SHARED(float, scratch, [llmc::kMaxWarpsPerBlock]);
   floatX* x = logits + static_cast<long long>(blockIdx.x) * Vp_;
   const int target = targets[blockIdx.x];
   float m = -INFINITY;

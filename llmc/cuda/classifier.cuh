@@ -10,6 +10,7 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
@@ -27,7 +28,7 @@ __device__ inline SoftmaxStat softmax_combine(SoftmaxStat a, SoftmaxStat b) {
 
 __device__ inline SoftmaxStat warp_reduce_softmax(SoftmaxStat s) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
     const SoftmaxStat other{__shfl_xor_sync(0xffffffffu, s.max, offset), __shfl_xor_sync(0xffffffffu, s.sum, offset)};
     s = softmax_combine(s, other);
   }
@@ -38,8 +39,8 @@ template <class Real>
 __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
                                         bool write_dlogits) {
   constexpr int S = Packed128<Real>::size;
-  LLMC_SHARED(float, shared_max, [32]);
-  LLMC_SHARED(float, shared_sum, [32]);
+  LLMC_SHARED(float, shared_max, [kMaxWarpsPerBlock]);
+  LLMC_SHARED(float, shared_sum, [kMaxWarpsPerBlock]);
   const int row = blockIdx.x;
   Real* x = logits + static_cast<long long>(row) * Vp;
   const int target = targets[row];
@@ -63,14 +64,14 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
     stat = {m, sum};
   }
   stat = warp_reduce_softmax(stat);
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
   if (lane == 0) {
     shared_max[warp] = stat.max;
     shared_sum[warp] = stat.sum;
   }
   __syncthreads();
-  const int warps = blockDim.x / 32;
+  const int warps = blockDim.x / kWarpSize;
   stat = lane < warps ? SoftmaxStat{shared_max[lane], shared_sum[lane]} : SoftmaxStat{-INFINITY, 0.0f};
   stat = warp_reduce_softmax(stat);
 

@@ -48,7 +48,7 @@ namespace {
 // accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
 // the reported loss is reproducible and never needs the host.
 __global__ void accumulate_loss_kernel(float* accumulator, const float* losses, int n, float scale) {
-  LLMC_SHARED(float, scratch, [32]);
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   float sum = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum += losses[i];
   sum = block_reduce_sum(sum, scratch);

@@ -20,7 +20,7 @@ constexpr int kGlobalNormThreads = 512;
 template <class T>
 __global__ void global_norm_partial_kernel(float* partials, const T* values, size_t n, bool accumulate) {
   constexpr int S = Packed128<T>::size;
-  LLMC_SHARED(float, scratch, [32]);
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   const size_t vectors = n / S;
   float sum = 0.0f;
   for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
@@ -44,7 +44,7 @@ __global__ void global_norm_partial_kernel(float* partials, const T* values, siz
 // out[0] = sum of the kCount partials; launched with one block of kCount threads.
 template <int kCount>
 __global__ void global_norm_finish_kernel(float* out, const float* partials) {
-  LLMC_SHARED(float, scratch, [32]);
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   const float total = block_reduce_sum(partials[threadIdx.x], scratch);
   if (threadIdx.x == 0) out[0] = total;
 }

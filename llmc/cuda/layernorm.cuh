@@ -27,9 +27,9 @@ template <class Real, bool kResidual>
 __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* mean, float* rstd, const Real* a,
                                          const Real* b, const Real* weight, const Real* bias, int N, int C) {
   constexpr int S = Packed128<Real>::size;
-  const int warps = blockDim.x / 32;
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int warps = blockDim.x / kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
   const int row = blockIdx.x * warps + warp;
   if (row >= N) return;
   Real* x = dynamic_shared<Real>() + static_cast<size_t>(warp) * C;
@@ -37,7 +37,7 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   const int vectors = C / S;
 
   float sum = 0.0f;
-  for (int v = lane; v < vectors; v += 32) {
+  for (int v = lane; v < vectors; v += kWarpSize) {
     Packed128<Real> xv = load128cs(a + base + v * S);
     if constexpr (kResidual) {
       const Packed128<Real> bv = load128cs(b + base + v * S);
@@ -53,7 +53,7 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
 
   // Each lane re-reads only the vectors it staged itself, so no barrier is needed.
   float sq = 0.0f;
-  for (int v = lane; v < vectors; v += 32) {
+  for (int v = lane; v < vectors; v += kWarpSize) {
     const Packed128<Real> xv = load128(x + v * S);
 #pragma unroll
     for (int k = 0; k < S; ++k) {
@@ -63,7 +63,7 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   }
   const float s = rsqrtf(warp_reduce_sum(sq) / C + kLayerNormEpsF);
 
-  for (int v = lane; v < vectors; v += 32) {
+  for (int v = lane; v < vectors; v += kWarpSize) {
     const Packed128<Real> xv = load128(x + v * S);
     const Packed128<Real> w = load128(weight + v * S);
     const Packed128<Real> bb = load128(bias + v * S);
@@ -90,8 +90,8 @@ inline void layernorm_forward(floatX* out, float* mean, float* rstd, const float
                               const floatX* bias, int N, int C, cudaStream_t stream) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * 32, shared, stream, out, nullptr, mean,
-                                                  rstd, inp, nullptr, weight, bias, N, C);
+  launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out, nullptr,
+                                                  mean, rstd, inp, nullptr, weight, bias, N, C);
   CUDA_CHECK_LAST();
 }
 
@@ -101,8 +101,8 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
                                              const floatX* bias, int N, int C, cudaStream_t stream) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * 32, shared, stream, out, residual_out,
-                                                 mean, rstd, a, b, weight, bias, N, C);
+  launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out,
+                                                 residual_out, mean, rstd, a, b, weight, bias, N, C);
   CUDA_CHECK_LAST();
 }
 
@@ -118,19 +118,19 @@ inline int layernorm_backward_blocks(int N, int C) {
 }
 
 // Shared layout per warp: dweight then dbias sums, each stored as [k][vector] (channel v*S+k at
-// k*vectors+v) so that the 32 lanes, which own consecutive vectors, hit 32 different banks.
+// k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as many different banks.
 template <class Real>
 __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Real* dout, const Real* inp,
                                           const Real* weight, const float* mean, const float* rstd, int N, int C) {
   constexpr int S = Packed128<Real>::size;
   float* sums = dynamic_shared<float>();  // [warps][2][C]
-  const int warps = blockDim.x / 32;
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int warps = blockDim.x / kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
   const int vectors = C / S;
   float* dw_sum = sums + static_cast<size_t>(warp) * 2 * C;
   float* db_sum = dw_sum + C;
-  for (int v = lane; v < vectors; v += 32)
+  for (int v = lane; v < vectors; v += kWarpSize)
 #pragma unroll
     for (int k = 0; k < S; ++k) dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
 
@@ -139,7 +139,7 @@ __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Rea
     const float m = mean[row];
     const float s = rstd[row];
     float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int v = lane; v < vectors; v += 32) {
+    for (int v = lane; v < vectors; v += kWarpSize) {
       const Packed128<Real> d = load128(dout + base + v * S);
       const Packed128<Real> x = load128(inp + base + v * S);
       const Packed128<Real> w = load128(weight + v * S);
@@ -153,7 +153,7 @@ __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Rea
     const float mean_g = warp_reduce_sum(sum_g) / C;
     const float mean_gx = warp_reduce_sum(sum_gx) / C;
     // Second pass re-reads this warp's row (an L1 hit) rather than holding C/32 values per lane.
-    for (int v = lane; v < vectors; v += 32) {
+    for (int v = lane; v < vectors; v += kWarpSize) {
       const Packed128<Real> d = load128cs(dout + base + v * S);
       const Packed128<Real> x = load128cs(inp + base + v * S);
       const Packed128<Real> w = load128(weight + v * S);
@@ -201,8 +201,8 @@ inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, flo
   const int warps = layernorm_backward_warps(C);
   const int blocks = layernorm_backward_blocks(N, C);
   const size_t shared = static_cast<size_t>(warps) * 2 * C * sizeof(float);
-  launch<layernorm_backward_kernel<floatX>>(blocks, warps * 32, shared, stream, dinp, scratch, dout, inp, weight, mean,
-                                            rstd, N, C);
+  launch<layernorm_backward_kernel<floatX>>(blocks, warps * kWarpSize, shared, stream, dinp, scratch, dout, inp, weight,
+                                            mean, rstd, N, C);
   CUDA_CHECK_LAST();
   launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(2 * C, 256), 256, 0, stream, dweight, dbias, scratch,
                                                    blocks, C);

@@ -5,29 +5,33 @@
 
 namespace llmc {
 
-constexpr unsigned kFullMask = 0xffffffffu;
+// Threads per warp on every NVIDIA GPU; the kernels' lane and warp arithmetic and shuffles assume it.
+constexpr int kWarpSize = 32;
+// Warps in the largest block (1024 threads): the length of a block reduction's shared scratch.
+constexpr int kMaxWarpsPerBlock = 1024 / kWarpSize;
+constexpr unsigned kFullMask = 0xffffffffu;  // every lane of a warp
 
-// Butterfly reduction: after log2(32) xor-shuffles every lane holds the full result.
+// Butterfly reduction: after log2(kWarpSize) xor-shuffles every lane holds the full result.
 __device__ inline float warp_reduce_sum(float x) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(kFullMask, x, offset);
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) x += __shfl_xor_sync(kFullMask, x, offset);
   return x;
 }
 
 __device__ inline float warp_reduce_max(float x) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(kFullMask, x, offset));
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(kFullMask, x, offset));
   return x;
 }
 
-// Every thread of the block gets the block-wide result. blockDim.x must be a multiple of 32 and
-// at most 1024; `scratch` is 32 floats of shared memory that the caller may reuse only after a
+// Every thread of the block gets the block-wide result. blockDim.x must be a multiple of kWarpSize
+// and at most 1024; `scratch` is kMaxWarpsPerBlock floats of shared memory that the caller may reuse only after a
 // __syncthreads() following this call.
 template <float (*WarpReduce)(float)>
 __device__ inline float block_reduce(float x, float* scratch, float identity) {
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int num_warps = blockDim.x / 32;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int num_warps = blockDim.x / kWarpSize;
   x = WarpReduce(x);
   if (lane == 0) scratch[warp] = x;
   __syncthreads();
