@@ -5,6 +5,10 @@
 //
 // Layouts: qkv (B, T, 3C) with q, k, v side by side and head h owning channels [h*HS, (h+1)*HS) of
 // each; Q, K, V, vaccum (B, NH, T, HS); att, preatt (B, NH, T, T); out (B, T, C).
+//
+// The kernels are templates over the element type, launched for floatX, as in every kernel header:
+// a template's instances are merged at link time, so several translation units may include this
+// header, where a plain __global__ function would be defined in each of them.
 #pragma once
 #include <cublas_v2.h>
 
@@ -12,12 +16,15 @@
 #include <stdexcept>
 #include <string>
 
-#include "llmc/cuda/attention_buffers.cuh"
+#include "llmc/cuda/attention_scratch.h"
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
+
+// The fallback's scratch (llmc/cuda/attention_scratch.h) in the build's floatX.
+using AttentionBuffers = AttentionScratch<floatX>;
 
 // ---- permutes between the token-major and the head-major layouts (16-byte vectors) ----
 
@@ -37,27 +44,30 @@ __device__ inline HeadMajorPosition head_major_position(size_t qkv_index, int T,
 }
 
 // q/k/v[b][h][t][:] = qkv[b][t][which*C + h*HS + :].
-__global__ void permute_qkv_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+template <class Real>
+__global__ void permute_qkv_kernel(Real* q, Real* k, Real* v, const Real* qkv, int B, int T, int NH, int HS) {
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
   if (idx >= size_t(B) * T * 3 * NH * HS) return;
   const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
-  floatX* dst = p.which == 0 ? q : (p.which == 1 ? k : v);
+  Real* dst = p.which == 0 ? q : (p.which == 1 ? k : v);
   store128(dst + p.offset, load128cs(qkv + idx));
 }
 
 // dqkv[b][t][which*C + h*HS + :] = dq/dk/dv[b][h][t][:] (the inverse of permute_qkv).
-__global__ void unpermute_dqkv_kernel(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T,
+template <class Real>
+__global__ void unpermute_dqkv_kernel(Real* dqkv, const Real* dq, const Real* dk, const Real* dv, int B, int T,
                                       int NH, int HS) {
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<floatX>::size;
+  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
   if (idx >= size_t(B) * T * 3 * NH * HS) return;
   const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
-  const floatX* src = p.which == 0 ? dq : (p.which == 1 ? dk : dv);
+  const Real* src = p.which == 0 ? dq : (p.which == 1 ? dk : dv);
   store128(dqkv + idx, load128cs(src + p.offset));
 }
 
 // to_heads = true: heads[b][h][t][:] = tokens[b][t][h*HS + :]; false: the reverse.
-__global__ void permute_heads_kernel(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads) {
-  using x128 = Packed128<floatX>;
+template <class Real>
+__global__ void permute_heads_kernel(Real* heads, Real* tokens, int B, int T, int NH, int HS, bool to_heads) {
+  using x128 = Packed128<Real>;
   const int C = NH * HS;
   const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * x128::size;
   if (idx >= size_t(B) * T * C) return;
@@ -74,13 +84,14 @@ __global__ void permute_heads_kernel(floatX* heads, floatX* tokens, int B, int T
 // ---- causal softmax, one warp per score row, fp32 math ----
 
 // att[row][j] = softmax_j(scale * preatt[row][j]) over j <= t (t = row % T), 0 for j > t.
-__global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt, int rows, int T, float scale) {
+template <class Real>
+__global__ void causal_softmax_forward_kernel(Real* att, const Real* preatt, int rows, int T, float scale) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int t = row % T;
-  const floatX* in = preatt + size_t(row) * T;
-  floatX* out = att + size_t(row) * T;
+  const Real* in = preatt + size_t(row) * T;
+  Real* out = att + size_t(row) * T;
   float m = -INFINITY;
   for (int j = lane; j <= t; j += 32) m = fmaxf(m, scale * static_cast<float>(in[j]));
   m = warp_reduce_max(m);
@@ -88,12 +99,13 @@ __global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt,
   for (int j = lane; j <= t; j += 32) s += expf(scale * static_cast<float>(in[j]) - m);
   const float inv = 1.0f / warp_reduce_sum(s);
   for (int j = lane; j < T; j += 32)
-    out[j] = floatX(j <= t ? expf(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
+    out[j] = Real(j <= t ? expf(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
 }
 
 // With p = att row and g = d(att) row: d(preatt)[j] = scale * p[j] (g[j] - sum_i p[i] g[i]) for
 // j <= t, 0 above the diagonal. dpreatt may alias datt (each lane rereads only what it writes).
-__global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* datt, const floatX* att, int rows, int T,
+template <class Real>
+__global__ void causal_softmax_backward_kernel(Real* dpreatt, const Real* datt, const Real* att, int rows, int T,
                                                float scale) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -105,7 +117,7 @@ __global__ void causal_softmax_backward_kernel(floatX* dpreatt, const floatX* da
   dot = warp_reduce_sum(dot);
   for (int j = lane; j < T; j += 32) {
     const float p = static_cast<float>(att[base + j]), g = static_cast<float>(datt[base + j]);
-    dpreatt[base + j] = floatX(j <= t ? scale * p * (g - dot) : 0.0f);
+    dpreatt[base + j] = Real(j <= t ? scale * p * (g - dot) : 0.0f);
   }
 }
 
@@ -115,34 +127,35 @@ inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<fl
 
 inline void permute_qkv(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS,
                         cudaStream_t stream) {
-  launch<permute_qkv_kernel>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, B, T, NH, HS);
+  launch<permute_qkv_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, B, T, NH,
+                                     HS);
   CUDA_CHECK_LAST();
 }
 
 inline void unpermute_dqkv(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T, int NH,
                            int HS, cudaStream_t stream) {
-  launch<unpermute_dqkv_kernel>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, dqkv, dq, dk, dv, B, T, NH,
-                                HS);
+  launch<unpermute_dqkv_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, dqkv, dq, dk, dv, B,
+                                        T, NH, HS);
   CUDA_CHECK_LAST();
 }
 
 inline void permute_heads(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads,
                           cudaStream_t stream) {
-  launch<permute_heads_kernel>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, tokens, B, T, NH, HS,
-                               to_heads);
+  launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, tokens, B, T, NH,
+                                       HS, to_heads);
   CUDA_CHECK_LAST();
 }
 
 // rows = B * NH * T score rows of length T, eight rows (warps) per block.
 inline void causal_softmax_forward(floatX* att, const floatX* preatt, int rows, int T, float scale,
                                    cudaStream_t stream) {
-  launch<causal_softmax_forward_kernel>(ceil_div(rows, 8), 256, 0, stream, att, preatt, rows, T, scale);
+  launch<causal_softmax_forward_kernel<floatX>>(ceil_div(rows, 8), 256, 0, stream, att, preatt, rows, T, scale);
   CUDA_CHECK_LAST();
 }
 
 inline void causal_softmax_backward(floatX* dpreatt, const floatX* datt, const floatX* att, int rows, int T,
                                     float scale, cudaStream_t stream) {
-  launch<causal_softmax_backward_kernel>(ceil_div(rows, 8), 256, 0, stream, dpreatt, datt, att, rows, T, scale);
+  launch<causal_softmax_backward_kernel<floatX>>(ceil_div(rows, 8), 256, 0, stream, dpreatt, datt, att, rows, T, scale);
   CUDA_CHECK_LAST();
 }
 

@@ -1,6 +1,6 @@
 // The fallback attention's scratch buffers (llmc/cuda/attention.cuh) for an element type FloatX, in
 // a plain C++ header: the backend's buffer list (llmc/cuda/backend_buffers.h) holds them and is
-// compiled by the host unit tests too. llmc/cuda/attention_buffers.cuh names the floatX instance.
+// compiled by the host unit tests too. attention.cuh names the floatX instance AttentionBuffers.
 #pragma once
 
 namespace llmc {

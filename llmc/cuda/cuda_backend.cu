@@ -1,5 +1,4 @@
-// CudaBackend: GPT-2 training on one GPU. The only translation unit of a trainer that includes the
-// kernel headers (llmc/cuda/attention.cuh defines non-template kernels, so it must be included once).
+// CudaBackend: GPT-2 training on one GPU: construction, and the forward and backward passes.
 //
 // Forward, per layer l (residual[l] is the stream entering the layer):
 //   ln1 = LN(residual[l])                 (layer 0: plain LN; later: fused with the residual add)

@@ -1,8 +1,7 @@
 // CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the two translation
 // units that implement it: cuda_backend.cu (construction, forward and backward passes) and
 // cuda_backend_state.cu (parameters, optimizer state, gradient norm, AdamW, ZeRO collectives).
-// Included by those two files only; it includes no kernel header that may be compiled just once
-// (llmc/cuda/attention.cuh), only templates and inline functions.
+// Included by those two files only.
 #pragma once
 #include <fmt/format.h>
 
@@ -13,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/attention_buffers.cuh"
 #include "llmc/cuda/backend_buffers.h"
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
