@@ -187,7 +187,7 @@ CudaBackend::Impl::~Impl() {
 void CudaBackend::Impl::ensure_cudnn_workspace(size_t bytes) {
   if (bytes <= cudnn_workspace_bytes) return;
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  cudnn_workspace = buffers->regrow(BufferId::kCudnnWorkspace, bytes);
+  cudnn_workspace = static_cast<unsigned char*>(buffers->regrow(BufferId::kCudnnWorkspace, bytes));
   cudnn_workspace_bytes = bytes;
 }
 

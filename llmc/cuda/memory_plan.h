@@ -22,13 +22,35 @@ enum class AttentionKind {
 // master weights; fp32 (PRECISION=FP32) keeps everything in fp32 and has no master copy.
 enum class Precision { kBf16, kFp32 };
 
-// Every device buffer of the backend, in allocation order.
+// Every device buffer of the backend, in allocation order (llmc/cuda/buffer_table.def).
 enum class BufferId {
-  kParams, kMaster, kGrads, kAdamM, kAdamV, kStaging, kBucketStaging, kBucketSpans,
-  kResidual, kLn1, kLn2, kLn1Mean, kLn1Rstd, kLn2Mean, kLn2Rstd, kLnfMean, kLnfRstd,
-  kQkv, kAtty, kRes2, kFch, kFchGelu, kBranch, kLnf, kLogits, kLosses,
-  kAttStats, kAttProbs, kAttQ, kAttK, kAttV, kAttVaccum, kAttDq, kAttDk, kAttDv, kAttScores,
-  kDres, kDln, kDbig, kScratch, kScalars, kTokens, kBuckets, kBlasWorkspace, kCudnnWorkspace,
+#define LLMC_BUFFER(id, ...) id,
+#include "llmc/cuda/buffer_table.def"
+};
+
+// When a rank allocates a buffer (the table's `when` column).
+enum class BufferCondition { kAlways, kBf16, kHostStaging, kOverlapBuckets, kCudnn, kFallback };
+
+// What the conditions test. The plan takes these facts from its inputs; the backend's allocation
+// sequence takes the precision and the attention kind from its own build and options instead, so
+// that a plan made for another one is caught (llmc/cuda/backend_buffers.h).
+struct BufferFacts {
+  bool bf16 = false;             // bf16 parameters with fp32 master weights
+  bool host_staging = false;     // MemoryPlanInputs::host_staging
+  bool overlap_buckets = false;  // MemoryPlanInputs::overlap_buckets
+  bool cudnn = false;            // cuDNN attention, else the fallback
+
+  bool satisfy(BufferCondition condition) const {
+    switch (condition) {
+      case BufferCondition::kAlways: return true;
+      case BufferCondition::kBf16: return bf16;
+      case BufferCondition::kHostStaging: return host_staging;
+      case BufferCondition::kOverlapBuckets: return overlap_buckets;
+      case BufferCondition::kCudnn: return cudnn;
+      case BufferCondition::kFallback: return !cudnn;
+    }
+    return false;
+  }
 };
 
 // 32 MiB: what cuBLASLt's Hopper kernels ask for at GPT-2 shapes (shared with cuBLAS proper).
