@@ -162,18 +162,19 @@ struct Runner {
       time_it(tag(version), run, fwd_bytes + e * n_out * (epilogue ? 1 : 3), gemm_flops);
     }
     const double dinp_bytes = e * (n_out + n_w + n_in);
+    const llmc::MatmulBackward plain{.dinp = d.dinp, .dout = d.dout, .weight = d.weight, .BT = s.BT, .C = s.C,
+                                     .OC = s.OC};
     if (bench::selected(args, "bwd_dinp"))
-      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops, [&] {
-        llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, nullptr, s.BT, s.C, s.OC, false, 0);
-      });
+      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops,
+                     [&] { llmc::matmul_backward_input(ctx, plain, 0); });
     for (bool epilogue : {true, false}) {
       const char* version = epilogue ? "bwd_dinp_dgelu" : "bwd_dinp_gelu_kernel";
+      llmc::MatmulBackward dgelu = plain;
+      dgelu.pre_gelu = d.pre_gelu_in;
+      dgelu.dgelu_epilogue = epilogue;
       if (bench::selected(args, version))
         check_and_time(tag(version), d.dinp, n_in, r.dinp_dgelu, dinp_bytes + e * n_in * (epilogue ? 1 : 3),
-                       gemm_flops, [&] {
-                         llmc::matmul_backward_input(ctx, d.dinp, d.dout, d.weight, d.pre_gelu_in, s.BT, s.C, s.OC,
-                                                     epilogue, 0);
-                       });
+                       gemm_flops, [&] { llmc::matmul_backward_input(ctx, dgelu, 0); });
     }
     // The accumulating outputs are reset to the random initial gradient, checked after one launch,
     // then timed on the same buffers (which keep accumulating).

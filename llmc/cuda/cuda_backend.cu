@@ -296,8 +296,8 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.gelu != GeluPath::kKernels;
-  matmul_backward(*blas, d_ln, grad(kWte), nullptr, nullptr, logits, lnf, param(kWte), nullptr, BT, C, Vp, false,
-                  stream);
+  matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kWte), .dout = logits, .inp = lnf, .weight = param(kWte),
+                          .BT = BT, .C = C, .OC = Vp}, stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, stream);
   for (int l = L - 1; l >= 0; --l) {
@@ -308,19 +308,24 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
     if (opt.recompute >= 2)
       layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    matmul_backward(*blas, d_big, grad(kFcprojw, l), grad(kFcprojb, l), scratch, dres, gelu_of(l),
-                    param(kFcprojw, l), layer_fch, BT, 4 * C, C, dgelu_epilogue, stream);
-    matmul_backward(*blas, d_ln, grad(kFcw, l), grad(kFcb, l), scratch, d_big, ln2_of(l), param(kFcw, l), nullptr, BT,
-                    C, 4 * C, false, stream);
+    matmul_backward(*blas, {.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
+                            .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .weight = param(kFcprojw, l),
+                            .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue},
+                    stream);
+    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
+                            .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C, .OC = 4 * C},
+                    stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream);
-    matmul_backward(*blas, d_ln, grad(kAttprojw, l), grad(kAttprojb, l), scratch, dres, slot_of(atty, l, Cs),
-                    param(kAttprojw, l), nullptr, BT, C, C, false, stream);
+    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kAttprojw, l), .dbias = grad(kAttprojb, l),
+                            .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs),
+                            .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C}, stream);
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
-    matmul_backward(*blas, d_ln, grad(kQkvw, l), grad(kQkvb, l), scratch, d_big, ln1_of(l), param(kQkvw, l), nullptr,
-                    BT, C, 3 * C, false, stream);
+    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l), .bias_scratch = scratch,
+                            .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l), .BT = BT, .C = C, .OC = 3 * C},
+                    stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).

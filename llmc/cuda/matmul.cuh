@@ -34,65 +34,86 @@ struct LtGemmDescs {
   }
 };
 
-// Column-major D (m x n, leading dimension ldd) = op(A) op(B) (+ D when accumulate), then the
-// epilogue. `bias` is the epilogue's bias vector (an input for *_BIAS, the output for BGRADB);
-// `aux` is the GELU pre-activation (written by GELU_AUX_BIAS, read by DGELU), m x n with aux_ld.
-// Returns false, having launched nothing, when cuBLASLt has no algorithm for this GEMM.
-inline bool try_lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int m, int n, int k, bool trans_a,
-                        bool trans_b, int lda, int ldb, int ldd, cublasLtEpilogue_t epilogue, void* bias, void* aux,
-                        int aux_ld, bool accumulate, cudaStream_t stream) {
+// One cuBLASLt GEMM, its arguments named: column-major D (m x n, leading dimension ldd) = op(A) op(B)
+// (+ D when accumulate), then the epilogue; op(X) = X^T when transpose_x (A is then stored k x m,
+// B n x k).
+struct LtGemm {
+  void* d = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  int m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+  int lda = 0, ldb = 0, ldd = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  void* bias = nullptr;  // the epilogue's bias vector: an input for *_BIAS, the output for BGRADB
+  void* aux = nullptr;   // the GELU pre-activation, m x n: written by GELU_AUX_BIAS, read by DGELU
+  int aux_ld = 0;        // aux's leading dimension
+  bool accumulate = false;
+};
+
+// Runs `g`; returns false, having launched nothing, when cuBLASLt has no algorithm for it.
+inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
   // The epilogue vectors have no alignment preference to tell the heuristic; 16 bytes always holds
   // for this project's tensors (sizes are multiples of 8 elements) and is what the kernels need.
-  if ((reinterpret_cast<uintptr_t>(bias) | reinterpret_cast<uintptr_t>(aux)) % 16 != 0)
+  if ((reinterpret_cast<uintptr_t>(g.bias) | reinterpret_cast<uintptr_t>(g.aux)) % 16 != 0)
     throw std::invalid_argument("lt_gemm: bias and GELU aux pointers must be 16-byte aligned");
   const cudaDataType_t type = floatX_cuda_type();
-  LtGemmDescs g;
+  LtGemmDescs descs;
   // floatX operands, always accumulated in full fp32: CUBLAS_COMPUTE_32F never uses TF32, which the
   // FP32 build's 1e-4 parity needs.
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (bias)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  if (aux) {
-    const int64_t ld = aux_ld;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&descs.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof(g.epilogue)));
+  if (g.bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  if (g.aux) {
+    const int64_t ld = g.aux_ld;
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
   }
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.a, type, trans_a ? k : m, trans_a ? m : k, lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.b, type, trans_b ? n : k, trans_b ? k : n, ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g.d, type, m, n, ldd));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.d, type, g.m, g.n, g.ldd));
 
   constexpr long long e = sizeof(floatX);
-  const GemmKey key{m, n, k, trans_a, trans_b, int(epilogue), accumulate, lt_alignment(a, lda * e),
-                    lt_alignment(b, ldb * e), lt_alignment(d, ldd * e)};
-  const cublasLtMatmulAlgo_t* algo = ctx.algo(key, g.op, g.a, g.b, g.d);
+  const GemmKey key{g.m, g.n, g.k, g.transpose_a, g.transpose_b, int(g.epilogue), g.accumulate,
+                    lt_alignment(g.a, g.lda * e), lt_alignment(g.b, g.ldb * e), lt_alignment(g.d, g.ldd * e)};
+  const cublasLtMatmulAlgo_t* algo = ctx.algo(key, descs.op, descs.a, descs.b, descs.d);
   if (algo == nullptr) return false;
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), g.op, &alpha, a, g.a, b, g.b, &beta, d, g.d, d, g.d, algo, ctx.workspace(),
-                              ctx.workspace_bytes(), stream));
+  const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), descs.op, &alpha, g.a, descs.a, g.b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
+                              algo, ctx.workspace(), ctx.workspace_bytes(), stream));
   return true;
 }
 
 // try_lt_gemm for the GEMMs that have no alternative: no algorithm is an error.
-inline void lt_gemm(BlasContext& ctx, void* d, const void* a, const void* b, int m, int n, int k, bool trans_a,
-                    bool trans_b, int lda, int ldb, int ldd, cublasLtEpilogue_t epilogue, void* bias, void* aux,
-                    int aux_ld, bool accumulate, cudaStream_t stream) {
-  if (!try_lt_gemm(ctx, d, a, b, m, n, k, trans_a, trans_b, lda, ldb, ldd, epilogue, bias, aux, aux_ld, accumulate,
-                   stream))
-    throw std::runtime_error("cuBLASLt has no algorithm for GEMM m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                             " k=" + std::to_string(k) + " epilogue=" + std::to_string(int(epilogue)));
+inline void lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
+  if (!try_lt_gemm(ctx, g, stream))
+    throw std::runtime_error("cuBLASLt has no algorithm for GEMM m=" + std::to_string(g.m) + " n=" +
+                             std::to_string(g.n) + " k=" + std::to_string(g.k) +
+                             " epilogue=" + std::to_string(int(g.epilogue)));
+}
+
+// The forward mapping above: out (BT x OC) = inp (BT x C) weight^T, no epilogue.
+inline LtGemm forward_gemm(floatX* out, const floatX* inp, const floatX* weight, int BT, int C, int OC) {
+  return {.d = out, .a = weight, .b = inp, .m = OC, .n = BT, .k = C, .transpose_a = true, .lda = C, .ldb = C,
+          .ldd = OC};
 }
 
 // out (BT x OC) = inp (BT x C) weight^T + bias; bias may be null.
 inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, const floatX* weight, const floatX* bias,
                            int BT, int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC,
-          bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, const_cast<floatX*>(bias), nullptr, 0, false,
-          stream);
+  LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
+  if (bias) {
+    g.epilogue = CUBLASLT_EPILOGUE_BIAS;
+    g.bias = const_cast<floatX*>(bias);
+  }
+  lt_gemm(ctx, g, stream);
 }
 
 // The fc layer with its GELU: pre_gelu (BT x OC) = inp weight^T + bias, out = gelu(pre_gelu) (tanh
@@ -103,34 +124,63 @@ inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, con
 inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu, const floatX* inp,
                                 const floatX* weight, const floatX* bias, int BT, int C, int OC, bool epilogue,
                                 cudaStream_t stream) {
-  if (epilogue && try_lt_gemm(ctx, out, weight, inp, OC, BT, C, true, false, C, C, OC,
-                              CUBLASLT_EPILOGUE_GELU_AUX_BIAS, const_cast<floatX*>(bias), pre_gelu, OC, false, stream))
-    return;
+  if (epilogue) {
+    LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
+    g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    g.bias = const_cast<floatX*>(bias);
+    g.aux = pre_gelu;
+    g.aux_ld = OC;
+    if (try_lt_gemm(ctx, g, stream)) return;
+  }
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
   gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
 }
 
-// dinp (BT x C) = dout (BT x OC) weight, overwritten. With pre_gelu (BT x C, the input of the GELU
-// that produced this layer's input) the result is multiplied by gelu'(pre_gelu), so dinp is the
-// gradient of the fc layer's pre-activation: with `epilogue` by cuBLASLt's DGELU epilogue (one
-// rounding), otherwise (or where cuBLASLt offers no DGELU epilogue for these types) by the GELU
-// backward kernel, in place.
-inline void matmul_backward_input(BlasContext& ctx, floatX* dinp, const floatX* dout, const floatX* weight,
-                                  const floatX* pre_gelu, int BT, int C, int OC, bool epilogue, cudaStream_t stream) {
-  if (pre_gelu && epilogue &&
-      try_lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DGELU, nullptr,
-                  const_cast<floatX*>(pre_gelu), C, false, stream))
-    return;
-  lt_gemm(ctx, dinp, weight, dout, C, BT, OC, false, false, C, OC, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0,
-          false, stream);
-  if (pre_gelu) gelu_backward(dinp, pre_gelu, dinp, size_t(BT) * C, stream);
+// The arguments of a fully connected layer's backward (matmul_backward), where the forward was
+// out (BT x OC) = inp (BT x C) weight^T + bias.
+struct MatmulBackward {
+  floatX* dinp = nullptr;     // BT x C, overwritten
+  floatX* dweight = nullptr;  // OC x C, accumulated
+  floatX* dbias = nullptr;    // OC, accumulated; null: no bias
+  float* bias_scratch = nullptr;  // with dbias: matmul_bias_grad_scratch_floats(BT, OC) floats
+  const floatX* dout = nullptr;   // BT x OC
+  const floatX* inp = nullptr;
+  const floatX* weight = nullptr;
+  // BT x C: inp was gelu(pre_gelu), and dinp comes out multiplied by gelu'(pre_gelu), the gradient
+  // of the pre-activation; null: inp is not a GELU's output.
+  const floatX* pre_gelu = nullptr;
+  int BT = 0, C = 0, OC = 0;
+  // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
+  bool dgelu_epilogue = false;
+};
+
+// dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
+// dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
+// place. Reads only dinp, dout, weight, pre_gelu, the sizes and dgelu_epilogue of `p`.
+inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
+           .ldd = p.C};
+  if (p.pre_gelu && p.dgelu_epilogue) {
+    LtGemm dgelu = g;
+    dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
+    dgelu.aux = const_cast<floatX*>(p.pre_gelu);
+    dgelu.aux_ld = p.C;
+    if (try_lt_gemm(ctx, dgelu, stream)) return;
+  }
+  lt_gemm(ctx, g, stream);
+  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, stream);
+}
+
+// The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
+inline LtGemm weight_grad_gemm(floatX* dweight, const floatX* dout, const floatX* inp, int BT, int C, int OC) {
+  return {.d = dweight, .a = inp, .b = dout, .m = C, .n = OC, .k = BT, .transpose_b = true, .lda = C, .ldb = OC,
+          .ldd = C, .accumulate = true};
 }
 
 // dweight (OC x C) += dout^T inp.
 inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floatX* dout, const floatX* inp, int BT,
                                    int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, dweight, inp, dout, C, OC, BT, false, true, C, OC, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0,
-          true, stream);
+  lt_gemm(ctx, weight_grad_gemm(dweight, dout, inp, BT, C, OC), stream);
 }
 
 // dweight += dout^T inp and, from the same GEMM's BGRADB epilogue, dbias = column sums of dout.
@@ -138,8 +188,10 @@ inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floa
 // is cuBLASLt's; the trainer uses matmul_bias_grad below, this is the benchmark's comparison.
 inline void matmul_backward_weight_bgradb(BlasContext& ctx, floatX* dweight, floatX* dbias, const floatX* dout,
                                           const floatX* inp, int BT, int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, dweight, inp, dout, C, OC, BT, false, true, C, OC, C, CUBLASLT_EPILOGUE_BGRADB, dbias, nullptr, 0,
-          true, stream);
+  LtGemm g = weight_grad_gemm(dweight, dout, inp, BT, C, OC);
+  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  g.bias = dbias;
+  lt_gemm(ctx, g, stream);
 }
 
 // ---- Deterministic bias gradient: dbias[oc] += sum over rows of dout[row][oc] ----
@@ -203,16 +255,12 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
   CUDA_CHECK_LAST();
 }
 
-// The whole backward of a fully connected layer: dinp overwritten (times gelu'(pre_gelu) when
-// pre_gelu is given, through the DGELU epilogue when dgelu_epilogue, see matmul_backward_input),
-// dweight += dout^T inp, dbias += column sums of dout (skipped when dbias is null; bias_scratch as
-// for matmul_bias_grad).
-inline void matmul_backward(BlasContext& ctx, floatX* dinp, floatX* dweight, floatX* dbias, float* bias_scratch,
-                            const floatX* dout, const floatX* inp, const floatX* weight, const floatX* pre_gelu, int BT,
-                            int C, int OC, bool dgelu_epilogue, cudaStream_t stream) {
-  if (dbias) matmul_bias_grad(dbias, bias_scratch, dout, BT, OC, stream);
-  matmul_backward_weight(ctx, dweight, dout, inp, BT, C, OC, stream);
-  matmul_backward_input(ctx, dinp, dout, weight, pre_gelu, BT, C, OC, dgelu_epilogue, stream);
+// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight
+// (matmul_backward_weight) and, when dbias is set, dbias (matmul_bias_grad).
+inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
+  matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+  matmul_backward_input(ctx, p, stream);
 }
 
 }  // namespace llmc
