@@ -29,6 +29,17 @@ namespace {
 // bf16 outputs carry ~3 significant digits; the FP32 build holds the 1e-4 parity bar.
 constexpr double kTol = std::is_same<floatX, float>::value ? 1e-4 : 1e-2;
 
+// dweight += dout^T inp and, from the same GEMM's BGRADB epilogue, dbias = column sums of dout: the
+// comparison for the trainer's matmul_bias_grad. The epilogue overwrites dbias (it cannot accumulate
+// over micro-batches) and its reduction order is cuBLASLt's, so the trainer does not use it.
+void matmul_backward_weight_bgradb(llmc::BlasContext& ctx, floatX* dweight, floatX* dbias, const floatX* dout,
+                                   const floatX* inp, int BT, int C, int OC) {
+  llmc::LtGemm g = llmc::weight_grad_gemm(dweight, dout, inp, BT, C, OC);
+  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  g.bias = dbias;
+  llmc::lt_gemm(ctx, g, 0);
+}
+
 struct Shape {
   const char* name;
   int BT, C, OC;
@@ -202,7 +213,7 @@ struct Runner {
       bench::upload(d.dweight, r.dweight0);
       bench::poison(d.dbias, s.OC * sizeof(floatX));
       auto run = [&] {
-        llmc::matmul_backward_weight_bgradb(ctx, d.dweight, d.dbias, d.dout, d.inp, s.BT, s.C, s.OC, 0);
+        matmul_backward_weight_bgradb(ctx, d.dweight, d.dbias, d.dout, d.inp, s.BT, s.C, s.OC);
       };
       try {
         run();

@@ -86,19 +86,19 @@ __global__ void permute_heads_kernel(Real* heads, Real* tokens, int B, int T, in
 // att[row][j] = softmax_j(scale * preatt[row][j]) over j <= t (t = row % T), 0 for j > t.
 template <class Real>
 __global__ void causal_softmax_forward_kernel(Real* att, const Real* preatt, int rows, int T, float scale) {
-  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
   const int t = row % T;
   const Real* in = preatt + size_t(row) * T;
   Real* out = att + size_t(row) * T;
   float m = -INFINITY;
-  for (int j = lane; j <= t; j += 32) m = fmaxf(m, scale * static_cast<float>(in[j]));
+  for (int j = lane; j <= t; j += kWarpSize) m = fmaxf(m, scale * static_cast<float>(in[j]));
   m = warp_reduce_max(m);
   float s = 0.0f;
-  for (int j = lane; j <= t; j += 32) s += expf(scale * static_cast<float>(in[j]) - m);
+  for (int j = lane; j <= t; j += kWarpSize) s += expf(scale * static_cast<float>(in[j]) - m);
   const float inv = 1.0f / warp_reduce_sum(s);
-  for (int j = lane; j < T; j += 32)
+  for (int j = lane; j < T; j += kWarpSize)
     out[j] = Real(j <= t ? expf(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
 }
 
@@ -107,15 +107,15 @@ __global__ void causal_softmax_forward_kernel(Real* att, const Real* preatt, int
 template <class Real>
 __global__ void causal_softmax_backward_kernel(Real* dpreatt, const Real* datt, const Real* att, int rows, int T,
                                                float scale) {
-  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
   const int t = row % T;
   const size_t base = size_t(row) * T;
   float dot = 0.0f;
-  for (int j = lane; j <= t; j += 32) dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
+  for (int j = lane; j <= t; j += kWarpSize) dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
   dot = warp_reduce_sum(dot);
-  for (int j = lane; j < T; j += 32) {
+  for (int j = lane; j < T; j += kWarpSize) {
     const float p = static_cast<float>(att[base + j]), g = static_cast<float>(datt[base + j]);
     dpreatt[base + j] = Real(j <= t ? scale * p * (g - dot) : 0.0f);
   }

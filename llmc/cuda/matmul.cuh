@@ -19,6 +19,7 @@
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/kernel_scratch.h"
+#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
@@ -183,21 +184,10 @@ inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floa
   lt_gemm(ctx, weight_grad_gemm(dweight, dout, inp, BT, C, OC), stream);
 }
 
-// dweight += dout^T inp and, from the same GEMM's BGRADB epilogue, dbias = column sums of dout.
-// The epilogue overwrites dbias (it cannot accumulate over micro-batches) and its reduction order
-// is cuBLASLt's; the trainer uses matmul_bias_grad below, this is the benchmark's comparison.
-inline void matmul_backward_weight_bgradb(BlasContext& ctx, floatX* dweight, floatX* dbias, const floatX* dout,
-                                          const floatX* inp, int BT, int C, int OC, cudaStream_t stream) {
-  LtGemm g = weight_grad_gemm(dweight, dout, inp, BT, C, OC);
-  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-  g.bias = dbias;
-  lt_gemm(ctx, g, stream);
-}
-
 // ---- Deterministic bias gradient: dbias[oc] += sum over rows of dout[row][oc] ----
 //
 // Pass 1: the rows are cut into fixed slices of kBiasRowsPerSlice; block (x, y) sums slice y over
-// 32 * x128::size columns in fp32 (each of its 8 warps takes every 8th row, each lane 16 bytes of
+// kWarpSize * x128::size columns in fp32 (each of its 8 warps takes every 8th row, each lane 16 bytes of
 // columns) and the 8 warp sums are added in warp order. Pass 2 adds the slices in slice order.
 // Every sum's order depends only on (BT, OC), never on scheduling, so results are bitwise
 // reproducible.
@@ -208,7 +198,7 @@ constexpr int kBiasWarps = 8;
 template <class T>
 __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC) {
   using x128 = Packed128<T>;
-  constexpr int kCols = 32 * x128::size;
+  constexpr int kCols = kWarpSize * x128::size;
   LLMC_SHARED(float, sums, [kBiasWarps][kCols]);
   const int lane = threadIdx.x, warp = threadIdx.y;
   const int block_col = blockIdx.x * kCols;
@@ -225,7 +215,7 @@ __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, 
 #pragma unroll
   for (int k = 0; k < x128::size; ++k) sums[warp][lane * x128::size + k] = acc[k];
   __syncthreads();
-  for (int c = warp * 32 + lane; c < kCols; c += kBiasWarps * 32) {
+  for (int c = warp * kWarpSize + lane; c < kCols; c += kBiasWarps * kWarpSize) {
     if (block_col + c >= OC) break;
     float s = 0.0f;
 #pragma unroll
@@ -247,9 +237,9 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
 // scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream) {
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
-  constexpr int kCols = 32 * Packed128<floatX>::size;
+  constexpr int kCols = kWarpSize * Packed128<floatX>::size;
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(32, kBiasWarps), 0, stream, scratch, dout, BT, OC);
+  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, scratch, dout, BT, OC);
   CUDA_CHECK_LAST();
   launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, scratch, bias_grad_slices(BT), OC);
   CUDA_CHECK_LAST();
