@@ -208,9 +208,9 @@ int check(const Args& args) {
   }
 
   const auto& want_steps = array_of(expected, "step_losses", size_t(steps));
-  AdamWHyper hyper;
-  hyper.weight_decay = args.get_float("wd");
-  const float lr = args.get_float("lr");
+  OptimizerStep update;
+  update.weight_decay = args.get_float("wd");
+  update.lr = args.get_float("lr");
   backend.set_parameters(model.params.data());
   double max_step_err = 0.0;
   for (int step = 1; step <= steps; ++step) {
@@ -218,7 +218,9 @@ int check(const Args& args) {
     backend.forward_backward(inputs, targets, B, T, 1.0f);
     const double loss = backend.accumulated_loss();
     const double norm = std::sqrt(double(backend.grad_sum_of_squares()));
-    backend.adamw_update(hyper, lr, step, float(std::min(1.0, 1.0 / norm)));
+    update.t = step;
+    update.grad_scale = float(std::min(1.0, 1.0 / norm));
+    backend.optimizer_step(update);
     const double err = std::fabs(loss - want_steps[step - 1]) / std::fabs(want_steps[step - 1]);
     max_step_err = std::max(max_step_err, err);
     fmt::print("step {:2d}  loss {:.7f} vs {:.7f}  rel err {:.3e}  {}\n", step, loss, want_steps[step - 1], err,
@@ -237,15 +239,18 @@ int bench(const Args& args) {
   Rng rng(7);
   std::vector<int> tokens(size_t(B) * T + 1);
   for (int& t : tokens) t = int(rng.below(uint64_t(config.vocab_size)));
-  AdamWHyper hyper;
-  hyper.weight_decay = 0.1f;
+  OptimizerStep update;
+  update.weight_decay = 0.1f;
+  update.lr = 1e-4f;
   double total_ms = 0.0;
   for (int step = 0; step <= steps; ++step) {  // step 0 warms up (allocations, page faults)
     const auto start = std::chrono::steady_clock::now();
     backend.zero_grad();
     backend.forward_backward(tokens.data(), tokens.data() + 1, B, T, 1.0f);
     const float norm = std::sqrt(backend.grad_sum_of_squares());
-    backend.adamw_update(hyper, 1e-4f, step + 1, std::min(1.0f, 1.0f / norm));
+    update.t = step + 1;
+    update.grad_scale = std::min(1.0f, 1.0f / norm);
+    backend.optimizer_step(update);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (step > 0) total_ms += ms;
     fmt::print("step {} loss {:.6f} {:.1f} ms\n", step, backend.accumulated_loss(), ms);

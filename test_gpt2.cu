@@ -390,9 +390,9 @@ int run(const Args& a) {
   // AdamW steps as the loop runs them: two micro-batches of 0.5, norm clipping at 1, weight decay.
   const int steps = a.quick ? std::min(a.steps, 2) : a.steps;
   const Batch second = random_batch(rng, B, T, config.vocab_size);
-  AdamWHyper hyper;
-  hyper.weight_decay = 0.1f;
-  const float lr = 3e-4f;
+  OptimizerStep update;
+  update.weight_decay = 0.1f;
+  update.lr = 3e-4f;
   auto fresh = make_cuda(config, a, 1, attention, params);
   CpuBackend cpu_steps(config);
   cpu_steps.set_parameters(params.data());
@@ -406,7 +406,9 @@ int run(const Args& a) {
       b.forward_backward(second.inputs.data(), second.targets.data(), B, T, 0.5f);
       losses[k] = b.accumulated_loss();
       const float step_norm = std::sqrt(b.grad_sum_of_squares());
-      b.adamw_update(hyper, lr, step + 1, step_norm > 1.0f ? 1.0f / step_norm : 1.0f);
+      update.t = step + 1;
+      update.grad_scale = step_norm > 1.0f ? 1.0f / step_norm : 1.0f;
+      b.optimizer_step(update);
     }
     report.loss(fmt::format("AdamW step {} loss", step + 1), losses[0], losses[1]);
   }
@@ -416,11 +418,11 @@ int run(const Args& a) {
     cpu_steps.get_parameters(cpu_params.data());
     report.check(fmt::format("parameters after {} steps", steps), rel_l2(cuda_params.data(), cpu_params.data(), n),
                  kTensorBar, "rel_l2");
-    std::vector<float> m(n), v(n), m2(n), v2(n);
-    fresh->get_optimizer_state(m.data(), v.data());
-    fresh->set_optimizer_state(v.data(), m.data());  // swapped, so a no-op copy cannot pass
-    fresh->get_optimizer_state(m2.data(), v2.data());
-    report.exact("set/get_optimizer_state round trip", m2, v);
+    std::vector<OptimizerTensor> state = fresh->get_optimizer_state();
+    const std::vector<float> v = state[1].values;
+    std::swap(state[0].values, state[1].values);  // so a no-op copy cannot pass
+    fresh->set_optimizer_state(state);
+    report.exact("set/get_optimizer_state round trip", fresh->get_optimizer_state()[0].values, v);
   }
 
   fmt::print("test_gpt2cu ({}, attention {}): {} checks passed, {} failed\n", cuda_precision_name(),

@@ -9,8 +9,9 @@
 
 int main(int argc, char** argv) {
   return llmc::trainer_main(argc, argv,
-                            [](const llmc::GPT2Config& config, const llmc::TrainOptions&,
+                            [](const llmc::GPT2Config& config, const llmc::TrainOptions& o,
                                const llmc::BackendPlacement& placement) {
-                              return std::make_unique<llmc::CpuBackend>(config, placement.partition);
+                              return std::make_unique<llmc::CpuBackend>(config, placement.partition,
+                                                                        llmc::find_optimizer(o.optimizer));
                             });
 }

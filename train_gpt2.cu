@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     options.device_memory = o.device_memory;
     if (use_nccl(*placement.host, options.device)) options.nccl_host = placement.host;
     options.overlap_gradients = placement.overlap_gradients;
+    options.optimizer = llmc::find_optimizer(o.optimizer);
     auto backend = std::make_unique<llmc::CudaBackend>(config, options, placement.partition);
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;

@@ -1,13 +1,14 @@
 // The interface between the shared training loop (llmc/train/trainer.h) and a compute backend: the
 // CPU oracle (llmc/cpu/cpu_backend.h) or the CUDA trainer. Everything that is not a kernel lives in
-// the loop; a backend owns parameters, gradients, AdamW moments and activations.
+// the loop; a backend owns parameters, gradients, the optimizer's state (llmc/optim/optimizer.h) and
+// activations.
 //
 // Several ranks (docs/multi-gpu.md): each rank has its own backend, built for an
 // OptimizerPartition (llmc/dist/zero_sharding.h). The loop writes ZeRO stages 0 and 1 once against the
 // collective operations below:
-//   stage 0: all_reduce_gradients, grad_sum_of_squares(whole buffer), adamw_update (everything)
+//   stage 0: all_reduce_gradients, grad_sum_of_squares(whole buffer), optimizer_step (everything)
 //   stage 1: reduce_scatter_gradients, grad_sum_of_squares(owned) summed over the ranks,
-//            adamw_update (owned range only), all_gather_parameters
+//            optimizer_step (owned range only), all_gather_parameters
 // With --overlap 1 the gradient sum of either stage is begin/finish_gradient_sync instead.
 // The collectives take the ranks' host communicator (ProcessGroup's); a backend whose buffers live
 // elsewhere may use its own device communicator instead (CUDA: NCCL) or stage through host memory.
@@ -18,6 +19,7 @@
 #include "llmc/dist/communicator.h"
 #include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
+#include "llmc/optim/optimizer.h"
 
 namespace llmc {
 
@@ -30,13 +32,6 @@ constexpr size_t kPartitionAlignment = 32;
 // The partition the loop builds for -z `zero_stage` (0 or 1): rank `rank`'s ZeRO-1 chunk of
 // `num_elements` over `world_size` ranks, or everything for stage 0.
 OptimizerPartition optimizer_partition(size_t num_elements, int zero_stage, int world_size, int rank);
-
-struct AdamWHyper {
-  float beta1 = 0.9f;
-  float beta2 = 0.95f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;  // applied only to the tensors marked weight_decay in param_layout
-};
 
 class Backend {
  public:
@@ -56,10 +51,13 @@ class Backend {
   virtual void set_parameters(const float* params) = 0;
   virtual void get_parameters(float* params) = 0;
 
-  // AdamW first and second moments of partition().owned(): owned().size() floats each.
-  virtual void set_optimizer_state(const float* m, const float* v) = 0;
-  virtual void get_optimizer_state(float* m, float* v) = 0;
-  // Bytes this rank holds for the optimizer: m, v and, where there is one, the fp32 master copy.
+  // The optimizer's state on partition().owned(): one tensor per state name of the optimizer the
+  // backend was built for (AdamW: m, v), in that order, owned().size() values each. set throws
+  // std::invalid_argument for other names, order or sizes (check_optimizer_state).
+  virtual std::vector<OptimizerTensor> get_optimizer_state() = 0;
+  virtual void set_optimizer_state(const std::vector<OptimizerTensor>& state) = 0;
+  // Bytes this rank holds for the optimizer: its state tensors and, where there is one, the fp32
+  // master copy.
   virtual size_t optimizer_state_bytes() const = 0;
 
   // Starts a step: zeroes the gradients and the loss accumulator.
@@ -92,17 +90,18 @@ class Backend {
   virtual float grad_sum_of_squares(ElementRange range) = 0;
   float grad_sum_of_squares() { return grad_sum_of_squares(ElementRange{0, num_parameters(config())}); }
 
-  // One AdamW step at 1-based step count t on the elements of partition().owned(): gradients are
-  // first multiplied by grad_scale (global norm clipping), then m, v and the parameters are
-  // updated as in docs/contract.md (AdamW), with weight decay per tensor.
-  virtual void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) = 0;
+  // One step of the backend's optimizer on the elements of partition().owned(): gradients are
+  // first multiplied by step.grad_scale (global norm clipping), then its state and the parameters
+  // are updated (AdamW: docs/contract.md), with step.weight_decay on the tensors that decay.
+  // Throws std::invalid_argument for step.t < 1.
+  virtual void optimizer_step(const OptimizerStep& step) = 0;
 
   // ZeRO stage 0: every rank's gradients become the sum over the ranks.
   virtual void all_reduce_gradients(Communicator& host) = 0;
   // ZeRO stage 1 (a sharded partition of host.world_size() ranks): the gradients of this rank's
   // owned range become the sum over the ranks; the rest of the gradient buffer is left undefined.
   virtual void reduce_scatter_gradients(Communicator& host) = 0;
-  // ZeRO stage 1, after adamw_update: every rank receives the parameters the others updated.
+  // ZeRO stage 1, after optimizer_step: every rank receives the parameters the others updated.
   virtual void all_gather_parameters(Communicator& host) = 0;
 
   // The same sums overlapped with the backward pass (--overlap 1; llmc/dist/gradient_buckets.h):

@@ -4,24 +4,48 @@
 //   v1  llmc/cuda/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
 //   v2  llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
 #include "dev/cuda/common.cuh"
-#include "llmc/cpu/adamw.h"
 #include "llmc/cuda/adamw.cuh"
+#include "llmc/optim/registry.h"
 
 using llmc::floatX;
 
 namespace {
 
 constexpr size_t kN = 124475904;  // GPT-2 124M with the vocabulary padded to 50304
-constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kDecay = 0.1f, kGradScale = 0.8f;
-constexpr int kStep = 5;
+constexpr llmc::AdamWHyper kHyper = llmc::AdamW::kHyper;
+constexpr float kDecay = 0.1f;
+
+llmc::OptimizerStep step() {
+  llmc::OptimizerStep s;
+  s.lr = 1e-3f;
+  s.t = 5;
+  s.grad_scale = 0.8f;
+  s.weight_decay = kDecay;
+  return s;
+}
+
+// n parameters of one tensor with weight decay, m and v its state tensors 0 and 1.
+template <class Real>
+llmc::OptimizerSlice<Real> slice(size_t n, Real* params, float* master, const Real* grads, float* const* state) {
+  llmc::OptimizerSlice<Real> s;
+  s.params = params;
+  s.master = master;
+  s.grads = grads;
+  s.state = state;
+  s.n = n;
+  s.weight_decay = kDecay;
+  return s;
+}
+
 void launch(const std::string& v, size_t n, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
-  const llmc::AdamWArgs a = llmc::adamw_args(kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale);
   if (v == "v1") {
+    const llmc::AdamWArgs a = llmc::adamw_args(step(), kHyper, kDecay);
     llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, params,
                                                     master, grads, m, vv, n, a);
     CUDA_CHECK_LAST();
   } else {
-    llmc::adamw_update(params, master, grads, m, vv, n, kLr, kBeta1, kBeta2, kEps, kDecay, kStep, kGradScale, 0);
+    float* const state[] = {m, vv};
+    llmc::adamw_update(slice(n, params, master, grads, state), step(), kHyper, 0);
   }
 }
 
@@ -33,8 +57,8 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   const auto m0 = bench::random_vector(n, 43, -0.1f, 0.1f);
   const auto v0 = bench::random_vector(n, 44, 1e-4f, 1e-2f);
   std::vector<float> params_ref = params, m_ref = m0, v_ref = v0;
-  llmc::adamw_update(params_ref.data(), grads.data(), m_ref.data(), v_ref.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay,
-                     kStep, kGradScale);
+  float* const state_ref[] = {m_ref.data(), v_ref.data()};
+  llmc::adamw_update(slice<float>(n, params_ref.data(), nullptr, grads.data(), state_ref), step(), kHyper);
 
   floatX* d_params = bench::to_device<floatX>(params);
   floatX* d_grads = bench::to_device<floatX>(grads);

@@ -1,12 +1,21 @@
-// AdamW on a flat parameter buffer (docs/contract.md): with g = grad * grad_scale,
+// AdamW on a flat fp32 parameter buffer (docs/contract.md), the oracle of llmc/cuda/adamw.cuh: with
+// g = grad * grad_scale,
 //   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
+// m and v are state tensors 0 and 1 of the slice (llmc/optim/registry.h names them).
 #pragma once
-#include <cstddef>
+
+#include "llmc/optim/optimizer.h"
 
 namespace llmc {
 
-void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int t, float grad_scale);
+// AdamW's own hyperparameters; their values are set where AdamW is registered.
+struct AdamWHyper {
+  float beta1;
+  float beta2;
+  float eps;
+};
+
+void adamw_update(const OptimizerSlice<float>& slice, const OptimizerStep& step, const AdamWHyper& hyper);
 
 }  // namespace llmc

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "llmc/cpu/adamw.h"
 #include "llmc/cpu/attention.h"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cpu/encoder.h"
@@ -14,34 +13,38 @@
 #include "llmc/cpu/layernorm.h"
 #include "llmc/cpu/matmul.h"
 #include "llmc/cpu/residual.h"
+#include "llmc/optim/registry.h"
 
 namespace llmc {
 
-CpuBackend::CpuBackend(const GPT2Config& config) : CpuBackend(config, unsharded_partition(num_parameters(config))) {}
+CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerSpec& optimizer)
+    : CpuBackend(config, unsharded_partition(num_parameters(config)), optimizer) {}
 
-CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& partition)
-    : config_(config), partition_(partition), layout_(param_layout(config)), bucket_sync_(config, partition) {
+CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& partition, const OptimizerSpec& optimizer)
+    : config_(config),
+      partition_(partition),
+      layout_(param_layout(config)),
+      optimizer_(find_optimizer(optimizer.name)),
+      bucket_sync_(config, partition) {
   if (partition.num_elements() != num_parameters(config))
     throw std::invalid_argument(fmt::format("CPU backend: optimizer partition of {} elements for a model of {}",
                                             partition.num_elements(), num_parameters(config)));
   owned_slices_ = tensor_slices(layout_, partition.owned());
   params_.assign(partition.buffer_size(), 0.0f);
   grads_.assign(partition.buffer_size(), 0.0f);
-  m_.assign(partition.owned().size(), 0.0f);
-  v_.assign(partition.owned().size(), 0.0f);
+  state_ = zero_optimizer_state(optimizer, partition.owned().size());
 }
 
 void CpuBackend::set_parameters(const float* params) { std::copy_n(params, partition_.num_elements(), params_.data()); }
 void CpuBackend::get_parameters(float* params) { std::copy_n(params_.data(), partition_.num_elements(), params); }
 
-void CpuBackend::set_optimizer_state(const float* m, const float* v) {
-  std::copy_n(m, m_.size(), m_.data());
-  std::copy_n(v, v_.size(), v_.data());
+void CpuBackend::set_optimizer_state(const std::vector<OptimizerTensor>& state) {
+  check_optimizer_state(optimizer_, state, partition_.owned().size(), "CPU backend");
+  state_ = state;
 }
 
-void CpuBackend::get_optimizer_state(float* m, float* v) {
-  std::copy(m_.begin(), m_.end(), m);
-  std::copy(v_.begin(), v_.end(), v);
+size_t CpuBackend::optimizer_state_bytes() const {
+  return optimizer_.state_names.size() * partition_.owned().size() * sizeof(float);
 }
 
 void CpuBackend::zero_grad() {
@@ -198,16 +201,18 @@ float CpuBackend::grad_sum_of_squares(ElementRange range) {
   return float(total);
 }
 
-void CpuBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
-  if (t < 1) throw std::invalid_argument(fmt::format("AdamW step count must be >= 1, got {}", t));
-  // Element-wise, so updating the owned part of a tensor gives exactly what updating the whole
-  // tensor gives there; only weight decay differs between tensors.
-  for (const TensorSlice& s : owned_slices_) {
-    const size_t at = layout_[s.tensor].offset + s.tensor_offset;
-    llmc::adamw_update(params_.data() + at, grads_.data() + at, m_.data() + s.range_offset, v_.data() + s.range_offset,
-                       s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, s.weight_decay ? hyper.weight_decay : 0.0f, t,
-                       grad_scale);
-  }
+void CpuBackend::optimizer_step(const OptimizerStep& step) {
+  check_optimizer_step(step);
+  std::vector<float*> state;
+  for (OptimizerTensor& t : state_) state.push_back(t.values.data());
+  OptimizerSlice<float> buffers;
+  buffers.params = params_.data();
+  buffers.grads = grads_.data();
+  buffers.state = state.data();
+  visit_optimizer(RegisteredOptimizers{}, optimizer_.name, [&](auto optimizer) {
+    for (const OptimizerSlice<float>& slice : optimizer_slices(layout_, owned_slices_, buffers, step.weight_decay))
+      optimizer.update(slice, step);
+  });
 }
 
 void CpuBackend::all_reduce_gradients(Communicator& host) { host.all_reduce_sum(grads_.data(), partition_.num_elements()); }

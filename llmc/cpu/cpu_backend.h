@@ -1,4 +1,4 @@
-// The CPU backend: fp32 parameters, gradients and AdamW moments, the layers of llmc/cpu/*.h, OpenMP.
+// The CPU backend: fp32 parameters, gradients and optimizer state, the layers of llmc/cpu/*.h, OpenMP.
 // It is the numerical oracle the CUDA kernels are checked against, so every reduction has an order
 // fixed by the code: results are identical run to run and for any number of threads.
 #pragma once
@@ -13,26 +13,28 @@ namespace llmc {
 class CpuBackend : public Backend {
  public:
   // One rank, or stage 0: optimizer state for every parameter.
-  explicit CpuBackend(const GPT2Config& config);
+  explicit CpuBackend(const GPT2Config& config, const OptimizerSpec& optimizer = default_optimizer());
   // partition.num_elements() must be the model's parameter count: gradients and parameters are
-  // host buffers of partition.buffer_size() floats (the padding stays zero), m and v cover owned().
-  CpuBackend(const GPT2Config& config, const OptimizerPartition& partition);
+  // host buffers of partition.buffer_size() floats (the padding stays zero), the optimizer's state
+  // tensors cover owned(). `optimizer` is a registered one (llmc/optim/registry.h).
+  CpuBackend(const GPT2Config& config, const OptimizerPartition& partition,
+             const OptimizerSpec& optimizer = default_optimizer());
 
   using Backend::grad_sum_of_squares;
   const GPT2Config& config() const override { return config_; }
   const OptimizerPartition& partition() const override { return partition_; }
   void set_parameters(const float* params) override;
   void get_parameters(float* params) override;
-  void set_optimizer_state(const float* m, const float* v) override;
-  void get_optimizer_state(float* m, float* v) override;
-  size_t optimizer_state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
+  std::vector<OptimizerTensor> get_optimizer_state() override { return state_; }
+  void set_optimizer_state(const std::vector<OptimizerTensor>& state) override;
+  size_t optimizer_state_bytes() const override;
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
   float accumulated_loss() override;
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
   float grad_sum_of_squares(ElementRange range) override;
-  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void optimizer_step(const OptimizerStep& step) override;
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;
   void all_gather_parameters(Communicator& host) override;
@@ -62,9 +64,10 @@ class CpuBackend : public Backend {
   GPT2Config config_;
   OptimizerPartition partition_;
   std::array<ParamTensor, kNumParamTensors> layout_;
-  std::vector<TensorSlice> owned_slices_;  // the tensors' parts in partition_.owned(), for AdamW
+  OptimizerSpec optimizer_;
+  std::vector<TensorSlice> owned_slices_;  // the tensors' parts in partition_.owned(), for the optimizer
   std::vector<float> params_, grads_;  // partition_.buffer_size() floats
-  std::vector<float> m_, v_;           // partition_.owned()
+  std::vector<OptimizerTensor> state_;  // the optimizer's, over partition_.owned()
   std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
   std::vector<double> partial_sums_;   // grad_sum_of_squares's per-chunk sums
   HostBucketSync bucket_sync_;         // --overlap: buckets sent during the backward pass

@@ -1,16 +1,16 @@
-// AdamW on the GPU (docs/contract.md): with g = grad * grad_scale (gradient clipping fused in),
-//   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
-//   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p).
-// p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it
+// AdamW on the GPU, the formula of its CPU oracle llmc/cpu/adamw.h with the gradient clipping fused
+// in. p is the fp32 master copy; the floatX parameters the forward pass reads are then written from it
 // rounded to nearest. They are a function of the master copy alone, so a checkpoint (which holds
 // the master copy) restores them exactly, and every rank's copy of a ZeRO-1 shard is the same. The
 // updates far below bf16's resolution accumulate in the master copy. Weight decay is per tensor:
-// the caller launches once per tensor (or contiguous run of tensors) with its decay.
+// the caller launches once per tensor slice with its decay.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
+#include "llmc/optim/optimizer.h"
 
 namespace llmc {
 
@@ -75,24 +75,29 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
   store128(params + i, p_out);
 }
 
-inline AdamWArgs adamw_args(float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                            float grad_scale) {
-  return {lr,
-          beta1,
-          beta2,
-          eps,
+// The kernels' scalars for one step, with the bias corrections 1 - beta^t computed once.
+inline AdamWArgs adamw_args(const OptimizerStep& step, const AdamWHyper& hyper, float weight_decay) {
+  return {step.lr,
+          hyper.beta1,
+          hyper.beta2,
+          hyper.eps,
           weight_decay,
-          static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)),
-          static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)),
-          grad_scale};
+          static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), step.t)),
+          static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta2), step.t)),
+          step.grad_scale};
 }
 
-// One AdamW step (1-based t) over n parameters. master may be null, in which case params hold the
-// master values themselves (the FP32 build).
-inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, float lr,
-                         float beta1, float beta2, float eps, float weight_decay, int t, float grad_scale,
+// One AdamW step over a slice whose state tensors 0 and 1 are m and v. slice.master may be null,
+// in which case the parameters hold the master values themselves (the FP32 build).
+inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, const AdamWHyper& hyper,
                          cudaStream_t stream) {
-  const AdamWArgs a = adamw_args(lr, beta1, beta2, eps, weight_decay, t, grad_scale);
+  const AdamWArgs a = adamw_args(step, hyper, slice.weight_decay);
+  floatX* params = slice.params;
+  float* master = slice.master;
+  const floatX* grads = slice.grads;
+  float* m = slice.state_at(0);
+  float* v = slice.state_at(1);
+  const size_t n = slice.n;
   constexpr int block = 256;
   constexpr int S = Packed128<floatX>::size;
   const bool aligned = ((reinterpret_cast<uintptr_t>(params) | reinterpret_cast<uintptr_t>(grads) |

@@ -89,6 +89,10 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   if (cfg.padded_vocab_size % 8 != 0)
     throw std::runtime_error(fmt::format("CUDA backend: padded vocabulary {} is not a multiple of 8",
                                          cfg.padded_vocab_size));
+  optimizer = find_optimizer(opt.optimizer.name);
+  if (optimizer.state_names.size() > 2)
+    throw std::runtime_error(fmt::format("CUDA backend: optimizer {} keeps {} state tensors; the memory plan has two",
+                                         optimizer.name, optimizer.state_names.size()));
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
   peak = cuda_device_peak();
@@ -154,8 +158,9 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   CUDA_CHECK(cudaMemsetAsync(params, 0, buffer_size * sizeof(floatX), stream));
   if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
-  CUDA_CHECK(cudaMemsetAsync(m, 0, owned.size() * sizeof(float), stream));
-  CUDA_CHECK(cudaMemsetAsync(v, 0, owned.size() * sizeof(float), stream));
+  optimizer_state.assign({m, v});
+  optimizer_state.resize(optimizer.state_names.size());
+  for (float* tensor : optimizer_state) CUDA_CHECK(cudaMemsetAsync(tensor, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
@@ -366,7 +371,7 @@ size_t CudaBackend::planned_bytes() const {
 
 size_t CudaBackend::optimizer_state_bytes() const {
   const Impl& d = *impl_;
-  return d.owned.size() * sizeof(float) * (d.master ? 3 : 2);
+  return d.owned.size() * sizeof(float) * (d.optimizer_state.size() + (d.master ? 1 : 0));
 }
 
 void CudaBackend::zero_grad() {

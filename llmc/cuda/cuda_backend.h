@@ -2,7 +2,7 @@
 // the shared training loop (llmc/train/trainer.h) through the Backend interface.
 //
 // Precision (fixed at compile time, see llmc/cuda/common.cuh): the default build keeps parameters,
-// gradients and activations in bf16, with fp32 master weights, AdamW moments, losses and norms,
+// gradients and activations in bf16, with fp32 master weights, optimizer state, losses and norms,
 // and writes the bf16 parameters from the master copy rounded to nearest; PRECISION=FP32
 // (-DENABLE_FP32) keeps everything in fp32. Design and memory layout: docs/cuda-trainer.md.
 //
@@ -44,6 +44,9 @@ struct CudaBackendOptions {
   GeluPath gelu = GeluPath::kMixed;
   unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
+  // A registered optimizer (llmc/optim/registry.h) with at most two state tensors: the memory
+  // plan's two fp32 state buffers of the owned range (kAdamM, kAdamV) hold them.
+  OptimizerSpec optimizer = default_optimizer();
   // Several ranks, one GPU each: with nccl_host set, the gradient and parameter collectives run
   // over NCCL on the device buffers (NcclCommunicator on GPU `device`, its unique id sent over
   // nccl_host, which must outlive the backend). Without it they stage through host fp32 buffers
@@ -100,8 +103,8 @@ class CudaBackend : public Backend {
   // exactly the plan's buffers on the device; throws std::runtime_error (the figures, the largest -b
   // that fits, what -r 2 and -z 1 would save) when it does not fit, or the shape is unsupported.
   CudaBackend(const GPT2Config& config, const CudaBackendOptions& options);
-  // For one rank of several: gradients and parameters padded to partition.buffer_size(), AdamW m,
-  // v and (bf16) the fp32 master weights only for partition.owned().
+  // For one rank of several: gradients and parameters padded to partition.buffer_size(), the
+  // optimizer's state and (bf16) the fp32 master weights only for partition.owned().
   CudaBackend(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
@@ -112,8 +115,8 @@ class CudaBackend : public Backend {
   const OptimizerPartition& partition() const override;
   void set_parameters(const float* params) override;
   void get_parameters(float* params) override;
-  void set_optimizer_state(const float* m, const float* v) override;
-  void get_optimizer_state(float* m, float* v) override;
+  std::vector<OptimizerTensor> get_optimizer_state() override;
+  void set_optimizer_state(const std::vector<OptimizerTensor>& state) override;
   size_t optimizer_state_bytes() const override;
   void zero_grad() override;
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override;
@@ -123,7 +126,7 @@ class CudaBackend : public Backend {
   // range.begin must be a multiple of 8 (the norm kernel reads 16-byte vectors); the loop's ranges
   // (0, or a ZeRO chunk start) are.
   float grad_sum_of_squares(ElementRange range) override;
-  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override;
+  void optimizer_step(const OptimizerStep& step) override;
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;
   void all_gather_parameters(Communicator& host) override;

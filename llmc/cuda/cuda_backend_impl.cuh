@@ -1,7 +1,7 @@
 // CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the two translation
 // units that implement it: cuda_backend.cu (construction, forward and backward passes) and
-// cuda_backend_state.cu (parameters, optimizer state, gradient norm, AdamW, ZeRO collectives).
-// Included by those two files only.
+// cuda_backend_state.cu (parameters, optimizer state, gradient norm, optimizer step, ZeRO
+// collectives). Included by those two files only.
 #pragma once
 #include <fmt/format.h>
 
@@ -28,7 +28,7 @@
 
 namespace llmc {
 
-// Rounds to nearest, as AdamW writes the bf16 parameters from the master copy.
+// Rounds to nearest, as the optimizer writes the bf16 parameters from the master copy.
 template <class Dst, class Src>
 __global__ void convert_kernel(Dst* out, const Src* in, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -91,8 +91,10 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   std::array<ParamTensor, kNumParamTensors> layout;
   size_t num_params = 0;
   size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
-  ElementRange owned;      // m, v and master cover these elements
-  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for AdamW's per-tensor decay
+  ElementRange owned;      // the optimizer's state and master cover these elements
+  std::vector<TensorSlice> owned_slices;  // the tensors' parts in `owned`, for per-tensor weight decay
+  OptimizerSpec optimizer;                // opt.optimizer's
+  std::vector<float*> optimizer_state;    // its state tensors: the first optimizer.state_names.size() of m, v
   size_t max_bt = 0;  // max_batch * max_seq_len
   PeakFlops peak;     // what MFU is counted against (CudaBackend::peak)
   cudaStream_t stream = nullptr;

@@ -1,12 +1,14 @@
 // CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
-// gradient norm, AdamW and the ZeRO collectives over NCCL or through host staging, blocking or
-// overlapped with the backward pass in buckets.
+// gradient norm, the optimizer step and the ZeRO collectives over NCCL or through host staging,
+// blocking or overlapped with the backward pass in buckets.
 #include <vector>
 
-#include "llmc/cuda/adamw.cuh"
 #include "llmc/cuda/copy_spans.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/global_norm.cuh"
+// The optimizers' CUDA updates (llmc/optim/registry.h): this file launches them.
+#define LLMC_CUDA_OPTIMIZERS
+#include "llmc/optim/registry.h"
 
 namespace llmc {
 
@@ -79,17 +81,22 @@ void CudaBackend::get_parameters(float* params) {
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
-void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+std::vector<OptimizerTensor> CudaBackend::get_optimizer_state() {
   Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(d.m, m, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(d.v, v, d.owned.size() * sizeof(float), cudaMemcpyHostToDevice, d.stream));
+  std::vector<OptimizerTensor> state = zero_optimizer_state(d.optimizer, d.owned.size());
+  for (size_t i = 0; i < state.size(); ++i)
+    CUDA_CHECK(cudaMemcpyAsync(state[i].values.data(), d.optimizer_state[i], d.owned.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  return state;
 }
 
-void CudaBackend::get_optimizer_state(float* m, float* v) {
+void CudaBackend::set_optimizer_state(const std::vector<OptimizerTensor>& state) {
   Impl& d = *impl_;
-  CUDA_CHECK(cudaMemcpyAsync(m, d.m, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(v, d.v, d.owned.size() * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  check_optimizer_state(d.optimizer, state, d.owned.size(), "CUDA backend");
+  for (size_t i = 0; i < state.size(); ++i)
+    CUDA_CHECK(cudaMemcpyAsync(d.optimizer_state[i], state[i].values.data(), d.owned.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 
@@ -103,17 +110,18 @@ float CudaBackend::grad_sum_of_squares(ElementRange range) {
   return d.read_scalar(Impl::kNormSquared);
 }
 
-void CudaBackend::adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) {
+void CudaBackend::optimizer_step(const OptimizerStep& step) {
   Impl& d = *impl_;
-  // Per tensor slice of the owned range (each tensor has its own weight decay); master, m and v
-  // are indexed from the owned range's start.
-  for (const TensorSlice& s : d.owned_slices) {
-    const size_t at = d.layout[s.tensor].offset + s.tensor_offset;
-    const float decay = s.weight_decay ? hyper.weight_decay : 0.0f;
-    llmc::adamw_update(d.params + at, d.master ? d.master + s.range_offset : nullptr, d.grads + at, d.m + s.range_offset,
-                       d.v + s.range_offset, s.count, lr, hyper.beta1, hyper.beta2, hyper.eps, decay, t, grad_scale,
-                       d.stream);
-  }
+  check_optimizer_step(step);
+  OptimizerSlice<floatX> buffers;
+  buffers.params = d.params;
+  buffers.master = d.master;
+  buffers.grads = d.grads;
+  buffers.state = d.optimizer_state.data();
+  visit_optimizer(RegisteredOptimizers{}, d.optimizer.name, [&](auto optimizer) {
+    for (const OptimizerSlice<floatX>& slice : optimizer_slices(d.layout, d.owned_slices, buffers, step.weight_decay))
+      optimizer.update(slice, step, d.stream);
+  });
 }
 
 void CudaBackend::all_reduce_gradients(Communicator& host) {

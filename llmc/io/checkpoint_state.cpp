@@ -3,7 +3,6 @@
 #include "llmc/io/checkpoint_files.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <fmt/format.h>
 #include <iterator>
@@ -15,9 +14,14 @@ namespace {
 
 constexpr int kChecksumWord = 20;
 
-// The arrays after the header, in file order.
-std::array<const std::vector<float>*, 4> payload_of(const TrainState& s) {
-  return {&s.m, &s.v, &s.loss_window, &s.norm_window};
+// The arrays after the header, in file order: pointers to const for a TrainState that is.
+template <class State>
+auto payload_of(State& s) {
+  std::vector<decltype(&s.loss_window)> payload;
+  for (auto& t : s.optimizer_state) payload.push_back(&t.values);
+  payload.push_back(&s.loss_window);
+  payload.push_back(&s.norm_window);
+  return payload;
 }
 
 // The checksum of the header (word kChecksumWord read as 0) and the payload.
@@ -39,8 +43,10 @@ void read_bytes(FILE* f, void* data, size_t bytes, const std::string& path) {
 }  // namespace
 
 void write_train_state(const std::string& path, const TrainState& s) {
-  if (s.m.size() != s.v.size())
-    throw std::invalid_argument(fmt::format("{}: m has {} entries but v has {}", path, s.m.size(), s.v.size()));
+  for (const OptimizerTensor& t : s.optimizer_state)
+    if (t.values.size() != s.state_size)
+      throw std::invalid_argument(fmt::format("{}: optimizer state tensor {} has {} entries, not {}", path, t.name,
+                                              t.values.size(), s.state_size));
   uint64_t h[kStateHeaderWords] = {};
   h[0] = kStateMagic;
   h[1] = kStateVersion;
@@ -57,8 +63,8 @@ void write_train_state(const std::string& path, const TrainState& s) {
   h[12] = s.loader.epoch_rng_state;
   h[13] = s.sample_rng_state;
   h[14] = s.num_parameters;
-  h[15] = s.moment_offset;
-  h[16] = s.m.size();
+  h[15] = s.state_offset;
+  h[16] = s.state_size;
   h[17] = s.model_checksum;
   h[18] = s.loss_window.size();
   h[19] = s.norm_window.size();
@@ -71,7 +77,7 @@ void write_train_state(const std::string& path, const TrainState& s) {
   });
 }
 
-TrainState read_train_state(const std::string& path) {
+TrainState read_train_state(const std::string& path, const std::vector<std::string>& state_names) {
   const FileHandle f = open_for_reading(path);
   uint64_t h[kStateHeaderWords];
   if (std::fread(h, 1, sizeof h, f.get()) != sizeof h)
@@ -89,10 +95,11 @@ TrainState read_train_state(const std::string& path) {
     throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
   const long size = std::ftell(f.get());
-  const uint64_t expected = sizeof h + (2 * n + windows) * sizeof(float);
+  const uint64_t expected = sizeof h + (state_names.size() * n + windows) * sizeof(float);
   if (size < 0 || uint64_t(size) != expected)
-    throw std::runtime_error(fmt::format("{}: header says {} moments ({} bytes in all) but the file has {} bytes",
-                                         path, n, expected, size));
+    throw std::runtime_error(fmt::format("{}: header says {} tensor(s) of optimizer state over {} parameters ({} bytes "
+                                         "in all) but the file has {} bytes",
+                                         path, state_names.size(), n, expected, size));
   std::fseek(f.get(), long(sizeof h), SEEK_SET);
   TrainState s;
   s.step = int64_t(h[2]);
@@ -108,14 +115,13 @@ TrainState read_train_state(const std::string& path) {
   s.loader.epoch_rng_state = h[12];
   s.sample_rng_state = h[13];
   s.num_parameters = h[14];
-  s.moment_offset = h[15];
-  s.m.resize(n);
-  s.v.resize(n);
+  s.state_offset = h[15];
+  s.state_size = n;
+  for (const std::string& name : state_names) s.optimizer_state.push_back({name, std::vector<float>(n)});
   s.model_checksum = h[17];
   s.loss_window.resize(h[18]);
   s.norm_window.resize(h[19]);
-  for (std::vector<float>* p : {&s.m, &s.v, &s.loss_window, &s.norm_window})
-    read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
+  for (std::vector<float>* p : payload_of(s)) read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
   if (h[1] >= 2) {
     const uint64_t stored = h[kChecksumWord], computed = state_checksum(h, s);
     if (computed != stored)

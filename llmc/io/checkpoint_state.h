@@ -3,13 +3,15 @@
 //   64 uint64 header: [0]=kStateMagic [1]=kStateVersion [2]=step [3]=world size [4]=rank
 //     [5]=B [6]=T [7]=shuffle [8]=seed [9]=loader epoch [10]=loader shard [11]=loader step
 //     [12]=loader epoch Rng state [13]=sampling Rng state [14]=number of model parameters
-//     [15]=offset of this rank's moments [16]=number of moments n in this file
+//     [15]=first parameter of this rank's optimizer state [16]=number n of parameters it covers
 //     [17]=Checksum64 of the checkpoint's model file (0 = none) [18]=number of loss-window values a
 //     [19]=number of grad-norm-window values b [20]=Checksum64 of this file's bytes with word [20]
 //     read as 0; the rest 0
-//   then AdamW m (n fp32), AdamW v (n fp32), the loss outlier window (a fp32, oldest first), the
-//   grad-norm outlier window (b fp32).
-// With one rank (or ZeRO off) a file holds all moments: offset 0, n = number of parameters.
+//   then the optimizer's state tensors, n fp32 each, in the order of its registration
+//   (llmc/optim/registry.h; AdamW: m, then v), the loss outlier window (a fp32, oldest first), the
+//   grad-norm outlier window (b fp32). The file does not name the optimizer: the reader says which
+//   tensors it expects.
+// With one rank (or ZeRO off) a file holds the state of all parameters: offset 0, n = their number.
 // Version 1 files (words 17-20 zero, no windows) are still read; they carry no checksums.
 #pragma once
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "llmc/data/dataloader.h"
+#include "llmc/optim/optimizer.h"
 
 namespace llmc {
 
@@ -35,16 +38,22 @@ struct TrainState {
   DataLoaderPosition loader;
   uint64_t sample_rng_state = 0;
   uint64_t num_parameters = 0;
-  uint64_t moment_offset = 0;
-  std::vector<float> m, v;  // equal sizes
+  // The parameters [state_offset, state_offset + state_size) whose optimizer state this file holds:
+  // each tensor of optimizer_state has state_size values.
+  uint64_t state_offset = 0;
+  uint64_t state_size = 0;
+  std::vector<OptimizerTensor> optimizer_state;
   uint64_t model_checksum = 0;  // of the model file written with this state; 0 = not recorded
   std::vector<float> loss_window, norm_window;  // OutlierDetector::values(), at most 100 each
 };
 
-// Writes crash-safely (write_file_atomically); throws std::runtime_error naming the file.
+// Writes crash-safely (write_file_atomically); throws std::runtime_error naming the file, and
+// std::invalid_argument when a state tensor does not have state_size values.
 void write_train_state(const std::string& path, const TrainState& state);
+// Reads a file whose optimizer state is the tensors `state_names` (the optimizer's, in order).
 // Throws std::runtime_error naming the file on a bad magic/version, a size that does not match
-// the header, inconsistent fields, or a checksum that does not match the bytes (a corrupt file).
-TrainState read_train_state(const std::string& path);
+// the header and those tensors, inconsistent fields, or a checksum that does not match the bytes
+// (a corrupt file).
+TrainState read_train_state(const std::string& path, const std::vector<std::string>& state_names);
 
 }  // namespace llmc

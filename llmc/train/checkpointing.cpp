@@ -1,6 +1,6 @@
 // The Trainer's checkpoints: saving (every rank's state file, rank 0's model file, the DONE
 // marker last, then retention) and resuming from the newest checkpoint that verifies on every
-// rank, re-sharding the optimizer moments to this run's partition. Formats: docs/training.md.
+// rank, re-sharding the optimizer state to this run's partition. Formats: docs/training.md.
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -16,7 +16,8 @@ TrainState Trainer::load_checkpoint(int step) {
   const std::string& dir = o_.output_dir;
   const size_t n = num_parameters(config_);
   const std::string model_file = checkpoint_model_path(dir, step), head_file = checkpoint_state_path(dir, step, 0);
-  TrainState head = read_train_state(head_file);
+  const std::vector<std::string>& state_names = find_optimizer(o_.optimizer).state_names;
+  TrainState head = read_train_state(head_file, state_names);
   if (head.step != step) throw std::runtime_error(fmt::format("{}: holds step {}", head_file, head.step));
   if (head.model_checksum != 0) {
     const uint64_t actual = file_checksum(model_file);
@@ -29,31 +30,32 @@ TrainState Trainer::load_checkpoint(int step) {
   if (!same_shape(model.config, config_))
     throw std::runtime_error(fmt::format("{}: model {} differs from -e {} ({})", model_file, describe_shape(model.config),
                                          o_.model, describe_shape(config_)));
-  // This rank's moments, from the files whose ranges overlap its owned range: one file of a -z 0
-  // checkpoint holds all of them, a -z 1 checkpoint's files hold consecutive chunks.
+  // This rank's optimizer state, every tensor alike, from the files whose ranges overlap its owned
+  // range: one file of a -z 0 checkpoint holds all of it, a -z 1 checkpoint's files hold
+  // consecutive chunks.
   const ElementRange owned = partition_.owned();
-  m_.assign(owned.size(), 0.0f);
-  v_.assign(owned.size(), 0.0f);
+  resumed_state_ = zero_optimizer_state(find_optimizer(o_.optimizer), owned.size());
   size_t covered = 0;
   TrainState other;  // rank r > 0's file; rank 0's is head, read once
   for (int r = 0; r < head.world_size && covered < owned.size(); ++r) {
     const std::string file = checkpoint_state_path(dir, step, r);
-    if (r > 0) other = read_train_state(file);
+    if (r > 0) other = read_train_state(file, state_names);
     const TrainState& state = r == 0 ? head : other;
     if (state.step != step || state.world_size != head.world_size || state.rank != r)
       throw std::runtime_error(fmt::format("{}: holds step {} of rank {} of {}, not step {} of rank {} of {}", file,
                                            state.step, state.rank, state.world_size, step, r, head.world_size));
     if (state.num_parameters != n)
-      throw std::runtime_error(fmt::format("{}: holds the moments of {} parameters, not those of this model ({})", file,
-                                           state.num_parameters, n));
-    const ElementRange range{state.moment_offset, state.moment_offset + state.m.size()};
-    covered += copy_overlap(state.m.data(), range, m_.data(), owned);
-    copy_overlap(state.v.data(), range, v_.data(), owned);
+      throw std::runtime_error(fmt::format("{}: holds the optimizer state of {} parameters, not of this model's ({})",
+                                           file, state.num_parameters, n));
+    const ElementRange range{state.state_offset, state.state_offset + state.state_size};
+    covered += intersect(range, owned).size();
+    for (size_t i = 0; i < state_names.size(); ++i)
+      copy_overlap(state.optimizer_state[i].values.data(), range, resumed_state_[i].values.data(), owned);
   }
   if (covered != owned.size())
-    throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold {} of the {} moments [{}, {}) rank {} "
-                                         "needs", head_file, head.world_size, covered, owned.size(), owned.begin,
-                                         owned.end, rank_));
+    throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold the optimizer state of {} of the {} "
+                                         "parameters [{}, {}) rank {} needs", head_file, head.world_size, covered,
+                                         owned.size(), owned.begin, owned.end, rank_));
   params_ = std::move(model.params);
   return head;
 }
@@ -111,9 +113,9 @@ void Trainer::resume_from_checkpoint() {
     start_step_ = resumed_step_ = step;
     say("resume: continuing from checkpoint step {} in {} (the newest that verifies{})\n", step, dir,
         state.model_checksum != 0 ? ", checksums match" : "; written without checksums");
-    if (state.world_size != world_size_ || state.m.size() != num_parameters(config_) || zero1_)
+    if (state.world_size != world_size_ || state.state_size != num_parameters(config_) || zero1_)
       say("resume: optimizer state of {} rank(s) ({}) now {} over {} rank(s)\n", state.world_size,
-          state.m.size() == num_parameters(config_) ? "whole in every file" : "sharded",
+          state.state_size == num_parameters(config_) ? "whole in every file" : "sharded",
           zero1_ ? "sharded (ZeRO-1)" : "whole on every rank", world_size_);
     return;
   }
@@ -171,10 +173,9 @@ void Trainer::save_checkpoint(Backend& backend, int step) {
   state.loader = lead_position;
   state.sample_rng_state = sample_rng_.state;
   state.num_parameters = params.size();
-  state.moment_offset = owned.begin;
-  state.m.resize(owned.size());
-  state.v.resize(owned.size());
-  backend.get_optimizer_state(state.m.data(), state.v.data());
+  state.state_offset = owned.begin;
+  state.state_size = owned.size();
+  state.optimizer_state = backend.get_optimizer_state();
   state.loss_window = loss_outliers_.values();
   state.norm_window = norm_outliers_.values();
   write_train_state(checkpoint_state_path(dir, step, rank_), state);

@@ -8,6 +8,9 @@
 #include <cstring>
 #include <limits>
 #include <fmt/format.h>
+#include <stdexcept>
+
+#include "llmc/optim/optimizer.h"
 
 namespace llmc {
 
@@ -162,6 +165,14 @@ const std::vector<FlagSpec>& train_flags() {
        }},
       {"-c", "<float>", "0.0", "weight decay",
        [](TrainOptions& o, Arg f, Arg v) { o.weight_decay = real_at_least(f, v, 0.0, "weight decay must be >= 0"); }},
+      {"--optimizer", "<name>", "adamw", "optimizer: adamw",
+       [](TrainOptions& o, Arg f, Arg v) {
+         try {
+           o.optimizer = find_optimizer(v).name;
+         } catch (const std::invalid_argument& e) {
+           throw FlagError(fmt::format("{}: {}", f, e.what()));
+         }
+       }},
       {"-v", "<int>", "20", "val loss every N steps, 0 = never",
        [](TrainOptions& o, Arg f, Arg v) {
          o.val_every = int_in(f, v, 0, kIntMax, "val every must be >= 0 (0 = never)");

@@ -35,6 +35,7 @@ struct TrainOptions {
   float final_lr_frac;             // -q
   std::string lr_schedule;         // -k: cosine, linear, constant, wsd
   float weight_decay;              // -c
+  std::string optimizer;           // --optimizer: a registered one (llmc/optim/registry.h)
   int val_every;                   // -v: 0 = never
   int val_max_steps;               // -m: -1 = the whole val set
   int sample_every;                // -s: 0 = never

@@ -194,10 +194,12 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
   // kept out of the windows, so one bad batch neither moves the weights nor widens the window.
   r.skipped = loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) || norm_outliers_.is_outlier(r.norm, o_.skip_norm_z);
   if (!r.skipped) {
-    AdamWHyper hyper;
-    hyper.weight_decay = o_.weight_decay;
-    const float grad_scale = r.norm > 1.0f ? 1.0f / r.norm : 1.0f;
-    backend.adamw_update(hyper, r.lr, step + 1, grad_scale);
+    OptimizerStep update;
+    update.lr = r.lr;
+    update.t = step + 1;
+    update.grad_scale = r.norm > 1.0f ? 1.0f / r.norm : 1.0f;
+    update.weight_decay = o_.weight_decay;
+    backend.optimizer_step(update);
     if (zero1_) backend.all_gather_parameters(host_);
     loss_outliers_.push(r.loss);
     norm_outliers_.push(r.norm);
@@ -219,10 +221,9 @@ void Trainer::run(const BackendFactory& make_backend) {
 
 void Trainer::train(Backend& backend) {
   backend.set_parameters(params_.data());
-  if (resumed_step_ >= 0) backend.set_optimizer_state(m_.data(), v_.data());
+  if (resumed_step_ >= 0) backend.set_optimizer_state(resumed_state_);
   params_ = {};
-  m_ = {};
-  v_ = {};
+  resumed_state_ = {};
   print_summary(backend);
   const StopSignals signals;
 

@@ -62,7 +62,7 @@ class Trainer {
   void print_summary(const Backend& backend) const;
 
   void resume_from_checkpoint();
-  // Fills params_, m_, v_ (this rank's owned range) and returns rank 0's state of checkpoint
+  // Fills params_ and resumed_state_ (this rank's owned range) and returns rank 0's state of checkpoint
   // `step`; throws std::runtime_error naming the file that does not verify or does not fit.
   TrainState load_checkpoint(int step);
   // The whole model's fp32 parameters (gathered from the owners under ZeRO-1).
@@ -89,7 +89,7 @@ class Trainer {
   bool overlap_ = false;  // --overlap with several ranks: gradient sums during the last backward pass
   OptimizerPartition partition_;
   std::vector<float> params_;  // the initial parameters, handed to the backend by train()
-  std::vector<float> m_, v_;   // resumed AdamW moments of the owned range
+  std::vector<OptimizerTensor> resumed_state_;  // the optimizer's, of the owned range
   int accum_ = 1;
   int64_t step_tokens_ = 0;
   int max_steps_ = 0;

@@ -7,6 +7,7 @@
 // here; the calls that only read fixed properties are not marked.
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "llmc/backend.h"
 #include "llmc/train/watchdog.h"
@@ -25,71 +26,58 @@ class WatchedBackend final : public Backend {
   double peak_flops() const override { return inner_.peak_flops(); }
 
   void set_parameters(const float* params) override {
-    const Watchdog::InBackendCall mark(watchdog_, "set_parameters");
-    inner_.set_parameters(params);
+    marked("set_parameters", [&] { inner_.set_parameters(params); });
   }
   void get_parameters(float* params) override {
-    const Watchdog::InBackendCall mark(watchdog_, "get_parameters");
-    inner_.get_parameters(params);
+    marked("get_parameters", [&] { inner_.get_parameters(params); });
   }
-  void set_optimizer_state(const float* m, const float* v) override {
-    const Watchdog::InBackendCall mark(watchdog_, "set_optimizer_state");
-    inner_.set_optimizer_state(m, v);
+  std::vector<OptimizerTensor> get_optimizer_state() override {
+    return marked("get_optimizer_state", [&] { return inner_.get_optimizer_state(); });
   }
-  void get_optimizer_state(float* m, float* v) override {
-    const Watchdog::InBackendCall mark(watchdog_, "get_optimizer_state");
-    inner_.get_optimizer_state(m, v);
+  void set_optimizer_state(const std::vector<OptimizerTensor>& state) override {
+    marked("set_optimizer_state", [&] { inner_.set_optimizer_state(state); });
   }
-  void zero_grad() override {
-    const Watchdog::InBackendCall mark(watchdog_, "zero_grad");
-    inner_.zero_grad();
-  }
+  void zero_grad() override { marked("zero_grad", [&] { inner_.zero_grad(); }); }
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override {
-    const Watchdog::InBackendCall mark(watchdog_, "forward_backward");
-    inner_.forward_backward(inputs, targets, B, T, loss_scale);
+    marked("forward_backward", [&] { inner_.forward_backward(inputs, targets, B, T, loss_scale); });
   }
   float accumulated_loss() override {
-    const Watchdog::InBackendCall mark(watchdog_, "accumulated_loss");
-    return inner_.accumulated_loss();
+    return marked("accumulated_loss", [&] { return inner_.accumulated_loss(); });
   }
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override {
-    const Watchdog::InBackendCall mark(watchdog_, "forward_losses");
-    inner_.forward_losses(inputs, targets, B, T, losses);
+    marked("forward_losses", [&] { inner_.forward_losses(inputs, targets, B, T, losses); });
   }
   void next_token_logits(const int* tokens, int T, float* logits) override {
-    const Watchdog::InBackendCall mark(watchdog_, "next_token_logits");
-    inner_.next_token_logits(tokens, T, logits);
+    marked("next_token_logits", [&] { inner_.next_token_logits(tokens, T, logits); });
   }
   float grad_sum_of_squares(ElementRange range) override {
-    const Watchdog::InBackendCall mark(watchdog_, "grad_sum_of_squares");
-    return inner_.grad_sum_of_squares(range);
+    return marked("grad_sum_of_squares", [&] { return inner_.grad_sum_of_squares(range); });
   }
-  void adamw_update(const AdamWHyper& hyper, float lr, int t, float grad_scale) override {
-    const Watchdog::InBackendCall mark(watchdog_, "adamw_update");
-    inner_.adamw_update(hyper, lr, t, grad_scale);
+  void optimizer_step(const OptimizerStep& step) override {
+    marked("optimizer_step", [&] { inner_.optimizer_step(step); });
   }
   void all_reduce_gradients(Communicator& host) override {
-    const Watchdog::InBackendCall mark(watchdog_, "all_reduce_gradients");
-    inner_.all_reduce_gradients(host);
+    marked("all_reduce_gradients", [&] { inner_.all_reduce_gradients(host); });
   }
   void reduce_scatter_gradients(Communicator& host) override {
-    const Watchdog::InBackendCall mark(watchdog_, "reduce_scatter_gradients");
-    inner_.reduce_scatter_gradients(host);
+    marked("reduce_scatter_gradients", [&] { inner_.reduce_scatter_gradients(host); });
   }
   void all_gather_parameters(Communicator& host) override {
-    const Watchdog::InBackendCall mark(watchdog_, "all_gather_parameters");
-    inner_.all_gather_parameters(host);
+    marked("all_gather_parameters", [&] { inner_.all_gather_parameters(host); });
   }
   void begin_gradient_sync(Communicator& host) override {
-    const Watchdog::InBackendCall mark(watchdog_, "begin_gradient_sync");
-    inner_.begin_gradient_sync(host);
+    marked("begin_gradient_sync", [&] { inner_.begin_gradient_sync(host); });
   }
-  void finish_gradient_sync() override {
-    const Watchdog::InBackendCall mark(watchdog_, "finish_gradient_sync");
-    inner_.finish_gradient_sync();
-  }
+  void finish_gradient_sync() override { marked("finish_gradient_sync", [&] { inner_.finish_gradient_sync(); }); }
 
  private:
+  // Runs `call` as the backend call `name`: marked while it runs, progress when it returns.
+  template <class Call>
+  auto marked(const char* name, Call&& call) -> decltype(call()) {
+    const Watchdog::InBackendCall mark(watchdog_, name);
+    return call();
+  }
+
   Backend& inner_;
   Watchdog& watchdog_;
 };

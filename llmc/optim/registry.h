@@ -1,0 +1,44 @@
+// The registration of every optimizer the trainers offer (--optimizer): for each, its name, its
+// state tensors in checkpoint order, its hyperparameters, and its update bound to its CPU code
+// (llmc/cpu/<name>.h, the oracle) and its CUDA code (llmc/cuda/<name>.cuh). The backends reach an
+// optimizer only through RegisteredOptimizers (visit_optimizer, llmc/optim/optimizer.h).
+//
+// Each entry is a type with
+//   static constexpr const char* kName;                         the --optimizer value
+//   static constexpr std::array<const char*, K> kStateNames;    K fp32 tensors over the owned range
+//   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
+//   static void update(const OptimizerSlice<floatX>&, const OptimizerStep&, cudaStream_t);   CUDA
+// The CUDA backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
+#pragma once
+#include <array>
+
+#include "llmc/cpu/adamw.h"
+#include "llmc/optim/optimizer.h"
+// The CUDA updates launch kernels, so only the translation unit that runs them on the GPU
+// (llmc/cuda/cuda_backend_state.cu) defines LLMC_CUDA_OPTIMIZERS and sees them.
+#if defined(LLMC_CUDA_OPTIMIZERS)
+#include "llmc/cuda/adamw.cuh"
+#endif
+
+namespace llmc {
+
+// AdamW (docs/contract.md) with llm.c's betas and eps; its weight decay is -c.
+struct AdamW {
+  static constexpr const char* kName = "adamw";
+  static constexpr std::array<const char*, 2> kStateNames = {"m", "v"};
+  static constexpr AdamWHyper kHyper = {0.9f, 0.95f, 1e-8f};
+
+  static void update(const OptimizerSlice<float>& slice, const OptimizerStep& step) {
+    adamw_update(slice, step, kHyper);
+  }
+#if defined(LLMC_CUDA_OPTIMIZERS)
+  static void update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, cudaStream_t stream) {
+    adamw_update(slice, step, kHyper, stream);
+  }
+#endif
+};
+
+// Every optimizer --optimizer accepts; the first is the default.
+using RegisteredOptimizers = OptimizerList<AdamW>;
+
+}  // namespace llmc
