@@ -26,7 +26,7 @@ namespace llmc {
 // Part of the contract: every backend accepts an OptimizerPartition whose ZeRO-1 chunks start on
 // multiples of this many elements, and the loop only builds such partitions. 32 elements are 128
 // bytes of fp32 and 64 of bf16: a cache line, and a whole number of the 16-byte vectors the CUDA
-// kernels (norm, AdamW, conversions) read, so no backend needs a scalar path for a chunk's start.
+// kernels (norm, optimizer updates, conversions) read, so no backend needs a scalar path for a chunk's start.
 constexpr size_t kPartitionAlignment = 32;
 
 // The partition the loop builds for -z `zero_stage` (0 or 1): rank `rank`'s ZeRO-1 chunk of

@@ -1,10 +1,10 @@
 // Resuming a checkpoint written by another number of ranks or with another ZeRO stage (-z): the
 // pure parts, so that they are unit-tested without MPI (docs/training.md, "Checkpoints and resume").
 //
-// Every rank's state file holds the AdamW moments of one contiguous range of the flat parameter
-// buffer: all of it with -z 0, the rank's owned chunk with -z 1 (so the ranks' files, in rank
-// order, concatenate to the whole buffer). A resumed rank needs the moments of its own range under
-// the new partition and assembles them from the files whose ranges overlap it.
+// Every rank's state file holds the optimizer state tensors of one contiguous range of the flat
+// parameter buffer: all of it with -z 0, the rank's owned chunk with -z 1 (so the ranks' files, in
+// rank order, concatenate to the whole buffer). A resumed rank needs each tensor of its own range
+// under the new partition and assembles it from the files whose ranges overlap it.
 #pragma once
 #include <cstddef>
 

@@ -7,7 +7,7 @@
 // equal-sized chunks (llmc/dist/communicator.h). Rank r's chunk is [r*shard_size, (r+1)*shard_size) of
 // the padded buffer; the part of it below n holds real parameters and is what r owns. One step:
 //   reduce_scatter_sum(grads_padded, grad_shard, shard_size)   rank r: summed gradients of chunk r
-//   AdamW on the owned elements, per tensor slice (weight decay is per tensor)
+//   the optimizer on the owned elements, per tensor slice (weight decay is per tensor)
 //   all_gather(param_shard, params_padded, shard_size)         every rank: all updated parameters
 // The padding is never read as a parameter; keep it zero so that sums of squares stay exact.
 #pragma once
@@ -48,7 +48,7 @@ struct ZeroLayout {
 // Throws std::invalid_argument for world_size < 1 or alignment 0.
 ZeroLayout make_zero_layout(size_t num_elements, int world_size, size_t alignment = 1);
 
-// What one rank's backend keeps of the optimizer (-z): with ZeRO stage 0 every rank holds the AdamW
+// What one rank's backend keeps of the optimizer (-z): with ZeRO stage 0 every rank holds the optimizer
 // state of every parameter; with stage 1 only of layout.owned(rank), and its gradient and
 // parameter buffers are padded to layout.padded_size() for the reduce-scatter and all-gather.
 struct OptimizerPartition {

@@ -8,7 +8,9 @@
 //   static constexpr std::array<const char*, K> kStateNames;    K fp32 tensors over the owned range
 //   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
 //   static void update(const OptimizerSlice<floatX>&, const OptimizerStep&, cudaStream_t);   CUDA
-// The CUDA backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
+// The update must be element-wise (each parameter's new value and state from its own gradient and
+// state alone): ZeRO-1 cuts tensors between ranks, and a rank updates only its slices. The CUDA
+// backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
 #pragma once
 #include <array>
 

@@ -53,8 +53,8 @@ TrainState Trainer::load_checkpoint(int step) {
       copy_overlap(state.optimizer_state[i].values.data(), range, resumed_state_[i].values.data(), owned);
   }
   if (covered != owned.size())
-    throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold the optimizer state of {} of the {} "
-                                         "parameters [{}, {}) rank {} needs", head_file, head.world_size, covered,
+    throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold the optimizer state of {} of the "
+                                         "{} parameters [{}, {}) rank {} needs", head_file, head.world_size, covered,
                                          owned.size(), owned.begin, owned.end, rank_));
   params_ = std::move(model.params);
   return head;

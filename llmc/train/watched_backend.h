@@ -28,9 +28,7 @@ class WatchedBackend final : public Backend {
   void set_parameters(const float* params) override {
     marked("set_parameters", [&] { inner_.set_parameters(params); });
   }
-  void get_parameters(float* params) override {
-    marked("get_parameters", [&] { inner_.get_parameters(params); });
-  }
+  void get_parameters(float* params) override { marked("get_parameters", [&] { inner_.get_parameters(params); }); }
   std::vector<OptimizerTensor> get_optimizer_state() override {
     return marked("get_optimizer_state", [&] { return inner_.get_optimizer_state(); });
   }
@@ -41,9 +39,7 @@ class WatchedBackend final : public Backend {
   void forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) override {
     marked("forward_backward", [&] { inner_.forward_backward(inputs, targets, B, T, loss_scale); });
   }
-  float accumulated_loss() override {
-    return marked("accumulated_loss", [&] { return inner_.accumulated_loss(); });
-  }
+  float accumulated_loss() override { return marked("accumulated_loss", [&] { return inner_.accumulated_loss(); }); }
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override {
     marked("forward_losses", [&] { inner_.forward_losses(inputs, targets, B, T, losses); });
   }
