@@ -13,39 +13,27 @@ namespace {
 
 constexpr size_t kN = 124475904;  // GPT-2 124M with the vocabulary padded to 50304
 constexpr llmc::AdamWHyper kHyper = llmc::AdamW::kHyper;
-constexpr float kDecay = 0.1f;
+// lr 1e-3 at step t = 5, gradients scaled by 0.8 (clipping), weight decay 0.1.
+constexpr llmc::OptimizerStep kStep = {1e-3f, 5, 0.8f, 0.1f};
 
-llmc::OptimizerStep step() {
-  llmc::OptimizerStep s;
-  s.lr = 1e-3f;
-  s.t = 5;
-  s.grad_scale = 0.8f;
-  s.weight_decay = kDecay;
-  return s;
-}
-
-// n parameters of one tensor with weight decay, m and v its state tensors 0 and 1.
+// n parameters of one tensor that decays, with m and v its state tensors 0 and 1.
 template <class Real>
 llmc::OptimizerSlice<Real> slice(size_t n, Real* params, float* master, const Real* grads, float* const* state) {
-  llmc::OptimizerSlice<Real> s;
-  s.params = params;
-  s.master = master;
-  s.grads = grads;
-  s.state = state;
+  llmc::OptimizerSlice<Real> s{params, master, grads, state};
   s.n = n;
-  s.weight_decay = kDecay;
+  s.weight_decay = kStep.weight_decay;
   return s;
 }
 
 void launch(const std::string& v, size_t n, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
   if (v == "v1") {
-    const llmc::AdamWArgs a = llmc::adamw_args(step(), kHyper, kDecay);
+    const llmc::AdamWArgs a = llmc::adamw_args(kStep, kHyper, kStep.weight_decay);
     llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, params,
                                                     master, grads, m, vv, n, a);
     CUDA_CHECK_LAST();
   } else {
     float* const state[] = {m, vv};
-    llmc::adamw_update(slice(n, params, master, grads, state), step(), kHyper, 0);
+    llmc::adamw_update(slice(n, params, master, grads, state), kStep, kHyper, 0);
   }
 }
 
@@ -58,7 +46,7 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   const auto v0 = bench::random_vector(n, 44, 1e-4f, 1e-2f);
   std::vector<float> params_ref = params, m_ref = m0, v_ref = v0;
   float* const state_ref[] = {m_ref.data(), v_ref.data()};
-  llmc::adamw_update(slice<float>(n, params_ref.data(), nullptr, grads.data(), state_ref), step(), kHyper);
+  llmc::adamw_update(slice<float>(n, params_ref.data(), nullptr, grads.data(), state_ref), kStep, kHyper);
 
   floatX* d_params = bench::to_device<floatX>(params);
   floatX* d_grads = bench::to_device<floatX>(grads);

@@ -1,7 +1,7 @@
 // An optimizer as the loop, the checkpoints and the backends see it: a name (--optimizer), a list of
 // per-parameter fp32 state tensors (AdamW: m and v) and one update per step. Which optimizers exist,
 // with their hyperparameters and their CPU and CUDA code, is registered in llmc/optim/registry.h;
-// nothing outside that file and the optimizers' own files knows any one of them.
+// the loop, the checkpoints and the backends reach them only through it.
 //
 // State tensors cover a rank's partition().owned() range of the flat parameter buffer: element i of
 // each is the state of parameter owned().begin + i. So checkpoints and ZeRO re-sharding move every
