@@ -28,7 +28,7 @@
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
 #if defined(LLMC_CUDA_EMULATOR)
-#include "llmc/cuda/emulator/device_memory.h"
+#include "emulator/runtime/device_memory.h"
 #endif
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"

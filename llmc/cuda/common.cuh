@@ -1,10 +1,10 @@
 // Shared CUDA plumbing: the training precision, error checks, kernel launches, shared memory and
 // 128-bit vectors. With LLMC_CUDA_EMULATOR the same code compiles with g++ against the emulated GPU
-// (llmc/cuda/emulator/, docs/cuda-emulator.md); the few lines that differ between the two builds
+// (emulator/runtime/, docs/cuda-emulator.md); the few lines that differ between the two builds
 // are the #if blocks of this file.
 #pragma once
 #if defined(LLMC_CUDA_EMULATOR)
-#include "llmc/cuda/emulator/emulator.h"
+#include "emulator/runtime/emulator.h"
 #endif
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

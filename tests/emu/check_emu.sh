@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make test-emu: the CUDA kernels on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan,
 # under TSan, and under the emulator's own shared-memory race check (racecheck). For each: the
-# emulator's own tests (tests/emu/test_emulator.cu), the faults a GPU would report, each in its own
-# process (tests/emu/emu_faults.cu: the exit status and the words of the report are checked), and
-# every hand-written kernel family's dev/cuda checks at small shapes (--small) in BF16 and FP32
-# (TSan: BF16 only, and without global_norm, which racecheck carries). One summary line at the end.
+# emulator's own tests (emulator/tests/test_emulator.cu), the faults a GPU would report, each in its
+# own process (emulator/tests/emu_faults.cu: the exit status and the words of the report are
+# checked), and every hand-written kernel family's dev/cuda checks at small shapes (--small) in BF16
+# and FP32 (TSan: BF16 only, and without global_norm, which racecheck carries). One summary line at
+# the end.
 # Skips (exit 77) when there are no CUDA toolkit headers to compile against.
 set -u
 cd "$(dirname "$0")/../.." || exit 1

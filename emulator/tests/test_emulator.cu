@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "llmc/cuda/common.cuh"
-#include "llmc/cuda/emulator/stream_order.h"
+#include "emulator/runtime/stream_order.h"
 
 using llmc::launch;
 

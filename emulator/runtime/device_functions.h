@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "llmc/cuda/emulator/block_runner.h"
+#include "emulator/runtime/block_runner.h"
 
 // __syncthreads: every live thread of the block, at the same call site (the emulator's rule; a
 // GPU's behaviour is undefined when they differ).

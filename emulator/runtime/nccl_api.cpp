@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/emulator/device_memory.h"
-#include "llmc/cuda/emulator/stream_order.h"
+#include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/stream_order.h"
 
 struct ncclComm {
   int rank, nranks;

@@ -1,5 +1,5 @@
 // The context switch (x86-64 System V) and the sanitizer annotations around it.
-#include "llmc/cuda/emulator/fiber.h"
+#include "emulator/runtime/fiber.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

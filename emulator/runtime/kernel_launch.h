@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "llmc/cuda/emulator/block_runner.h"
+#include "emulator/runtime/block_runner.h"
 
 namespace emu {
 

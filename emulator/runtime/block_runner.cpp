@@ -1,5 +1,5 @@
 // The worker pool, the fibers of a block, barriers, warp operations and shared memory.
-#include "llmc/cuda/emulator/block_runner.h"
+#include "emulator/runtime/block_runner.h"
 
 #include <sys/mman.h>
 
@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "llmc/cuda/emulator/fiber.h"
-#include "llmc/cuda/emulator/shared_view.h"
+#include "emulator/runtime/fiber.h"
+#include "emulator/runtime/shared_view.h"
 #include "llmc/rng.h"
 
 #if defined(__SANITIZE_ADDRESS__)

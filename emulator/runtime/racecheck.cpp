@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/emulator/shared_view.h"
+#include "emulator/runtime/shared_view.h"
 
 namespace emu {
 namespace {

@@ -2,7 +2,7 @@
 // of work gets an id in issue order; its prerequisites are the earlier work of its stream and the
 // ids in `deps` (event waits, the legacy stream's implicit waits). Prerequisites always have
 // smaller ids, so no order can deadlock.
-#include "llmc/cuda/emulator/stream_order.h"
+#include "emulator/runtime/stream_order.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "llmc/cuda/emulator/block_runner.h"
+#include "emulator/runtime/block_runner.h"
 
 namespace emu {
 namespace {

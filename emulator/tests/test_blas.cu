@@ -1,4 +1,4 @@
-// The emulated cuBLAS and cuBLASLt (llmc/cuda/emulator/blas_api.cpp) on small cases worked out by
+// The emulated cuBLAS and cuBLASLt (emulator/runtime/blas_api.cpp) on small cases worked out by
 // hand from NVIDIA's documentation, not from the project's callers (llmc/cuda/matmul.cuh), so that
 // a caller and the emulation cannot share one misreading. Matrices are column-major: a rows x cols
 // matrix with leading dimension ld holds element (r, c) at r + c * ld. The GELU values are the tanh

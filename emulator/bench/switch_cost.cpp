@@ -1,12 +1,12 @@
 // The cost of one switch between two user-level contexts: the emulated GPU's own switch
-// (llmc/cuda/emulator/fiber.h) against ucontext's swapcontext, side by side in one run.
+// (emulator/runtime/fiber.h) against ucontext's swapcontext, side by side in one run.
 //   make emu-switch-cost      (built without sanitizers; prints ns per switch for each)
 #include <ucontext.h>
 
 #include <chrono>
 #include <cstdio>
 
-#include "llmc/cuda/emulator/fiber.h"
+#include "emulator/runtime/fiber.h"
 
 namespace {
 

@@ -15,5 +15,5 @@ extern thread_local dim3 gridDim;
 extern thread_local int warpSize;
 }
 
-#include "llmc/cuda/emulator/device_functions.h"
-#include "llmc/cuda/emulator/kernel_launch.h"
+#include "emulator/runtime/device_functions.h"
+#include "emulator/runtime/kernel_launch.h"

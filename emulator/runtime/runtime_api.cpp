@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/emulator/block_runner.h"
-#include "llmc/cuda/emulator/device_memory.h"
-#include "llmc/cuda/emulator/kernel_launch.h"
-#include "llmc/cuda/emulator/stream_order.h"
+#include "emulator/runtime/block_runner.h"
+#include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/kernel_launch.h"
+#include "emulator/runtime/stream_order.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/emulator/device_memory.h"
-#include "llmc/cuda/emulator/gemm.h"
+#include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/gemm.h"
 
 struct cublasLtContext {
   int unused;

@@ -3,11 +3,11 @@
 // of two contiguous vectors; a 4 x 2 block of outputs shares its loads, eight lanes at a time.
 // Built with -O3 -march=native and no sanitizer (the panels are the emulator's own memory; the
 // caller has checked the operands' device ranges), run in parallel on the emulator's workers.
-#include "llmc/cuda/emulator/gemm.h"
+#include "emulator/runtime/gemm.h"
 
 #include <cstring>
 
-#include "llmc/cuda/emulator/block_runner.h"
+#include "emulator/runtime/block_runner.h"
 
 namespace emu {
 namespace {
