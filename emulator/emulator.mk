@@ -65,7 +65,7 @@ print-emu-benches:
 	@echo $(EMU_BENCHES)
 
 # Kept, so that an unchanged kernel is not recompiled.
-.SECONDARY: $(EMU_BENCHES:%=$(EMU)/$(CUDA_PREC)/%.o) $(EMU_TESTS:%=$(EMU)/tests/%.o)
+.SECONDARY: $(EMU_BENCHES:%=$(EMU)/$(CUDA_PREC)/%.o) $(EMU_TESTS:%=$(EMU)/emulator/tests/%.o)
 emu-benches: $(addprefix $(EMU)/$(CUDA_PREC)/,$(EMU_BENCHES))
 emu-tests: $(addprefix $(EMU)/tests/,$(EMU_TESTS))
 
@@ -77,15 +77,15 @@ $(BUILD)/emu-none/switch_cost: emulator/bench/switch_cost.cpp emulator/runtime/f
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -O2 $(filter %.cpp,$^) -o $@
 
-$(EMU)/runtime/%.o: emulator/runtime/%.cpp
+$(EMU)/emulator/runtime/%.o: emulator/runtime/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
 
 # The GEMMs under the emulated cuBLAS: optimised, uninstrumented (they read only the emulator's own
 # fp32 copies of checked operands), parallel on the emulator's worker threads.
-$(EMU)/runtime/gemm.o: EMU_RUNTIME_FLAGS := -O3 -march=native
+$(EMU)/emulator/runtime/gemm.o: EMU_RUNTIME_FLAGS := -O3 -march=native
 
-$(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:emulator/runtime/%.cpp=$(EMU)/runtime/%.o)
+$(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:%.cpp=$(EMU)/%.o)
 	$(archive)
 
 $(EMU)/ref/%.o: llmc/cpu/%.cpp
@@ -103,11 +103,12 @@ $(EMU)/$(CUDA_PREC)/%.o: dev/cuda/%.cu
 $(EMU)/$(CUDA_PREC)/%: $(EMU)/$(CUDA_PREC)/%.o $(EMU_REF_LIB) $(EMU_RUNTIME_LIB)
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
-$(EMU)/tests/%.o: emulator/tests/%.cu
+$(EMU)/emulator/tests/%.o: emulator/tests/%.cu
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
-$(EMU)/tests/%: $(EMU)/tests/%.o $(EMU_RUNTIME_LIB)
+$(EMU)/tests/%: $(EMU)/emulator/tests/%.o $(EMU_RUNTIME_LIB)
+	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
 # ---- The CUDA trainer and its parity test on the emulated GPU ----
@@ -144,5 +145,5 @@ $(EMU_TRAINER)/test_gpt2cu: $(EMU_TRAINER)/test_gpt2.o $(EMU_TRAINER_OBJS) $(EMU
 $(EMU_TRAINER)/train_gpt2cu $(EMU_TRAINER)/test_gpt2cu:
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS) $(MPI_LDLIBS)
 
--include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/ref/*.d $(BUILD)/emu-*/*/trainer/*.d \
+-include $(wildcard $(BUILD)/emu-*/*/*.d $(BUILD)/emu-*/emulator/*/*.d $(BUILD)/emu-*/*/trainer/*.d \
   $(BUILD)/emu-*/*/trainer/llmc/*/*.d)
