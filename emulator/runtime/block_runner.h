@@ -2,6 +2,7 @@
 // in an order chosen by the seed; inside a block every CUDA thread is a fiber, and a block's fibers
 // run one at a time until each reaches a barrier, a warp operation or its end. This header is also
 // what the device functions (device_functions.h) call into for barriers, shuffles and shared memory.
+// What its source files share, and which file holds what: block_worker.h.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 // What the libraries on the emulated GPU (cuBLAS/cuBLASLt in blas_api.cpp, NCCL in nccl_api.cpp)
-// need of the emulated runtime (runtime_api.cpp): its device memory, its streams and its sticky
+// need of the emulated runtime (runtime_state.h): its device memory, its streams and its sticky
 // error, so that library calls are checked, queued and fail the way the runtime's own calls do.
 #pragma once
 #include <cuda_runtime.h>

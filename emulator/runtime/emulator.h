@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 
 // The built-in variables. Per OS thread: a worker runs one block at a time and sets threadIdx at
-// every switch between the block's fibers (block_runner.cpp).
+// every switch between the block's fibers (block_fibers.cpp).
 extern "C" {
 extern thread_local uint3 threadIdx;
 extern thread_local uint3 blockIdx;

@@ -1,5 +1,5 @@
 // What the shared-memory race check (racecheck.cpp) needs to know of the block a worker runs,
-// kept up to date by the worker (block_runner.cpp): where the block's shared memory is, which CUDA
+// kept up to date by the worker (block_fibers.cpp): where the block's shared memory is, which CUDA
 // thread runs, and how many barriers and warp operations have completed so far. Two accesses by
 // different threads are ordered when a __syncthreads completed between them, or, within one warp,
 // a warp operation (__syncwarp, a shuffle, a vote) did.

@@ -1,0 +1,120 @@
+// Errors of the emulated CUDA runtime: each failing call prints what failed and becomes the last
+// error; a fault in a kernel or a library call is sticky, returned by every later call, as a GPU
+// context's is. Also the runtime's names and wording for each error code.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/runtime_state.h"
+
+namespace emu {
+
+cudaError_t fail(cudaError_t code, const std::string& what) {
+  std::fprintf(stderr, "emulated GPU: %s (%s)\n", what.c_str(), cudaGetErrorString(code));
+  last_error = code;
+  return code;
+}
+
+cudaError_t sticky_error() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().sticky != cudaSuccess) last_error = state().sticky;
+  return state().sticky;
+}
+
+void make_sticky(cudaError_t code) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().sticky == cudaSuccess) state().sticky = code;
+  last_error = state().sticky;
+}
+
+std::string pointer_text(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", p);
+  return text;
+}
+
+cudaError_t context_error() { return sticky_error(); }
+
+void library_fault(cudaError_t code, const std::string& what) {
+  fail(code, what);
+  make_sticky(code);
+}
+
+}  // namespace emu
+
+using namespace emu;
+
+extern "C" {
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = last_error;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  last_error = state().sticky;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return last_error; }
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorMisalignedAddress:
+      return "cudaErrorMisalignedAddress";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    default:
+      return "cudaErrorUnknown";
+  }
+}
+
+// The runtime's own wording for each error.
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorMisalignedAddress:
+      return "misaligned address";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorNotReady:
+      return "device not ready";
+    default:
+      return "unknown error";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,64 @@
+// The emulated CUDA runtime's internals, shared by the files of its API (the declarations are the
+// toolkit's own cuda_runtime_api.h): device_memory.cpp (allocations, poisoning, copies, fills),
+// streams_events.cpp, kernel_launch.cpp, runtime_errors.cpp and device_properties.cpp. Its state is
+// one object behind one mutex.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace emu {
+
+// The limits of the device the emulator stands for: an H100 SXM.
+constexpr size_t kDefaultSharedPerBlock = 48 * 1024;
+constexpr size_t kOptInSharedPerBlock = 232448;  // 227 KiB
+constexpr size_t kGlobalMemory = 80ull << 30;
+
+struct Allocation {
+  size_t bytes;
+  uint64_t serial;  // which cudaMalloc call made it: the order live_allocation_sizes reports
+};
+
+struct State {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> allocations;  // device memory by start address
+  uint64_t malloc_calls = 0;
+  size_t allocated = 0;
+  std::map<uintptr_t, size_t> host_allocations;  // pinned memory (cudaMallocHost): start -> bytes
+  std::set<cudaStream_t> streams;
+  std::set<cudaEvent_t> events;
+  std::map<const void*, int> max_dynamic_shared;  // cudaFuncSetAttribute
+  cudaError_t sticky = cudaSuccess;
+};
+inline State& state() {
+  static State* s = new State();  // never destroyed: cudaFree may run from static destructors
+  return *s;
+}
+
+// What cudaGetLastError reports next, per host thread.
+inline thread_local cudaError_t last_error = cudaSuccess;
+
+// Every failing call goes through here: the error is printed with the call that made it, and is
+// what cudaGetLastError reports next.
+cudaError_t fail(cudaError_t code, const std::string& what);
+
+// The context's sticky error (cudaSuccess until a kernel or library call faults), which then is
+// also the last error.
+cudaError_t sticky_error();
+
+// The context's first fault stays its error, as a GPU's does.
+void make_sticky(cudaError_t code);
+
+// A pointer as the errors print it.
+std::string pointer_text(const void* p);
+
+// cudaErrorInvalidResourceHandle, named with `call`, unless `stream` is the default stream or one
+// created and not yet destroyed.
+cudaError_t check_stream(const char* call, cudaStream_t stream);
+
+}  // namespace emu
