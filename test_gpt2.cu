@@ -21,15 +21,13 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
-#if defined(LLMC_CUDA_EMULATOR)
-#include "emulator/runtime/device_memory.h"
-#endif
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
@@ -138,11 +136,11 @@ class Report {
   int passed_ = 0, failed_ = 0;
 };
 
-#if defined(LLMC_CUDA_EMULATOR)
-// Buffer by buffer: the device allocations the backend made, as the emulated runtime saw the
-// cudaMalloc calls, are the memory plan's buffers, in the plan's order and of the plan's sizes.
+// Buffer by buffer, on the emulated GPU (the one that keeps an account of its allocations): the
+// device allocations the backend made, as the emulated runtime saw the cudaMalloc calls, are the
+// memory plan's buffers, in the plan's order and of the plan's sizes.
 void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t allocations_before) {
-  const std::vector<size_t> live = emu::live_allocation_sizes();
+  const std::vector<size_t> live = cuda_live_allocation_sizes().value();
   const std::vector<size_t> made(live.begin() + std::min(allocations_before, live.size()), live.end());
   std::vector<const PlannedBuffer*> planned;
   for (const PlannedBuffer& b : plan.buffers)
@@ -161,7 +159,6 @@ void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t a
                            planned.size()),
                double(mismatches), 0.5, "mismatches");
 }
-#endif
 
 // Per-tensor relative L2 errors of two gradient buffers in parameter layout; one check per tensor
 // when `each`, else one check of the worst tensor.
@@ -275,14 +272,10 @@ int run(const Args& a) {
   // kernels (kLibraryReserveBytes, llmc/cuda/memory_fit.h). The first query creates the context.
   cuda_free_memory();
   const size_t free_before = cuda_free_memory().value_or(0);
-#if defined(LLMC_CUDA_EMULATOR)
-  const size_t allocations_before = emu::live_allocation_sizes().size();
-#endif
+  const std::optional<std::vector<size_t>> allocations_before = cuda_live_allocation_sizes();
   auto cuda = make_cuda(config, a, 1, attention, params);
   const size_t free_after = cuda_free_memory().value_or(0), allocated = cuda->device_bytes();
-#if defined(LLMC_CUDA_EMULATOR)
-  check_buffers_against_plan(report, cuda->memory_plan(), allocations_before);
-#endif
+  if (allocations_before) check_buffers_against_plan(report, cuda->memory_plan(), allocations_before->size());
   const double mib = 1024.0 * 1024.0;
   report.check(fmt::format("device_bytes {} = the memory plan's total {}", allocated, cuda->memory_plan().total_bytes()),
                std::fabs(double(allocated) - double(cuda->memory_plan().total_bytes())), 0.5, "bytes off");
@@ -345,14 +338,13 @@ int run(const Args& a) {
       const std::vector<float> variant_grads = cuda_gradients(*variant, batch, B, T);
       check_gradients(report, fmt::format("grad with recompute {}", recompute), config, variant_grads, cpu_grads,
                       false);
-#if defined(LLMC_CUDA_EMULATOR)
       // Recomputing runs the same kernels on the same inputs. On the emulated GPU a GEMM's sums do
       // not depend on where its operands lie, so the gradients must be bit for bit those of -r 1;
       // on a GPU, buffers at other alignments may get other cuBLASLt kernels, which sum in
       // another order.
-      report.exact(fmt::format("grad with recompute {} = with recompute 1, bit for bit", recompute), variant_grads,
-                   grads);
-#endif
+      if (cuda_device_emulated())
+        report.exact(fmt::format("grad with recompute {} = with recompute 1, bit for bit", recompute), variant_grads,
+                     grads);
     }
     // The GELU's other paths (llmc/cuda/cuda_backend.h): the kernels alone, and the epilogues (-r 0).
     for (GeluPath gelu : {GeluPath::kKernels, GeluPath::kEpilogues}) {

@@ -115,10 +115,9 @@ int main(int argc, char** argv) {
       fmt::print("cuda libraries: {}\n", llmc::cuda_library_versions());
       fmt::print("mfu: {:.0f} FLOPs per token (6N + 6LCT at T={}) against {}\n",
                  llmc::model_flops_per_token(config, o.seq_len), o.seq_len, backend->peak().source);
-#if defined(LLMC_CUDA_EMULATOR)
-      fmt::print("emulated GPU: every kernel runs on the CPU, thousands of times slower than a GPU; for checking "
-                 "and debugging (docs/cuda-emulator.md)\n");
-#endif
+      if (llmc::cuda_device_emulated())
+        fmt::print("emulated GPU: every kernel runs on the CPU, thousands of times slower than a GPU; for checking "
+                   "and debugging (docs/cuda-emulator.md)\n");
       std::fflush(stdout);
     }
     return backend;

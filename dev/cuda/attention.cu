@@ -21,7 +21,8 @@
 #include "dev/cuda/common.cuh"
 #include "llmc/cpu/attention.h"
 #include "llmc/cuda/attention.cuh"
-#if !defined(LLMC_CUDA_EMULATOR)
+// The cuDNN versions exist where cuDNN does: not on the emulated GPU (llmc/cuda/device_platform.cuh).
+#if defined(LLMC_CUDNN_LIBRARY)
 #include "llmc/cuda/cudnn_attention.h"
 #endif
 
@@ -130,7 +131,7 @@ struct Runner {
     for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)att, (void*)dqkv, (void*)heads}) cudaFree(p);
   }
 
-#if !defined(LLMC_CUDA_EMULATOR)
+#if defined(LLMC_CUDNN_LIBRARY)
   void cudnn(llmc::CudnnAttention& attn, const Shape& s, const Reference* ref, const std::vector<float>& qkv_host,
              const std::vector<float>& dout_host) {
     const int B = s.B, T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
@@ -178,7 +179,7 @@ bool run(const bench::Args& args) {
   void* blas_ws = nullptr;
   CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
   llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
-#if !defined(LLMC_CUDA_EMULATOR)
+#if defined(LLMC_CUDNN_LIBRARY)
   const bool want_cudnn = bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd");
   llmc::CudnnAttention attn;
 
@@ -232,7 +233,7 @@ bool run(const bench::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#if !defined(LLMC_CUDA_EMULATOR)
+#if defined(LLMC_CUDNN_LIBRARY)
   return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd"}, run);
 #else
   return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd"}, run);

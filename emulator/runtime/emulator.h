@@ -1,6 +1,6 @@
 // The emulated GPU (docs/cuda-emulator.md): what the project's .cu/.cuh files need, beyond the
-// CUDA toolkit's own headers, to compile with g++ and run on the CPU. llmc/cuda/common.cuh includes
-// it when LLMC_CUDA_EMULATOR is defined (the emulated builds: make test-emu).
+// CUDA toolkit's own headers, to compile with g++ and run on the CPU. llmc/cuda/device_platform.cuh
+// includes it when LLMC_CUDA_EMULATOR is defined (the emulated builds: make test-emu).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -1,7 +1,7 @@
-// Launching a kernel on the emulated GPU (llmc::launch in llmc/cuda/common.cuh calls this where the
-// nvcc build writes kernel<<<grid, block, shared, stream>>>(args...)): the launch configuration is
-// checked as the CUDA runtime checks it, then the kernel is queued on its stream (stream_order.h);
-// when it runs, every block runs (block_runner.h).
+// Launching a kernel on the emulated GPU (llmc::launch in llmc/cuda/device_platform.cuh calls this
+// where the nvcc build writes kernel<<<grid, block, shared, stream>>>(args...)): the launch
+// configuration is checked as the CUDA runtime checks it, then the kernel is queued on its stream
+// (stream_order.h); when it runs, every block runs (block_runner.h).
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,18 +1,12 @@
-// Shared CUDA plumbing: the training precision, error checks, kernel launches, shared memory and
-// 128-bit vectors. With LLMC_CUDA_EMULATOR the same code compiles with g++ against the emulated GPU
-// (emulator/runtime/, docs/cuda-emulator.md); the few lines that differ between the two builds
-// are the #if blocks of this file.
+// Shared CUDA plumbing: the training precision, error checks and 128-bit vectors. What differs
+// between the GPU build and the emulated GPU (kernel launches, shared memory, the headers) is
+// llmc/cuda/device_platform.cuh's.
 #pragma once
-#if defined(LLMC_CUDA_EMULATOR)
-#include "emulator/runtime/emulator.h"
-#endif
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <utility>
+
+#include "llmc/cuda/device_platform.cuh"
 
 namespace llmc {
 
@@ -26,7 +20,7 @@ using floatX = __nv_bfloat16;
 
 // cuDNN's fused attention exists in the GPU build in bf16 (llmc/cuda/cudnn_attention.h). The FP32
 // build and the emulated GPU, which does not emulate cuDNN, have only the plain attention kernels.
-#if !defined(ENABLE_FP32) && !defined(LLMC_CUDA_EMULATOR)
+#if !defined(ENABLE_FP32) && defined(LLMC_CUDNN_LIBRARY)
 #define LLMC_CUDNN 1
 #endif
 
@@ -43,49 +37,6 @@ inline void cuda_check(cudaError_t err, const char* file, int line) {
 #define CUDA_CHECK(call) ::llmc::cuda_check((call), __FILE__, __LINE__)
 // After a kernel launch: reports launch-configuration errors without synchronising.
 #define CUDA_CHECK_LAST() ::llmc::cuda_check(cudaGetLastError(), __FILE__, __LINE__)
-
-// kernel<<<grid, block, shared, stream>>>(args...), written launch<kernel>(grid, block, shared,
-// stream, args...) so that the emulated build, whose compiler has no <<<>>>, runs the same code.
-template <auto Kernel, class... Args>
-inline void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
-#if defined(LLMC_CUDA_EMULATOR)
-  emu::launch<Kernel>(grid, block, shared, stream, std::forward<Args>(args)...);
-#else
-  Kernel<<<grid, block, shared, stream>>>(std::forward<Args>(args)...);
-#endif
-}
-
-// Shared memory, declared the same way for both builds. A static array of the block:
-//   LLMC_SHARED(float, sums, [8][256]);   is   __shared__ float sums[8][256];
-// and the dynamic part (the launch's `shared` bytes, 16-byte aligned) as T*: dynamic_shared<T>().
-#if defined(LLMC_CUDA_EMULATOR)
-#define LLMC_SHARED(type, name, dims)      \
-  using name##_shared_type = type dims;    \
-  static const char name##_shared_tag = 0; \
-  name##_shared_type& name =               \
-      *static_cast<name##_shared_type*>(::emu::static_shared(&name##_shared_tag, sizeof(name##_shared_type)))
-template <class T>
-inline T* dynamic_shared() {
-  return static_cast<T*>(::emu::dynamic_shared());
-}
-#else
-#define LLMC_SHARED(type, name, dims) __shared__ type name dims
-template <class T>
-__device__ inline T* dynamic_shared() {
-  extern __shared__ __align__(16) unsigned char llmc_dynamic_shared_memory[];
-  return reinterpret_cast<T*>(llmc_dynamic_shared_memory);
-}
-#endif
-
-// A 16-byte vector access at p: the GPU faults with "misaligned address" unless p is 16-byte
-// aligned, and so does the emulated one, whose CPU would not.
-template <class P>
-__device__ inline P* vector_address(P* p) {
-#if defined(LLMC_CUDA_EMULATOR)
-  emu::check_aligned(p, 16, std::is_const<P>::value ? "load" : "store");
-#endif
-  return p;
-}
 
 // 16 bytes of T, loaded and stored as one vector instruction. Pointers must be 16-byte aligned,
 // which holds for every tensor here because all sizes are multiples of 8 elements.

@@ -96,6 +96,11 @@ std::string cuda_device_uuid(int device);
 // The current device's free memory (cudaMemGetInfo, which creates the CUDA context), or nothing
 // without a device or a working driver (never throws).
 std::optional<size_t> cuda_free_memory();
+// Whether this binary runs on the emulated GPU (emulator/README.md): every kernel on the CPU.
+bool cuda_device_emulated();
+// The sizes of the device allocations alive now, in the order they were made. Only the emulated GPU
+// keeps that account; on a GPU, nullopt.
+std::optional<std::vector<size_t>> cuda_live_allocation_sizes();
 
 class CudaBackend : public Backend {
  public:

@@ -1,19 +1,22 @@
 // The CUDA trainer's device and library queries (llmc/cuda/cuda_backend.h): precision, attention
 // kind, devices, the peak MFU is counted against, versions. No kernels.
-#if !defined(LLMC_CUDA_EMULATOR)
-#include <cudnn.h>
-#endif
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
 #include "llmc/dist/nccl_communicator.h"
+
+// cuDNN's header only where its library is (llmc/cuda/device_platform.cuh), for its version below.
+#if defined(LLMC_CUDNN_LIBRARY)
+#include <cudnn.h>
+#endif
 
 namespace llmc {
 
@@ -103,10 +106,10 @@ std::string cuda_library_versions() {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   ncclGetVersion(&nccl);
-#if defined(LLMC_CUDA_EMULATOR)
-  const std::string cudnn = "none (not emulated)";
-#else
+#if defined(LLMC_CUDNN_LIBRARY)
   const std::string cudnn = dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100);
+#else
+  const std::string cudnn = "none (not emulated)";
 #endif
   return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
                      runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
@@ -136,5 +139,9 @@ std::optional<size_t> cuda_free_memory() {
   }
   return free_bytes;
 }
+
+bool cuda_device_emulated() { return kEmulatedGpu; }
+
+std::optional<std::vector<size_t>> cuda_live_allocation_sizes() { return live_device_allocation_sizes(); }
 
 }  // namespace llmc

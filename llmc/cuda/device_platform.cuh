@@ -1,0 +1,87 @@
+// The GPU the CUDA code is built for, chosen here and in no other product file: NVIDIA's (nvcc,
+// with the CUDA toolkit's runtime, cuBLAS(Lt), cuDNN and NCCL), or, with LLMC_CUDA_EMULATOR, the
+// emulated one (g++ against emulator/runtime/, which runs the same kernels on the CPU under
+// sanitizers: emulator/README.md). The kernels, the backend and the mains are one source for both;
+// everything that differs between the two builds is below: the headers, the kernel launch, the
+// shared memory declarations, the alignment check of 16-byte accesses, whether cuDNN exists, and
+// what only the emulated GPU can tell. Other files ask LLMC_CUDNN_LIBRARY or kEmulatedGpu.
+#pragma once
+#if defined(LLMC_CUDA_EMULATOR)
+#include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/emulator.h"
+#endif
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// cuDNN's header and library exist in the GPU build only: the emulated GPU does not emulate cuDNN.
+#if !defined(LLMC_CUDA_EMULATOR)
+#define LLMC_CUDNN_LIBRARY 1
+#endif
+
+namespace llmc {
+
+// What cuda_device_emulated and cuda_live_allocation_sizes (llmc/cuda/cuda_backend.h) report.
+#if defined(LLMC_CUDA_EMULATOR)
+inline constexpr bool kEmulatedGpu = true;
+#else
+inline constexpr bool kEmulatedGpu = false;
+#endif
+
+inline std::optional<std::vector<size_t>> live_device_allocation_sizes() {
+#if defined(LLMC_CUDA_EMULATOR)
+  return emu::live_allocation_sizes();
+#else
+  return std::nullopt;
+#endif
+}
+
+// kernel<<<grid, block, shared, stream>>>(args...), written launch<kernel>(grid, block, shared,
+// stream, args...) so that the emulated build, whose compiler has no <<<>>>, runs the same code.
+template <auto Kernel, class... Args>
+inline void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
+#if defined(LLMC_CUDA_EMULATOR)
+  emu::launch<Kernel>(grid, block, shared, stream, std::forward<Args>(args)...);
+#else
+  Kernel<<<grid, block, shared, stream>>>(std::forward<Args>(args)...);
+#endif
+}
+
+// Shared memory, declared the same way for both builds. A static array of the block:
+//   LLMC_SHARED(float, sums, [8][256]);   is   __shared__ float sums[8][256];
+// and the dynamic part (the launch's `shared` bytes, 16-byte aligned) as T*: dynamic_shared<T>().
+#if defined(LLMC_CUDA_EMULATOR)
+#define LLMC_SHARED(type, name, dims)      \
+  using name##_shared_type = type dims;    \
+  static const char name##_shared_tag = 0; \
+  name##_shared_type& name =               \
+      *static_cast<name##_shared_type*>(::emu::static_shared(&name##_shared_tag, sizeof(name##_shared_type)))
+template <class T>
+inline T* dynamic_shared() {
+  return static_cast<T*>(::emu::dynamic_shared());
+}
+#else
+#define LLMC_SHARED(type, name, dims) __shared__ type name dims
+template <class T>
+__device__ inline T* dynamic_shared() {
+  extern __shared__ __align__(16) unsigned char llmc_dynamic_shared_memory[];
+  return reinterpret_cast<T*>(llmc_dynamic_shared_memory);
+}
+#endif
+
+// A 16-byte vector access at p: the GPU faults with "misaligned address" unless p is 16-byte
+// aligned, and so does the emulated one, whose CPU would not.
+template <class P>
+__device__ inline P* vector_address(P* p) {
+#if defined(LLMC_CUDA_EMULATOR)
+  emu::check_aligned(p, 16, std::is_const<P>::value ? "load" : "store");
+#endif
+  return p;
+}
+
+}  // namespace llmc
