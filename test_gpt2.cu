@@ -275,7 +275,8 @@ int run(const Args& a) {
   const std::optional<std::vector<size_t>> allocations_before = cuda_live_allocation_sizes();
   auto cuda = make_cuda(config, a, 1, attention, params);
   const size_t free_after = cuda_free_memory().value_or(0), allocated = cuda->device_bytes();
-  if (allocations_before) check_buffers_against_plan(report, cuda->memory_plan(), allocations_before->size());
+  if (allocations_before)
+    check_buffers_against_plan(report, cuda->memory_plan(), allocations_before->size());
   const double mib = 1024.0 * 1024.0;
   report.check(fmt::format("device_bytes {} = the memory plan's total {}", allocated, cuda->memory_plan().total_bytes()),
                std::fabs(double(allocated) - double(cuda->memory_plan().total_bytes())), 0.5, "bytes off");

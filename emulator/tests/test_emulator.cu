@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "llmc/cuda/common.cuh"
 #include "emulator/runtime/stream_order.h"
+#include "llmc/cuda/common.cuh"
 
 using llmc::launch;
 
