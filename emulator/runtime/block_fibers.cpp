@@ -23,7 +23,7 @@ thread_local uint3 threadIdx;
 thread_local uint3 blockIdx;
 thread_local dim3 blockDim;
 thread_local dim3 gridDim;
-thread_local int warpSize = 32;
+thread_local int warpSize = emu::kWarp;
 }
 
 namespace emu {

@@ -12,13 +12,16 @@
 #include <type_traits>
 
 #include "emulator/runtime/block_runner.h"
+#include "emulator/runtime/warp_size.h"
 
 // __syncthreads: every live thread of the block, at the same call site (the emulator's rule; a
 // GPU's behaviour is undefined when they differ).
 inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   emu::block_barrier(file, line);
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::warp_op(emu::WarpOp::sync, "__syncwarp", mask, 0, 0, 32); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  emu::warp_op(emu::WarpOp::sync, "__syncwarp", mask, 0, 0, emu::kWarp);
+}
 
 namespace emu {
 // A shuffle moves the bits of a value of up to 8 bytes.
@@ -45,29 +48,29 @@ inline T shuffle(WarpOp op, const char* name, unsigned mask, T var, int operand,
 }  // namespace emu
 
 template <class T>
-inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = emu::kWarp) {
   return emu::shuffle(emu::WarpOp::shfl_idx, "__shfl_sync", mask, var, src_lane, width);
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = emu::kWarp) {
   return emu::shuffle(emu::WarpOp::shfl_xor, "__shfl_xor_sync", mask, var, lane_mask, width);
 }
 template <class T>
-inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = emu::kWarp) {
   return emu::shuffle(emu::WarpOp::shfl_down, "__shfl_down_sync", mask, var, int(delta), width);
 }
 template <class T>
-inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = emu::kWarp) {
   return emu::shuffle(emu::WarpOp::shfl_up, "__shfl_up_sync", mask, var, int(delta), width);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  return unsigned(emu::warp_op(emu::WarpOp::ballot, "__ballot_sync", mask, predicate != 0, 0, 32));
+  return unsigned(emu::warp_op(emu::WarpOp::ballot, "__ballot_sync", mask, predicate != 0, 0, emu::kWarp));
 }
 inline int __any_sync(unsigned mask, int predicate) {
-  return int(emu::warp_op(emu::WarpOp::any, "__any_sync", mask, predicate != 0, 0, 32));
+  return int(emu::warp_op(emu::WarpOp::any, "__any_sync", mask, predicate != 0, 0, emu::kWarp));
 }
 inline int __all_sync(unsigned mask, int predicate) {
-  return int(emu::warp_op(emu::WarpOp::all, "__all_sync", mask, predicate != 0, 0, 32));
+  return int(emu::warp_op(emu::WarpOp::all, "__all_sync", mask, predicate != 0, 0, emu::kWarp));
 }
 
 // ---- atomics: relaxed read-modify-writes on global or shared memory, as on the GPU ----

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "emulator/runtime/runtime_state.h"
+#include "emulator/runtime/warp_size.h"
 
 using namespace emu;
 
@@ -39,7 +40,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->sharedMemPerMultiprocessor = 233472;
   prop->regsPerBlock = 65536;
   prop->regsPerMultiprocessor = 65536;
-  prop->warpSize = 32;
+  prop->warpSize = emu::kWarp;
   prop->maxThreadsPerBlock = 1024;
   prop->maxThreadsPerMultiProcessor = 2048;
   prop->maxThreadsDim[0] = 1024;

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-namespace emu {
+#include "emulator/runtime/warp_size.h"
 
-constexpr int kWarp = 32;  // lanes of a warp
+namespace emu {
 
 // Plain data, so that the per-access hooks reach it without a thread_local initialisation check.
 struct SharedView {
