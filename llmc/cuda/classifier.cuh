@@ -10,7 +10,6 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
-#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 

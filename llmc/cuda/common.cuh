@@ -1,4 +1,4 @@
-// Shared CUDA plumbing: the training precision, error checks and 128-bit vectors. What differs
+// Shared CUDA plumbing: the training precision, the warp size, error checks and 128-bit vectors. What differs
 // between the GPU build and the emulated GPU (kernel launches, shared memory, the headers) is
 // llmc/cuda/device_platform.cuh's.
 #pragma once
@@ -23,6 +23,11 @@ using floatX = __nv_bfloat16;
 #if !defined(ENABLE_FP32) && defined(LLMC_CUDNN_LIBRARY)
 #define LLMC_CUDNN 1
 #endif
+
+// Threads per warp on every NVIDIA GPU; the kernels' lane and warp arithmetic and shuffles assume it.
+constexpr int kWarpSize = 32;
+// Warps in the largest block (1024 threads): the length of a block reduction's shared scratch.
+constexpr int kMaxWarpsPerBlock = 1024 / kWarpSize;
 
 // floatX as a cuBLAS / cuBLASLt data type.
 inline cudaDataType_t floatX_cuda_type() {

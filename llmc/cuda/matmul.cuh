@@ -19,7 +19,6 @@
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/kernel_scratch.h"
-#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 

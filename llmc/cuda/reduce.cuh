@@ -1,14 +1,10 @@
 // Warp and block reductions with a fixed combination order: the same inputs in the same threads
 // always give bit-identical results, which the deterministic gradient reductions rely on.
 #pragma once
-#include <cuda_runtime.h>
+#include "llmc/cuda/common.cuh"
 
 namespace llmc {
 
-// Threads per warp on every NVIDIA GPU; the kernels' lane and warp arithmetic and shuffles assume it.
-constexpr int kWarpSize = 32;
-// Warps in the largest block (1024 threads): the length of a block reduction's shared scratch.
-constexpr int kMaxWarpsPerBlock = 1024 / kWarpSize;
 constexpr unsigned kFullMask = 0xffffffffu;  // every lane of a warp
 
 // Butterfly reduction: after log2(kWarpSize) xor-shuffles every lane holds the full result.
