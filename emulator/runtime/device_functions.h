@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "emulator/runtime/block_runner.h"
-#include "emulator/runtime/warp_size.h"
+#include "emulator/runtime/device_limits.h"
 
 // __syncthreads: every live thread of the block, at the same call site (the emulator's rule; a
 // GPU's behaviour is undefined when they differ).

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "emulator/runtime/runtime_state.h"
-#include "emulator/runtime/warp_size.h"
+#include "emulator/runtime/device_limits.h"
 
 using namespace emu;
 

@@ -12,12 +12,9 @@
 #include <set>
 #include <string>
 
-namespace emu {
+#include "emulator/runtime/device_limits.h"
 
-// The limits of the device the emulator stands for: an H100 SXM.
-constexpr size_t kDefaultSharedPerBlock = 48 * 1024;
-constexpr size_t kOptInSharedPerBlock = 232448;  // 227 KiB
-constexpr size_t kGlobalMemory = 80ull << 30;
+namespace emu {
 
 struct Allocation {
   size_t bytes;

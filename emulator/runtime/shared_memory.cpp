@@ -23,7 +23,7 @@ namespace emu {
 namespace {
 
 // The largest per-block shared memory of any GPU the project targets (H100: 227 KiB opt-in).
-constexpr size_t kArenaBytes = 232448;
+constexpr size_t kArenaBytes = kOptInSharedPerBlock;
 // Between shared arrays: an access past one array's end lands here, where ASan reports it.
 constexpr size_t kSharedRedzone = 256;
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "emulator/runtime/warp_size.h"
+#include "emulator/runtime/device_limits.h"
 
 namespace emu {
 
