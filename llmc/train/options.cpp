@@ -124,6 +124,21 @@ uint64_t parse_memory_size(const std::string& flag, const std::string& text) {
   throw FlagError(fmt::format("{}: unknown unit '{}' in '{}' (use {})", flag, unit, text, unit_list));
 }
 
+namespace {
+
+// --optimizer's help, "optimizer: adamw, ...": the registered names (llmc/optim/registry.h), so that a
+// new optimizer needs no edit here.
+const char* optimizer_help() {
+  static const std::string help = [] {
+    std::string names;
+    for (const OptimizerSpec& s : registered_optimizers()) names += (names.empty() ? "" : ", ") + s.name;
+    return "optimizer: " + names;
+  }();
+  return help.c_str();
+}
+
+}  // namespace
+
 const std::vector<FlagSpec>& train_flags() {
   static const std::vector<FlagSpec> table = {
       {"-i", "<glob>", "data/corpus/corpus_train_*.bin", "train token shards",
@@ -165,7 +180,7 @@ const std::vector<FlagSpec>& train_flags() {
        }},
       {"-c", "<float>", "0.0", "weight decay",
        [](TrainOptions& o, Arg f, Arg v) { o.weight_decay = real_at_least(f, v, 0.0, "weight decay must be >= 0"); }},
-      {"--optimizer", "<name>", "adamw", "optimizer: adamw",
+      {"--optimizer", "<name>", default_optimizer().name.c_str(), optimizer_help(),
        [](TrainOptions& o, Arg f, Arg v) {
          try {
            o.optimizer = find_optimizer(v).name;
