@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `make run` (after `make data`): trains on the bundled corpus in data/corpus/ and prints samples.
 # With a GPU and the CUDA trainer's source, GPT-2 small (d12) with train_gpt2cu; otherwise the
-# CPU trainer on a small model (2 layers, 128 channels) that shows the loss falling within a few
-# minutes on two cores. Output (main.log, final checkpoint): out/run/.
+# CPU trainer on a small model (2 layers, 128 channels) that shows the loss falling in 180 steps. Output (main.log, final checkpoint): out/run/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +18,10 @@ else
   echo "run: no GPU (or no CUDA trainer): training a small model with the CPU trainer into $out"
   make train_gpt2
   # A 2-layer, 128-channel model: with GPT-2's 50,257-token vocabulary the output layer dominates
-  # the cost, so a narrow model sees the most tokens in a fixed time (2,048 per step, ~0.8 s a step
-  # on two cores). Measured: val loss 10.85 -> 7.17 in 180 steps; after 80 steps (about a minute)
-  # 7.41, where a 4-layer, 256-channel model with 1,024 tokens a step reached 7.54 in the same
-  # time. lr 5e-3 with warmup and cosine decay to a tenth.
+  # the cost, so a narrow model sees the most tokens in a fixed time (2,048 per step; 0.34 s to
+  # 1.5 s a step on the 2-core machines in README.md). Measured: val loss 10.85 -> 7.17 in 180
+  # steps; after 80 steps 7.41, where a 4-layer, 256-channel model with 1,024 tokens a step reached
+  # 7.54 in the same time. lr 5e-3 with warmup and cosine decay to a tenth.
   ./train_gpt2 "${data[@]}" -e L2H4C128T256 -b 16 -t 128 -x 180 -l 5e-3 -u 10 -q 0.1 \
     -v 30 -m 8 -s 90 -g 48 -n 180 -o "$out"
 fi
