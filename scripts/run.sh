@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run` (after `make data`): trains on the bundled corpus in data/corpus/ and prints samples.
 # With a GPU and the CUDA trainer's source, GPT-2 small (d12) with train_gpt2cu; otherwise the
-# CPU trainer on a small model (2 layers, 128 channels) that shows the loss falling in 180 steps. Output (main.log, final checkpoint): out/run/.
+# CPU trainer on a small model (2 layers, 128 channels) that shows the loss falling in 180 steps.
+# Output (main.log, final checkpoint): out/run/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
