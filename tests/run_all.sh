@@ -39,7 +39,8 @@ run_check() {
 # checks leave idle (check_sanitize's two-job build competes with it for a while). Its line is
 # printed last.
 background_check=cuda_build
-run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/gpu/check_$background_check.sh" >"$logs/background.txt" &
+run_check "$background_check" env CUDA_BUILD_JOBS=1 bash "tests/gpu/check_$background_check.sh" \
+  >"$logs/background.txt" &
 background_pid=$!
 
 for check in tests/*/check_*.sh; do

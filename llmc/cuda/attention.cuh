@@ -113,7 +113,8 @@ __global__ void causal_softmax_backward_kernel(Real* dpreatt, const Real* datt, 
   const int t = row % T;
   const size_t base = size_t(row) * T;
   float dot = 0.0f;
-  for (int j = lane; j <= t; j += kWarpSize) dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
+  for (int j = lane; j <= t; j += kWarpSize)
+    dot += static_cast<float>(att[base + j]) * static_cast<float>(datt[base + j]);
   dot = warp_reduce_sum(dot);
   for (int j = lane; j < T; j += kWarpSize) {
     const float p = static_cast<float>(att[base + j]), g = static_cast<float>(datt[base + j]);

@@ -83,7 +83,8 @@ mfu_log=$(grep -c ' norm:[0-9.]* mfu:[0-9.]*$' "$tmp/emu/main.log" || true)
   fail "MFU: step lines (count, wrong) '$mfu_steps', main.log train lines with mfu: $mfu_log of 6"
 grep -q 'emulated GPU' "$tmp/emu.out" || fail "train_gpt2cu-emu did not say it runs on the emulated GPU"
 grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu printed no sample"
-compare=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu/main.log") && echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
+compare=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu/main.log") &&
+  echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
   fail "FP32 losses against train_gpt2: $compare"
 
 # --- (c) BF16 stopped and resumed ---------------------------------------------------------------
