@@ -36,7 +36,7 @@ import sys
 
 from gpt2_shapes import named_shapes
 
-# The models this model covers, each with its default micro-batch per GPU; their shapes (layers,
+# The models the scaling estimate covers, each with its default micro-batch per GPU; their shapes (layers,
 # heads, channels) are the trainers' descriptors (llmc/gpt2_shapes.def), T = 1024, vocabulary 50257
 # padded to 50304.
 DEFAULT_MICRO_BATCH = {"d12": 64, "d24": 32, "d36": 16, "d48": 16}

@@ -59,12 +59,7 @@ out=$tmp/stop.out
 "${MPIRUN[@]}" -np 2 ./train_gpt2 "${flags[@]}" -x 1000000 --step-timeout "$timeout" >"$out" 2>&1 &
 launcher=$!
 pids+=("$launcher")
-ranks=()
-for _ in $(seq 300); do
-  mapfile -t ranks < <(pgrep -P "$launcher" -x train_gpt2 || true)
-  [ "${#ranks[@]}" -eq 2 ] && grep -q "^step  *5/" "$out" && break
-  sleep 0.1
-done
+wait_for_ranks "$launcher" train_gpt2 5 "$out" 300
 pids+=("${ranks[@]}")
 [ "${#ranks[@]}" -eq 2 ] && grep -q "^step  *5/" "$out" || { cat "$out"; fail "the 2-rank run did not start training"; }
 stopped=$(rank_pid 1 "${ranks[@]}")

@@ -9,11 +9,8 @@
 # Skips (exit 77) when there are no CUDA toolkit headers to compile against.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
-  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
-  exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
+source tests/lib/emu_headers.sh
 jobs=${EMU_JOBS:-2}
 logs=build/test-logs/emu
 mkdir -p "$logs"

@@ -5,11 +5,8 @@
 # says what the run needs. Skips (77) without the CUDA headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
-  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
-  exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
+source tests/lib/emu_headers.sh
 trainer=build/emu-address/fp32/trainer/train_gpt2cu
 mkdir -p build/tmp
 make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=FP32 "$trainer" >build/tmp/emu_bad_inputs_build.log 2>&1 ||

@@ -13,11 +13,8 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
-  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
-  exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
+source tests/lib/emu_headers.sh
 # shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
 emu=build/emu-address/fp32/trainer/train_gpt2cu
@@ -74,12 +71,7 @@ out=$tmp/stop.out
 LLMC_COMMUNICATOR=nccl "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 100000 -v 0 --step-timeout "$timeout" \
   -o "$tmp/stop" >"$out" 2>&1 &
 launcher=$!
-ranks=()
-for _ in $(seq 600); do
-  mapfile -t ranks < <(pgrep -P "$launcher" -x train_gpt2cu || true)
-  [ "${#ranks[@]}" -eq 2 ] && grep -q "^step  *3/" "$out" && break
-  sleep 0.1
-done
+wait_for_ranks "$launcher" train_gpt2cu 3 "$out" 600
 stopped=$(rank_pid 1 "${ranks[@]}")
 if [ -z "$stopped" ]; then
   kill -KILL "$launcher" "${ranks[@]}" 2>/dev/null || true

@@ -18,11 +18,8 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -f "$cuda_home/include/cuda_runtime.h" ]; then
-  echo "SKIP: no CUDA toolkit headers in $cuda_home/include (the emulated GPU compiles against them)"
-  exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
+source tests/lib/emu_headers.sh
 for precision in BF16 FP32; do
   make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
     "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
