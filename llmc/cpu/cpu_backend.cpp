@@ -32,7 +32,7 @@ CpuBackend::CpuBackend(const GPT2Config& config, const OptimizerPartition& parti
   owned_slices_ = tensor_slices(layout_, partition.owned());
   params_.assign(partition.buffer_size(), 0.0f);
   grads_.assign(partition.buffer_size(), 0.0f);
-  state_ = zero_optimizer_state(optimizer, partition.owned().size());
+  state_ = zero_optimizer_state(optimizer_, partition.owned().size());
 }
 
 void CpuBackend::set_parameters(const float* params) { std::copy_n(params, partition_.num_elements(), params_.data()); }
@@ -202,17 +202,13 @@ float CpuBackend::grad_sum_of_squares(ElementRange range) {
 }
 
 void CpuBackend::optimizer_step(const OptimizerStep& step) {
-  check_optimizer_step(step);
-  std::vector<float*> state;
-  for (OptimizerTensor& t : state_) state.push_back(t.values.data());
+  state_pointers_.clear();  // keeps its capacity: no allocation after the first step
+  for (OptimizerTensor& t : state_) state_pointers_.push_back(t.values.data());
   OptimizerSlice<float> buffers;
   buffers.params = params_.data();
   buffers.grads = grads_.data();
-  buffers.state = state.data();
-  visit_optimizer(RegisteredOptimizers{}, optimizer_.name, [&](auto optimizer) {
-    for (const OptimizerSlice<float>& slice : optimizer_slices(layout_, owned_slices_, buffers, step.weight_decay))
-      optimizer.update(slice, step);
-  });
+  buffers.state = state_pointers_.data();
+  run_optimizer_step(optimizer_.name, layout_, owned_slices_, buffers, step);
 }
 
 void CpuBackend::all_reduce_gradients(Communicator& host) { host.all_reduce_sum(grads_.data(), partition_.num_elements()); }

@@ -68,6 +68,7 @@ class CpuBackend : public Backend {
   std::vector<TensorSlice> owned_slices_;  // the tensors' parts in partition_.owned(), for the optimizer
   std::vector<float> params_, grads_;  // partition_.buffer_size() floats
   std::vector<OptimizerTensor> state_;  // the optimizer's, over partition_.owned()
+  std::vector<float*> state_pointers_;  // optimizer_step's: each of state_'s tensors' element 0
   std::vector<float> shard_;           // one chunk, for the collectives (MPI wants distinct buffers)
   std::vector<double> partial_sums_;   // grad_sum_of_squares's per-chunk sums
   HostBucketSync bucket_sync_;         // --overlap: buckets sent during the backward pass

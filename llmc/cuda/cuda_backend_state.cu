@@ -112,16 +112,12 @@ float CudaBackend::grad_sum_of_squares(ElementRange range) {
 
 void CudaBackend::optimizer_step(const OptimizerStep& step) {
   Impl& d = *impl_;
-  check_optimizer_step(step);
   OptimizerSlice<floatX> buffers;
   buffers.params = d.params;
   buffers.master = d.master;
   buffers.grads = d.grads;
   buffers.state = d.optimizer_state.data();
-  visit_optimizer(RegisteredOptimizers{}, d.optimizer.name, [&](auto optimizer) {
-    for (const OptimizerSlice<floatX>& slice : optimizer_slices(d.layout, d.owned_slices, buffers, step.weight_decay))
-      optimizer.update(slice, step, d.stream);
-  });
+  run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
 }
 
 void CudaBackend::all_reduce_gradients(Communicator& host) {

@@ -15,12 +15,6 @@ std::vector<OptimizerSpec> specs_of(OptimizerList<Optimizers...>) {
                         std::vector<std::string>(Optimizers::kStateNames.begin(), Optimizers::kStateNames.end())}...};
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 }  // namespace
 
 const std::vector<OptimizerSpec>& registered_optimizers() {
@@ -30,13 +24,17 @@ const std::vector<OptimizerSpec>& registered_optimizers() {
 
 const OptimizerSpec& default_optimizer() { return registered_optimizers().front(); }
 
-const OptimizerSpec& find_optimizer(const std::string& name) {
+std::string registered_optimizer_names() {
   std::vector<std::string> names;
-  for (const OptimizerSpec& s : registered_optimizers()) {
+  for (const OptimizerSpec& s : registered_optimizers()) names.push_back(s.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const OptimizerSpec& find_optimizer(const std::string& name) {
+  for (const OptimizerSpec& s : registered_optimizers())
     if (s.name == name) return s;
-    names.push_back(s.name);
-  }
-  throw std::invalid_argument(fmt::format("unknown optimizer '{}' (registered: {})", name, joined(names)));
+  throw std::invalid_argument(
+      fmt::format("unknown optimizer '{}' (registered: {})", name, registered_optimizer_names()));
 }
 
 std::vector<OptimizerTensor> zero_optimizer_state(const OptimizerSpec& spec, size_t n) {
@@ -56,7 +54,7 @@ void check_optimizer_state(const OptimizerSpec& spec, const std::vector<Optimize
   }
   if (names != spec.state_names)
     throw std::invalid_argument(fmt::format("{}: optimizer state tensors [{}], but {} keeps [{}]", who,
-                                            joined(names), spec.name, joined(spec.state_names)));
+                                            fmt::join(names, ", "), spec.name, fmt::join(spec.state_names, ", ")));
 }
 
 void check_optimizer_step(const OptimizerStep& step) {

@@ -55,27 +55,22 @@ struct OptimizerSlice {
   float* state_at(size_t tensor) const { return state[tensor] + state_offset; }
 };
 
-// The slices of one step on a rank: one per part of a tensor in its owned range (`owned`, from
-// tensor_slices), in buffer order, with that tensor's weight decay (`weight_decay` or 0). `buffers`
-// holds where the rank's buffers start: params and grads at flat element 0, master (or null) and the
-// state tensors at the owned range's first element.
+// The slice of one part `s` of a tensor in a rank's owned range (from tensor_slices), with that
+// tensor's weight decay (`weight_decay` or 0). `buffers` holds where the rank's buffers start: params
+// and grads at flat element 0, master (or null) and the state tensors at the owned range's first
+// element.
 template <class Real>
-std::vector<OptimizerSlice<Real>> optimizer_slices(const std::array<ParamTensor, kNumParamTensors>& layout,
-                                                   const std::vector<TensorSlice>& owned,
-                                                   const OptimizerSlice<Real>& buffers, float weight_decay) {
-  std::vector<OptimizerSlice<Real>> slices;
-  for (const TensorSlice& s : owned) {
-    const size_t at = layout[size_t(s.tensor)].offset + s.tensor_offset;
-    OptimizerSlice<Real> slice = buffers;
-    slice.params += at;
-    if (slice.master) slice.master += s.range_offset;
-    slice.grads += at;
-    slice.state_offset = s.range_offset;
-    slice.n = s.count;
-    slice.weight_decay = s.weight_decay ? weight_decay : 0.0f;
-    slices.push_back(slice);
-  }
-  return slices;
+OptimizerSlice<Real> optimizer_slice(const std::array<ParamTensor, kNumParamTensors>& layout, const TensorSlice& s,
+                                     const OptimizerSlice<Real>& buffers, float weight_decay) {
+  const size_t at = layout[size_t(s.tensor)].offset + s.tensor_offset;
+  OptimizerSlice<Real> slice = buffers;
+  slice.params += at;
+  if (slice.master) slice.master += s.range_offset;
+  slice.grads += at;
+  slice.state_offset = s.range_offset;
+  slice.n = s.count;
+  slice.weight_decay = s.weight_decay ? weight_decay : 0.0f;
+  return slice;
 }
 
 // A list of optimizer types (llmc/optim/registry.h), each with a static kName.
@@ -91,6 +86,8 @@ bool visit_optimizer(OptimizerList<Optimizers...>, const std::string& name, Visi
 // The registered optimizers, the default (--optimizer's) first.
 const std::vector<OptimizerSpec>& registered_optimizers();
 const OptimizerSpec& default_optimizer();
+// Their names, "adamw, ...", in that order.
+std::string registered_optimizer_names();
 // The registered optimizer called `name`; throws std::invalid_argument naming the registered ones.
 const OptimizerSpec& find_optimizer(const std::string& name);
 

@@ -13,6 +13,9 @@
 // backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
 #pragma once
 #include <array>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "llmc/cpu/adamw.h"
 #include "llmc/optim/optimizer.h"
@@ -42,5 +45,22 @@ struct AdamW {
 
 // Every optimizer --optimizer accepts; the first is the default.
 using RegisteredOptimizers = OptimizerList<AdamW>;
+
+// One step of the registered optimizer `name` on a rank, for both backends: checks the step, then
+// runs the optimizer's update on each part of a tensor in the owned range (`owned`, from
+// tensor_slices), in buffer order; `extra` is what the backend's update takes after the step (the
+// CUDA stream). Allocates nothing. Throws std::logic_error for a name that is not registered (the
+// backends take their optimizer from find_optimizer, so that would be a bug).
+template <class Real, class... Extra>
+void run_optimizer_step(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
+                        const std::vector<TensorSlice>& owned, const OptimizerSlice<Real>& buffers,
+                        const OptimizerStep& step, Extra... extra) {
+  check_optimizer_step(step);
+  const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
+    for (const TensorSlice& s : owned)
+      optimizer.update(optimizer_slice(layout, s, buffers, step.weight_decay), step, extra...);
+  });
+  if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
+}
 
 }  // namespace llmc

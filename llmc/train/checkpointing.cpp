@@ -16,7 +16,8 @@ TrainState Trainer::load_checkpoint(int step) {
   const std::string& dir = o_.output_dir;
   const size_t n = num_parameters(config_);
   const std::string model_file = checkpoint_model_path(dir, step), head_file = checkpoint_state_path(dir, step, 0);
-  const std::vector<std::string>& state_names = find_optimizer(o_.optimizer).state_names;
+  const OptimizerSpec& optimizer = find_optimizer(o_.optimizer);
+  const std::vector<std::string>& state_names = optimizer.state_names;
   TrainState head = read_train_state(head_file, state_names);
   if (head.step != step) throw std::runtime_error(fmt::format("{}: holds step {}", head_file, head.step));
   if (head.model_checksum != 0) {
@@ -34,7 +35,7 @@ TrainState Trainer::load_checkpoint(int step) {
   // range: one file of a -z 0 checkpoint holds all of it, a -z 1 checkpoint's files hold
   // consecutive chunks.
   const ElementRange owned = partition_.owned();
-  resumed_state_ = zero_optimizer_state(find_optimizer(o_.optimizer), owned.size());
+  resumed_state_ = zero_optimizer_state(optimizer, owned.size());
   size_t covered = 0;
   TrainState other;  // rank r > 0's file; rank 0's is head, read once
   for (int r = 0; r < head.world_size && covered < owned.size(); ++r) {

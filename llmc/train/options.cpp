@@ -129,11 +129,7 @@ namespace {
 // --optimizer's help, "optimizer: adamw, ...": the registered names (llmc/optim/registry.h), so that a
 // new optimizer needs no edit here.
 const char* optimizer_help() {
-  static const std::string help = [] {
-    std::string names;
-    for (const OptimizerSpec& s : registered_optimizers()) names += (names.empty() ? "" : ", ") + s.name;
-    return "optimizer: " + names;
-  }();
+  static const std::string help = "optimizer: " + registered_optimizer_names();
   return help.c_str();
 }
 

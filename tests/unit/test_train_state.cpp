@@ -68,6 +68,7 @@ TEST_CASE("train state: write then read gives back every field") {
   CHECK(r.sample_rng_state == s.sample_rng_state);
   CHECK(r.num_parameters == s.num_parameters);
   CHECK(r.state_offset == s.state_offset);
+  CHECK(r.state_size == s.state_size);
   CHECK(r.optimizer_state[0].values == s.optimizer_state[0].values);
   CHECK(r.optimizer_state[1].values == s.optimizer_state[1].values);
   CHECK(r.model_checksum == s.model_checksum);
