@@ -1,6 +1,6 @@
 // GPT-2's fixed numeric constants, the one place for every implementation of its layers: the CPU
-// oracle (llmc/cpu/), the CUDA kernels (llmc/cuda/, in float), the emulated cuBLASLt's GELU epilogue
-// and the check of a Hugging Face config (llmc/io/hf_gpt2.cpp). Plain constexpr scalars, which nvcc
+// oracle (llmc/cpu/), the CUDA kernels (llmc/cuda/, in float) and the check of a Hugging Face config
+// (llmc/io/hf_gpt2.cpp). (The emulated cuBLASLt's GELU epilogue keeps the library's own.) Plain constexpr scalars, which nvcc
 // lets device code read.
 #pragma once
 

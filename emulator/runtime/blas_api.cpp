@@ -20,7 +20,6 @@
 
 #include "emulator/runtime/device_memory.h"
 #include "emulator/runtime/gemm.h"
-#include "llmc/gpt2_constants.h"
 
 struct cublasLtContext {
   int unused;
@@ -124,10 +123,11 @@ uint32_t alignment_of(const void* p) {
   return uint32_t(bits & (~bits + 1));
 }
 
-// The tanh approximation, as cuBLASLt's GELU epilogues compute it (GPT-2's GELU, whose constants
-// llmc/gpt2_constants.h holds), and its derivative.
-constexpr float kGeluScale = float(llmc::kGeluSqrt2OverPi);
-constexpr float kGeluCubic = float(llmc::kGeluCubic);
+// The tanh approximation, as cuBLASLt's GELU epilogues compute it, and its derivative. The constants
+// are the library's own, written here rather than taken from the product's (llmc/gpt2_constants.h),
+// so that a caller and the emulation cannot share one misreading (emulator/tests/test_blas.cu).
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
 float gelu(float x) {
   const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
   return 0.5f * x * (1.0f + t);

@@ -4,6 +4,7 @@
 // into warps by it.
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace emu {
 
@@ -11,5 +12,13 @@ constexpr int kWarp = 32;                                // lanes of a warp, as 
 constexpr size_t kDefaultSharedPerBlock = 48 * 1024;     // shared memory without the opt-in
 constexpr size_t kOptInSharedPerBlock = 232448;          // 227 KiB with cudaFuncSetAttribute's opt-in
 constexpr size_t kGlobalMemory = 80ull << 30;            // 80 GiB
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};
+constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};
+
+// "(x,y,z)" of three limits, for the launch errors.
+inline std::string limits_text(const unsigned (&v)[3]) {
+  return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+}
 
 }  // namespace emu

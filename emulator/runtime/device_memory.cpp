@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/emulator.h"
 #include "emulator/runtime/runtime_state.h"
 #include "emulator/runtime/stream_order.h"
 

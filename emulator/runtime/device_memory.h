@@ -17,10 +17,6 @@ bool inside_device_allocation(const void* p, size_t bytes);
 // Whether `stream` is the default stream or one created and not yet destroyed.
 bool valid_stream(cudaStream_t stream);
 
-// The sizes of the live device allocations, in the order cudaMalloc made them: what a program's
-// own account of its memory (the memory plan) is checked against.
-std::vector<size_t> live_allocation_sizes();
-
 // The context's sticky error (cudaSuccess while no kernel or library call has faulted).
 cudaError_t context_error();
 

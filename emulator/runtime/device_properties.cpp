@@ -41,14 +41,12 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->regsPerBlock = 65536;
   prop->regsPerMultiprocessor = 65536;
   prop->warpSize = emu::kWarp;
-  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsPerBlock = int(kMaxThreadsPerBlock);
   prop->maxThreadsPerMultiProcessor = 2048;
-  prop->maxThreadsDim[0] = 1024;
-  prop->maxThreadsDim[1] = 1024;
-  prop->maxThreadsDim[2] = 64;
-  prop->maxGridSize[0] = 2147483647;
-  prop->maxGridSize[1] = 65535;
-  prop->maxGridSize[2] = 65535;
+  for (int i = 0; i < 3; ++i) {
+    prop->maxThreadsDim[i] = int(kMaxBlockDim[i]);
+    prop->maxGridSize[i] = int(kMaxGridDim[i]);
+  }
   prop->totalConstMem = 65536;
   prop->major = 9;
   prop->minor = 0;

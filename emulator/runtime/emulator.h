@@ -15,5 +15,16 @@ extern thread_local dim3 gridDim;
 extern thread_local int warpSize;
 }
 
+#include <cstddef>
+#include <vector>
+
 #include "emulator/runtime/device_functions.h"
 #include "emulator/runtime/kernel_launch.h"
+
+namespace emu {
+
+// The sizes of the live device allocations, in the order cudaMalloc made them: what a program's
+// own account of its memory (the memory plan) is checked against (device_memory.cpp).
+std::vector<size_t> live_allocation_sizes();
+
+}  // namespace emu

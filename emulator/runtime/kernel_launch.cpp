@@ -22,12 +22,14 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
   const std::string launch =
       std::string("launch of ") + name + " with grid " + dim_text(grid) + ", block " + dim_text(block);
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
-  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
-      threads > 1024)
-    return fail(cudaErrorInvalidConfiguration,
-                launch + ": a block holds at most 1024 threads, at most (1024,1024,64) in each dimension");
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
-    return fail(cudaErrorInvalidConfiguration, launch + ": a grid is at most (2147483647,65535,65535) blocks");
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlockDim[0] || block.y > kMaxBlockDim[1] ||
+      block.z > kMaxBlockDim[2] || threads > kMaxThreadsPerBlock)
+    return fail(cudaErrorInvalidConfiguration, launch + ": a block holds at most " +
+                                                   std::to_string(kMaxThreadsPerBlock) + " threads, at most " +
+                                                   limits_text(kMaxBlockDim) + " in each dimension");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > kMaxGridDim[0] || grid.y > kMaxGridDim[1] ||
+      grid.z > kMaxGridDim[2])
+    return fail(cudaErrorInvalidConfiguration, launch + ": a grid is at most " + limits_text(kMaxGridDim) + " blocks");
   if (cudaError_t e = check_stream(name, stream)) return e;
   size_t limit = kDefaultSharedPerBlock;
   {

@@ -12,6 +12,11 @@
 
 namespace emu {
 
+namespace {
+// What cudaGetLastError reports next, per host thread.
+thread_local cudaError_t last_error = cudaSuccess;
+}  // namespace
+
 cudaError_t fail(cudaError_t code, const std::string& what) {
   std::fprintf(stderr, "emulated GPU: %s (%s)\n", what.c_str(), cudaGetErrorString(code));
   last_error = code;

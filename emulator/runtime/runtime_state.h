@@ -37,9 +37,6 @@ inline State& state() {
   return *s;
 }
 
-// What cudaGetLastError reports next, per host thread.
-inline thread_local cudaError_t last_error = cudaSuccess;
-
 // Every failing call goes through here: the error is printed with the call that made it, and is
 // what cudaGetLastError reports next.
 cudaError_t fail(cudaError_t code, const std::string& what);

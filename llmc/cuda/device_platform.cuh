@@ -7,7 +7,6 @@
 // what only the emulated GPU can tell. Other files ask LLMC_CUDNN_LIBRARY or kEmulatedGpu.
 #pragma once
 #if defined(LLMC_CUDA_EMULATOR)
-#include "emulator/runtime/device_memory.h"
 #include "emulator/runtime/emulator.h"
 #endif
 #include <cuda_bf16.h>
