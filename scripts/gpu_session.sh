@@ -134,13 +134,16 @@ if [ -n "$corpus" ]; then
   attention=${attention_env:+fallback attention}
   wanted correctness && d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
   if wanted resume; then
-    [ -f "$logs/train_d12/model_00000010.bin" ] ||
-      d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
+    # The correctness step's run, when it ran (failed, it has no checkpoint, which the resume says).
+    wanted correctness || d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
     if [ ${#attention_env[@]} -eq 0 ]; then
       d12_resume "resume d12 at step 10, cuDNN attention" train_d12 0
+      d12_run "train d12 20 steps, B=16, fallback attention" train_d12_fallback LLMC_ATTENTION=fallback &&
+        d12_resume "resume d12 at step 10, fallback attention" train_d12_fallback 1 LLMC_ATTENTION=fallback
+    else
+      # With cuDNN's parity failed, train_d12 already ran with the fallback attention.
+      d12_resume "resume d12 at step 10, fallback attention" train_d12 1 "${attention_env[@]}"
     fi
-    d12_run "train d12 20 steps, B=16, fallback attention" train_d12_fallback LLMC_ATTENTION=fallback &&
-      d12_resume "resume d12 at step 10, fallback attention" train_d12_fallback 1 LLMC_ATTENTION=fallback
   fi
   rm -f "$logs"/train_d12*/*.bin
 fi

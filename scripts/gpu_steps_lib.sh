@@ -250,10 +250,14 @@ find_corpus() {
 }
 
 # devcuda_row SECONDS BENCH...: run_all.sh --check over these dev/cuda benchmarks from $bin, for at
-# most SECONDS; one row, the FAIL lines echoed.
+# most SECONDS; one row, the FAIL lines echoed. No benchmark at all is a FAIL, not 0 checks passed.
 devcuda_row() {
   local want=$1 rc summary
   shift
+  if [ $# -eq 0 ]; then
+    row FAIL "dev/cuda kernel checks" "no benchmarks to run (none in the bundle's dev_cuda_benches.txt, none built)"
+    return
+  fi
   limited "$want" "$logs/dev_cuda_check.log" "$bin/run_all.sh" --check "$@"
   rc=$?
   if [ "$rc" -eq 0 ]; then row PASS "dev/cuda kernel checks" "$(tail -n 1 "$logs/dev_cuda_check.log")"

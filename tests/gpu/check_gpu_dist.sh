@@ -59,13 +59,13 @@ else fail "the bundle's corpus differs from data/corpus"; fi
 if git check-ignore -q external/llm.c && [ -z "$(git ls-files external)" ]; then ok "nothing of llm.c is tracked"
 else fail "external/ is not ignored, or holds tracked files"; fi
 
-# Over the bar: the same bundle against a 1 MiB limit.
+# Over the bar: the same bundle against a 1 MiB limit. The size check is the recipe's last step, so
+# the bundle it leaves is complete, as the one checked above.
 if make --no-print-directory gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then
   fail "a bundle over GPU_DIST_MAX_MIB=1 passed"
 elif grep -qF "gpu-dist: $dist is $size MiB, over the 1 MiB the device call can carry" "$log.over"; then
   ok "a bundle over the bar fails, naming its size and the bar"
 else fail "over the bar: $(grep -m 1 'gpu-dist' "$log.over")"; fi
-make --no-print-directory gpu-dist >/dev/null 2>&1 || fail "make gpu-dist again"
 
 tally_end gpu_dist \
   "gpu-dist: $checks checks: $size MiB of at most 60, ${#binaries[@]} binaries with llm.c $snapshot_commit, all linking"

@@ -117,13 +117,17 @@ done
 echo "done: $x steps in 1s"
 hold 500
 EOF
-# test_gpt2cu: --probe prints the device; else a known summary.
+# test_gpt2cu: --probe prints the device; else a known summary; with FAKE_CUDNN_FAILS=1 the bf16 test
+# with cuDNN attention stops on a cuDNN error.
 cat >"$FAKE/test_gpt2cu" <<'EOF'
 #!/usr/bin/env bash
 p=$1
 shift
 if [ "${1:-}" = --probe ]; then echo "device: NVIDIA H100 80GB HBM3 (stand-in) | precision $p"; exit 0; fi
 echo "parity-$p ${LLMC_ATTENTION:-cudnn}" >>"$FAKE/order"
+if [ "${FAKE_CUDNN_FAILS:-}" = 1 ] && [ "$p" = bf16 ] && [ -z "${LLMC_ATTENTION:-}" ]; then
+  echo "error: cuDNN attention: no engine for this graph"; exit 1
+fi
 echo "test_gpt2cu ($p, attention cudnn): 47 checks passed, 0 failed"
 EOF
 # llm.c's trainer: its usage for a flag without a value (the session's probe); else 110 ms steps,
@@ -315,6 +319,17 @@ else fail "hang: exit $rc after ${took}s"; sed 's/^/      /' <<<"$out" | tail -n
 if [ "$(cut -d' ' -f1 "$FAKE/order" | tr '\n' ' ')" = "d48-plan devcuda " ]; then
   ok "GPU_SESSION_STEPS=d48,devcuda ran only those"
 else fail "GPU_SESSION_STEPS=d48,devcuda ran: $(tr '\n' ';' <"$FAKE/order")"; fi
+
+# ---- (d2) cuDNN fails its parity: every later bf16 run takes the fallback attention, each once ----
+rm -f "$FAKE/order"
+out=$(env "${session_env[@]}" FAKE_CUDNN_FAILS=1 GPU_SESSION_STEPS=correctness,resume bash "$script" 2>&1 </dev/null)
+order=$(tr '\n' ';' <"$FAKE/order")
+if [ "$order" = "parity-fp32 cudnn;parity-bf16 cudnn;parity-bf16 fallback;train fallback -b 16;resume fallback -b 16;" ] &&
+  grep -qF "PASS  test_gpt2cu bf16, fallback attention" <<<"$out" &&
+  grep -qF "PASS  resume d12 at step 10, fallback attention main.log and the step-20 model bit-identical" <<<"$out" &&
+  [ "$(grep -c 'train d12 20 steps' <<<"$out")" = 2 ]; then
+  ok "cuDNN's parity failing: the fallback's parity, one d12 run with it and its exact resume"
+else fail "cuDNN failing: order $order"; sed 's/^/      /' <<<"$out" | grep -E 'PASS|FAIL' | head -n 10; fi
 
 # ---- (e) llm.c built there ----
 if cuda_toolkit_root >/dev/null; then

@@ -54,6 +54,7 @@ EOF
 #include <cuda.h>
 #include <nvrtc.h>
 #include <cudnn_frontend.h>
+#include <cstdio>
 #include "llmc/cuda_utils.cuh"
 #ifndef ENABLE_CUDNN
 #error built without USE_CUDNN=1
@@ -61,7 +62,8 @@ EOF
 #ifdef MULTI_GPU
 #error built with NCCL
 #endif
-int main(int argc, char**) {
+int main(int argc, char** argv) {
+  std::printf("%s\n", argv[0]);  // which binary ran: tests/gpu/check_gpu_session.sh looks for it in the log
   int overfit_single_batch = argc > 5;
   int permute_train_loader = (overfit_single_batch == 1) ? 0 : 1;
   // Referenced, never called here: the link must resolve cuBLAS, cuDNN, NVRTC and the driver API.
