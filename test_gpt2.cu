@@ -4,10 +4,11 @@
 //   BF16 build: loss abs. err < 2e-2, every gradient tensor rel. L2 < 5e-2, 10 AdamW steps'
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
-// the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, the three GELU
-// paths and (bf16) both attention kernels, and the memory plan (device_bytes equals the plan's
-// total; the drop in free memory is that plus at most the libraries' reserve; on the emulated GPU,
-// each device allocation is a planned buffer). One PASS/FAIL line per check, then a summary.
+// the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
+// every speed switch and all of them on at once, (bf16) both attention kernels, and the memory plan
+// (device_bytes equals the plan's total; the drop in free memory is that plus at most the
+// libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
+// every lever on). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -204,9 +205,9 @@ std::vector<float> test_parameters(const GPT2Config& config, uint64_t seed) {
 }
 
 CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind attention,
-                                GeluPath gelu = GeluPath::kMixed) {
+                                const SpeedSwitches& speed = {}) {
   CudaBackendOptions o;
-  o.gelu = gelu;
+  o.speed = speed;
   o.max_batch = a.B;
   o.max_seq_len = a.T;
   o.recompute = recompute;
@@ -216,8 +217,8 @@ CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind atte
 }
 
 std::unique_ptr<CudaBackend> make_cuda(const GPT2Config& config, const Args& a, int recompute, AttentionKind attention,
-                                       const std::vector<float>& params, GeluPath gelu = GeluPath::kMixed) {
-  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention, gelu));
+                                       const std::vector<float>& params, const SpeedSwitches& speed = {}) {
+  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention, speed));
   backend->set_parameters(params.data());
   return backend;
 }
@@ -347,11 +348,27 @@ int run(const Args& a) {
         report.exact(fmt::format("grad with recompute {} = with recompute 1, bit for bit", recompute), variant_grads,
                      grads);
     }
-    // The GELU's other paths (llmc/cuda/cuda_backend.h): the kernels alone, and the epilogues (-r 0).
-    for (GeluPath gelu : {GeluPath::kKernels, GeluPath::kEpilogues}) {
-      auto variant = make_cuda(config, a, gelu == GeluPath::kEpilogues ? 0 : 1, attention, params, gelu);
-      check_gradients(report, fmt::format("grad with LLMC_GELU={}", gelu_path_name(gelu)), config,
-                      cuda_gradients(*variant, batch, B, T), cpu_grads, false);
+    // Every other value of every speed switch (llmc/cuda/speed_switches.def), one at a time, then all
+    // levers on at once, each at the most recompute it allows up to -r 1.
+    const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
+    std::vector<SpeedSwitches> variants;
+    for (size_t row = 0; row < rows.size(); ++row)
+      for (int value = 1; value < int(rows[row].values.size()); ++value) {
+        SpeedSwitches speed;
+        set_speed_switch(speed, row, value);
+        variants.push_back(speed);
+      }
+    variants.push_back(all_levers_on());
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const int recompute = std::min(1, max_recompute(variants[i]));
+      const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
+      auto variant = make_cuda(config, a, recompute, attention, params, variants[i]);
+      if (live_before && i + 1 == variants.size())
+        check_buffers_against_plan(report, variant->memory_plan(), live_before->size());
+      check_gradients(report,
+                      fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
+                                  speed_switches_summary(variants[i]), recompute),
+                      config, cuda_gradients(*variant, batch, B, T), cpu_grads, false);
     }
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);

@@ -3,7 +3,8 @@
 // ./train_gpt2cu --help; semantics: docs/training.md; backend: docs/cuda-trainer.md; ranks: docs/multi-gpu.md.
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build); unset,
 // a cuDNN that rejects the attention graph at start-up gives the plain kernels too, with one line.
-// LLMC_GELU=mixed|kernels|epilogues chooses where the GELU is computed (llmc/cuda/cuda_backend.h).
+// The speed switches (LLMC_GELU and the others of llmc/cuda/speed_switches.def) choose how a step is
+// computed; the `cuda:` line prints them.
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
     options.recompute = o.recompute;
     options.attention = llmc::default_attention_kind();
     options.attention_fallback = !llmc::attention_kind_forced();
-    options.gelu = llmc::default_gelu_path();
+    options.speed = llmc::speed_switches_from_env();
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.world_size = placement.process.world_size;
@@ -104,10 +105,10 @@ int main(int argc, char** argv) {
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;
       const double mib = 1024.0 * 1024.0;
-      fmt::print("cuda: {} | precision {} | attention {} | gelu {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
+      fmt::print("cuda: {} | precision {} | attention {} | {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
                  "allocated | {}\n",
                  llmc::cuda_device_description(), llmc::cuda_precision_name(),
-                 llmc::attention_kind_name(backend->attention()), llmc::gelu_path_name(options.gelu), options.recompute,
+                 llmc::attention_kind_name(backend->attention()), llmc::speed_switches_summary(options.speed), options.recompute,
                  double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)

@@ -16,9 +16,10 @@
 #      there for the GPU from the snapshots the bundle carries): d12, B=64, T=1024, bf16, -r 1, the
 #      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
 #      peak memory, the losses after the same steps, the ratios
-#   4. our settings: one run per performance setting (-r 0/1/2, LLMC_GELU, LLMC_ATTENTION), same
-#      shape and weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest
-#      that keeps the loss within 1% is marked
+#   4. our settings: one run per performance setting (-r 0/1/2, every value of every speed switch of
+#      llmc/cuda/speed_switches.def, all of them on, LLMC_ATTENTION=fallback), same shape and
+#      weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest that keeps
+#      the loss within 1% is marked
 #   5. where the time goes: one d12 run's kernels under ncu (gpu__time_duration), the top 15
 #   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
 #   7. the dev/cuda kernel checks, with the time that is left
@@ -50,6 +51,8 @@ wanted() { [[ ",$steps," == *",$1,"* ]]; }
 source scripts/gpu_steps_lib.sh
 # shellcheck source=scripts/gpu_bench_lib.sh
 source scripts/gpu_bench_lib.sh
+# shellcheck source=scripts/speed_switches.sh
+source scripts/speed_switches.sh
 python=${PYTHON:-python3}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -213,9 +216,15 @@ else
 fi
 
 # ---- 4. our settings ----
-# NAME|VARIABLES|FLAGS, the baseline (the defaults) first.
-settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2" "-r 0 LLMC_GELU=epilogues|LLMC_GELU=epilogues|-r 0"
-  "LLMC_GELU=kernels|LLMC_GELU=kernels|-r 1" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
+# NAME|VARIABLES|FLAGS, the baseline (the defaults) first. Then every other value of every speed switch
+# (llmc/cuda/speed_switches.def), one at a time and all levers on at once, at -r 0: no switch allows
+# less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row.
+settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2")
+while read -r variable values; do
+  IFS='|' read -r -a choices <<<"$values"
+  for value in "${choices[@]:1}"; do settings+=("-r 0 $variable=$value|$variable=$value|-r 0"); done
+done < <(speed_switch_rows)
+settings+=("-r 0 every lever on|$(all_levers_on_env)|-r 0" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
 sweep_steps=20
 sweep_runs=()
 if [ -n "$corpus" ] && wanted sweep; then

@@ -73,7 +73,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.attention = opt.attention;
   plan_inputs.partition = partition;
   check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
-  if (opt.gelu == GeluPath::kEpilogues && opt.recompute != 0)
+  if (opt.recompute > max_recompute(opt.speed))
     throw std::runtime_error(fmt::format("CUDA backend: LLMC_GELU=epilogues needs -r 0: recompute {} would rebuild "
                                          "the GELU output from the stored bf16 pre-activation, not as the epilogue "
                                          "computed it",
@@ -273,7 +273,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
                                      branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     matmul_forward_gelu(*blas, gelu_of(l), slot_of(fch, l, 4 * Cs), ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C,
-                        4 * C, opt.gelu == GeluPath::kEpilogues, stream);
+                        4 * C, opt.speed.gelu == GeluPath::kEpilogues, stream);
     matmul_forward(*blas, branch, gelu_of(l), param(kFcprojw, l), param(kFcprojb, l), BT, 4 * C, C, stream);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
@@ -300,7 +300,7 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
-  const bool dgelu_epilogue = opt.gelu != GeluPath::kKernels;
+  const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels;
   matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kWte), .dout = logits, .inp = lnf, .weight = param(kWte),
                           .BT = BT, .C = C, .OC = Vp}, stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,

@@ -17,18 +17,10 @@
 
 #include "llmc/backend.h"
 #include "llmc/cuda/memory_plan.h"
+#include "llmc/cuda/speed_switches.h"
 #include "llmc/train/mfu.h"
 
 namespace llmc {
-
-// Where the fc layers' GELU is computed (LLMC_GELU, default_gelu_path). kMixed, the default: the
-// forward pass runs the GELU kernel on the stored bf16 pre-activation, which is exactly what a
-// recompute in the backward pass reproduces (so -r 0, 1 and 2 give the same gradients), and the
-// backward pass folds gelu' into the input-gradient GEMM (cuBLASLt's DGELU epilogue). kKernels: no
-// GELU epilogue at all. kEpilogues: the forward pass too uses cuBLASLt's GELU_AUX_BIAS epilogue (one
-// pass less), whose output comes from the fp32 pre-activation, which a recompute cannot reproduce:
-// it needs recompute 0.
-enum class GeluPath { kMixed, kKernels, kEpilogues };
 
 struct CudaBackendOptions {
   int max_batch = 4;     // the largest B of any call (activations are allocated once for it)
@@ -41,7 +33,7 @@ struct CudaBackendOptions {
   // or library), use the plain attention kernels, saying so on one line of stderr, instead of
   // throwing. train_gpt2cu allows it unless LLMC_ATTENTION=cudnn forces cuDNN.
   bool attention_fallback = false;
-  GeluPath gelu = GeluPath::kMixed;
+  SpeedSwitches speed;  // llmc/cuda/speed_switches.def; train_gpt2cu reads them from the environment
   unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
   // A registered optimizer (llmc/optim/registry.h) with at most two state tensors: the memory
@@ -72,9 +64,6 @@ const char* cuda_precision_name();
 AttentionKind default_attention_kind();
 // Whether LLMC_ATTENTION chose the attention (then a cuDNN that rejects the graph is an error).
 bool attention_kind_forced();
-// LLMC_GELU=mixed|kernels|epilogues (unset: mixed), and the names the logs print.
-GeluPath default_gelu_path();
-const char* gelu_path_name(GeluPath path);
 // The build's precision as the memory plan names it.
 Precision cuda_precision();
 // Number of CUDA devices, 0 when there is none or no working driver (never throws).

@@ -61,22 +61,6 @@ AttentionKind default_attention_kind() {
 
 bool attention_kind_forced() { return !env_value("LLMC_ATTENTION").empty(); }
 
-GeluPath default_gelu_path() {
-  const std::string value = env_value("LLMC_GELU");
-  if (value.empty() || value == "mixed") return GeluPath::kMixed;
-  if (value == "kernels") return GeluPath::kKernels;
-  if (value == "epilogues") return GeluPath::kEpilogues;
-  throw std::runtime_error(fmt::format("LLMC_GELU: '{}' is not 'mixed', 'kernels' or 'epilogues'", value));
-}
-
-const char* gelu_path_name(GeluPath path) {
-  switch (path) {
-    case GeluPath::kKernels: return "kernels";
-    case GeluPath::kEpilogues: return "epilogues";
-    default: return "mixed";
-  }
-}
-
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

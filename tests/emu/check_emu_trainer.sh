@@ -7,9 +7,10 @@
 #      per-step losses within the FP32 bar (1e-4 relative);
 #      validation loss, sampling and the HellaSwag eval in the run; MFU in the step lines and
 #      main.log against LLMC_PEAK_TFLOPS, with the FLOPs per token counted by hand;
-#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1): main.log and the
-#      final model equal to an unbroken run's, bit for bit; no MFU anywhere, as the emulated GPU's
-#      name is in no table of peaks.
+#      The same run with every lever on (llmc/cuda/speed_switches.def), against the same bar.
+#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1), with every lever on
+#      and with the defaults: main.log and the final model equal to an unbroken run's, bit for bit;
+#      no MFU anywhere, as the emulated GPU's name is in no table of peaks.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
 # streams interleaved by the seed), which finds a missing wait between the compute stream and the
@@ -20,6 +21,8 @@ set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
 source tests/lib/emu_headers.sh
+# shellcheck source=scripts/speed_switches.sh
+source scripts/speed_switches.sh
 for precision in BF16 FP32; do
   make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
     "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
@@ -83,25 +86,51 @@ grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu p
 compare=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu/main.log") &&
   echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
   fail "FP32 losses against train_gpt2: $compare"
+# And with every lever on (llmc/cuda/speed_switches.def; -r 0, the recompute they all allow).
+levers_on=$(all_levers_on_env)
+# shellcheck disable=SC2086
+env $levers_on LLMC_EMU_SEED=8 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -r 0 -o "$tmp/emu-on" >"$tmp/emu-on.out" 2>&1 ||
+  fail "train_gpt2cu-emu (FP32, every lever on) (log: $tmp/emu-on.out)"
+grep -q "| $levers_on | recompute 0 |" "$tmp/emu-on.out" || fail "the cuda: line does not name every lever on: $(grep '^cuda:' "$tmp/emu-on.out")"
+compare_on=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu-on/main.log") &&
+  echo "ok    train_gpt2cu-emu (fp32, every lever on: $levers_on) against train_gpt2: $compare_on" ||
+  fail "FP32 losses with every lever on against train_gpt2: $compare_on"
 
-# --- (c) BF16 stopped and resumed ---------------------------------------------------------------
+# --- (c) BF16 stopped and resumed, with the defaults and with every lever on ---------------------
 # Without the sampling and the HellaSwag eval of (b), which write nothing the comparison reads.
 resume=("${train[@]}" -s 0 -n 3)
-LLMC_EMU_SEED=6 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -o "$tmp/full" >"$tmp/full.out" 2>&1 ||
-  fail "train_gpt2cu-emu (BF16) (log: $tmp/full.out)"
-mkdir -p "$tmp/part"
-cp "$tmp/full/model_00000003.bin" "$tmp/full/state_00000003_00000.bin" "$tmp/full/DONE_00000003" "$tmp/part/"
-grep -E '^s:[0-3] ' "$tmp/full/main.log" >"$tmp/part/main.log"
-LLMC_EMU_SEED=7 "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" -y 1 -o "$tmp/part" >"$tmp/part.out" 2>&1 ||
-  fail "train_gpt2cu-emu (BF16) resumed (log: $tmp/part.out)"
-grep -q 'resume: continuing from checkpoint step 3' "$tmp/part.out" || fail "the BF16 run did not resume from step 3"
+# resume_exactly NAME SEED [VARIABLE=VALUE... --] [FLAGS...]: a 6-step run, and one resumed from its
+# step-3 checkpoint with another seed; main.log and the final model must be bit-identical.
+resume_exactly() {
+  local name=$1 seed=$2 vars=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ] && [[ "$1" == *=* ]]; do vars+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  env "${vars[@]}" LLMC_EMU_SEED="$seed" "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" "$@" -o "$tmp/full-$name" \
+    >"$tmp/full-$name.out" 2>&1 || fail "train_gpt2cu-emu (BF16, $name) (log: $tmp/full-$name.out)"
+  mkdir -p "$tmp/part-$name"
+  cp "$tmp/full-$name/model_00000003.bin" "$tmp/full-$name/state_00000003_00000.bin" "$tmp/full-$name/DONE_00000003" \
+    "$tmp/part-$name/"
+  grep -E '^s:[0-3] ' "$tmp/full-$name/main.log" >"$tmp/part-$name/main.log"
+  env "${vars[@]}" LLMC_EMU_SEED=$((seed + 1)) "$emu/bf16/trainer/train_gpt2cu" "${resume[@]}" "$@" -y 1 \
+    -o "$tmp/part-$name" >"$tmp/part-$name.out" 2>&1 || fail "train_gpt2cu-emu (BF16, $name) resumed (log: $tmp/part-$name.out)"
+  grep -q 'resume: continuing from checkpoint step 3' "$tmp/part-$name.out" ||
+    fail "the BF16 run ($name) did not resume from step 3"
+  cmp -s "$tmp/full-$name/main.log" "$tmp/part-$name/main.log" ||
+    fail "resumed main.log ($name) differs: $(diff "$tmp/full-$name/main.log" "$tmp/part-$name/main.log" | head -n 4)"
+  cmp -s "$tmp/full-$name/model_00000006.bin" "$tmp/part-$name/model_00000006.bin" ||
+    fail "resumed final model ($name) differs"
+}
 before=$failures
-cmp -s "$tmp/full/main.log" "$tmp/part/main.log" || fail "resumed main.log differs: $(diff "$tmp/full/main.log" "$tmp/part/main.log" | head -n 4)"
-cmp -s "$tmp/full/model_00000006.bin" "$tmp/part/model_00000006.bin" || fail "resumed final model differs"
-grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the table" "$tmp/full.out" &&
-  ! grep -q 'MFU' "$tmp/full.out" && ! grep -q 'mfu:' "$tmp/full/main.log" ||
+# shellcheck disable=SC2086
+resume_exactly levers-on 9 $levers_on -- -r 0
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, every lever on): resumed at step 3, main.log and model bit-identical"
+before=$failures
+resume_exactly defaults 6
+grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the table" "$tmp/full-defaults.out" &&
+  ! grep -q 'MFU' "$tmp/full-defaults.out" && ! grep -q 'mfu:' "$tmp/full-defaults/main.log" ||
   fail "the emulated GPU, in no table, showed an MFU or did not say why not"
 [ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical, no MFU"
 
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare) with MFU, bf16 resume exact"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults and every lever on)"

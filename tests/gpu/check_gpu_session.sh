@@ -225,6 +225,10 @@ out=$(env "${session_env[@]}" OUT="$tmp/out" bash "$script" 2>&1 </dev/null)
 rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
+# The sweep: the defaults, -r 0, -r 2, every other value of every speed switch, every lever on (the
+# table counted here by its own rows' values, not by the script's reading of it), then the fallback.
+other_values=$(grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def | awk -F'"' '{ n += split($4, v, "|") - 1 } END { print n }')
+sweep_cudnn_runs=$((3 + other_values + 1))
 expected_order="parity-fp32 cudnn
 parity-bf16 cudnn
 train cudnn -b 16
@@ -241,11 +245,7 @@ llmc-theirs
 llmc-ours cudnn -b 64
 llmc-theirs
 llmc-ours cudnn -b 64
-sweep cudnn -b 64
-sweep cudnn -b 64
-sweep cudnn -b 64
-sweep cudnn -b 64
-sweep cudnn -b 64
+$(for _ in $(seq "$sweep_cudnn_runs"); do echo "sweep cudnn -b 64"; done)
 sweep fallback -b 64
 ncu-run cudnn -b 64
 d48-plan d48 -b 128
@@ -282,7 +282,8 @@ expect_lines "$out" \
   "defaults (-r 1)                      100.0 ms/step    655360 tok/s 1.000x  peak  20.0 GiB  loss after step 20: 7.0000" \
   "-r 0                                  90.0 ms/step    728178 tok/s 1.111x  peak  20.0 GiB  loss after step 20: 7.0000  <- fastest within 1% loss" \
   "-r 0 LLMC_GELU=epilogues              80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
-  "LLMC_GELU=kernels                    105.0 ms/step    624152 tok/s 0.952x" \
+  "-r 0 LLMC_GELU=kernels               105.0 ms/step    624152 tok/s 0.952x" \
+  "-r 0 every lever on                   80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
   "LLMC_ATTENTION=fallback              150.0 ms/step    436907 tok/s 0.667x" \
   "3 kernels, 9.0 ms of kernel time per step over 3 steps" \
   "6.00 ms/step  66.7%     2.0 calls/step  gemm_a" \

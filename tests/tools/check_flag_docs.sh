@@ -10,3 +10,6 @@ source "$(dirname "$0")/../lib/common.sh"
 
 ./train_gpt2 --help >"$tmp/help.txt"
 python3 tests/lib/flag_docs.py README.md "$tmp/help.txt"
+# The speed switches (environment variables, not flags): docs/cuda-trainer.md's table against the table
+# the trainer reads them from.
+python3 tests/lib/speed_switch_docs.py llmc/cuda/speed_switches.def docs/cuda-trainer.md

@@ -1,0 +1,51 @@
+// The CUDA trainer's speed switches (the table is llmc/cuda/speed_switches.def): settings that change
+// how fast a step runs, not what it computes beyond the rounding the contract's bars allow. Plain
+// C++, so that the unit tests and the host code can read them.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+// Where the fc layers' GELU is computed (LLMC_GELU). kMixed, the default: the forward pass runs the
+// GELU kernel on the stored bf16 pre-activation, which is exactly what a recompute in the backward
+// pass reproduces (so -r 0, 1 and 2 give the same gradients), and the backward pass folds gelu' into
+// the input-gradient GEMM (cuBLASLt's DGELU epilogue). kKernels: no GELU epilogue at all.
+// kEpilogues: the forward pass too uses cuBLASLt's GELU_AUX_BIAS epilogue (one pass less), whose
+// output comes from the fp32 pre-activation, which a recompute cannot reproduce: it needs -r 0.
+enum class GeluPath { kMixed, kKernels, kEpilogues };
+
+// One field per row of the table, each at its default (the first value, enumerator 0).
+struct SpeedSwitches {
+#define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};
+#include "llmc/cuda/speed_switches.def"
+#undef LLMC_SPEED_SWITCH
+};
+
+// A row of the table: the variable, its values (the default first) and what it chooses.
+struct SpeedSwitchRow {
+  const char* variable;
+  std::vector<std::string> values;
+  const char* what;
+};
+const std::vector<SpeedSwitchRow>& speed_switch_rows();
+
+// The value of row `row` in `s`, as an index into its values; and setting it.
+int speed_switch_value(const SpeedSwitches& s, size_t row);
+void set_speed_switch(SpeedSwitches& s, size_t row, int value);
+// Row `row` set by its value's name; throws std::runtime_error naming the variable and its values
+// when `value` is none of them.
+void set_speed_switch(SpeedSwitches& s, size_t row, const std::string& value);
+
+// Every switch from its environment variable (unset or empty: the default); throws
+// std::runtime_error naming the variable and its values for any other text.
+SpeedSwitches speed_switches_from_env();
+// The most recompute (-r) the switches allow: 0 with LLMC_GELU=epilogues, else 2.
+int max_recompute(const SpeedSwitches& s);
+// Every switch at its last value: every lever on at once (the tests' and the sweep's combination).
+SpeedSwitches all_levers_on();
+// "LLMC_GELU=mixed LLMC_...=..." for every row, in the table's order.
+std::string speed_switches_summary(const SpeedSwitches& s);
+
+}  // namespace llmc

@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# The speed switches' table (llmc/cuda/speed_switches.def) for the scripts that run every switch:
+# sourced from the repository root.
+
+# One line per switch: "VARIABLE default|other|...".
+speed_switch_rows() {
+  sed -n 's/^LLMC_SPEED_SWITCH([^,]*,[^,]*, *"\([A-Z0-9_]*\)", *"\([^"]*\)".*/\1 \2/p' llmc/cuda/speed_switches.def
+}
+
+# "VARIABLE=last-value ..." for every switch: every lever on at once (llmc::all_levers_on).
+all_levers_on_env() {
+  local variable values out=""
+  while read -r variable values; do out+="${out:+ }$variable=${values##*|}"; done < <(speed_switch_rows)
+  echo "$out"
+}
