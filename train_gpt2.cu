@@ -65,18 +65,25 @@ bool use_nccl(llmc::Communicator& host, int device) {
 
 // --dry-run N: rank 0's plan (the largest ZeRO-1 chunk) for this build's precision and attention,
 // checked against --device-memory, else the free memory of a GPU if this machine has one. Several
-// ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them.
+// ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them. -r auto
+// is planned as the backend would choose it: the least recompute that fits the budget, or, with no
+// budget to fit, none.
 std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
+  const bool auto_recompute = o.recompute == llmc::kRecomputeAuto;
+  const int most = llmc::max_recompute(llmc::speed_switches_from_env());
   llmc::MemoryPlanInputs in =
-      llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, o.recompute, o.zero_stage, ranks, o.overlap,
-                             llmc::cuda_precision(), llmc::default_attention_kind());
-  const llmc::MemoryPlan plan = llmc::plan_memory(in);
-  const std::string text = llmc::describe_plan(in, plan, ranks);
+      llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, auto_recompute ? most : o.recompute, o.zero_stage,
+                             ranks, o.overlap, llmc::cuda_precision(), llmc::default_attention_kind());
   const bool nccl = ranks > 1;
-  if (o.device_memory > 0)
-    return text + llmc::fit_report(in, plan, ranks, llmc::budget_from_device_memory(o.device_memory, nccl));
-  if (const std::optional<size_t> free_bytes = llmc::cuda_free_memory())
-    return text + llmc::fit_report(in, plan, ranks, llmc::budget_from_free_memory(*free_bytes, nccl));
+  std::optional<llmc::MemoryBudget> budget;
+  if (o.device_memory > 0) budget = llmc::budget_from_device_memory(o.device_memory, nccl);
+  else if (const std::optional<size_t> free_bytes = llmc::cuda_free_memory())
+    budget = llmc::budget_from_free_memory(*free_bytes, nccl);
+  if (auto_recompute) in.recompute = budget ? llmc::least_recompute_that_fits(in, *budget, most) : 0;
+  const llmc::MemoryPlan plan = llmc::plan_memory(in);
+  const std::string text = (auto_recompute ? fmt::format("-r auto: recompute {}\n", in.recompute) : std::string()) +
+                           llmc::describe_plan(in, plan, ranks);
+  if (budget) return text + llmc::fit_report(in, plan, ranks, *budget);
   return text + fmt::format("no limit given (no --device-memory, no GPU here): it needs {} per rank; "
                             "--device-memory 80GiB checks it against an 80 GiB card\n",
                             llmc::format_bytes(plan.total_bytes()));
@@ -108,7 +115,9 @@ int main(int argc, char** argv) {
       fmt::print("cuda: {} | precision {} | attention {} | {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
                  "allocated | {}\n",
                  llmc::cuda_device_description(), llmc::cuda_precision_name(),
-                 llmc::attention_kind_name(backend->attention()), llmc::speed_switches_summary(options.speed), options.recompute,
+                 llmc::attention_kind_name(backend->attention()), llmc::speed_switches_summary(options.speed),
+                 o.recompute == llmc::kRecomputeAuto ? fmt::format("{} (auto)", backend->recompute())
+                                                     : std::to_string(backend->recompute()),
                  double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
                  : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)

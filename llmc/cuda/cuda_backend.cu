@@ -68,6 +68,9 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.config = cfg;
   plan_inputs.batch = opt.max_batch;
   plan_inputs.seq_len = opt.max_seq_len;
+  // -r auto is planned at the most recompute the switches allow until the budget is known (below).
+  const bool auto_recompute = opt.recompute == kRecomputeAuto;
+  if (auto_recompute) opt.recompute = max_recompute(opt.speed);
   plan_inputs.recompute = opt.recompute;
   plan_inputs.precision = cuda_precision();
   plan_inputs.attention = opt.attention;
@@ -133,12 +136,13 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     }
   }
 #endif
-  MemoryPlan plan = plan_memory(plan_inputs);
   // The free memory now (the context, NCCL and cuDNN's handle exist), and --device-memory's card.
   const std::optional<size_t> free_bytes = cuda_free_memory();
   if (!free_bytes) throw std::runtime_error("CUDA backend: cannot query the device's free memory");
   MemoryBudget budget = budget_from_free_memory(*free_bytes, false);
   if (opt.device_memory > 0) budget = tighter(budget, budget_from_device_memory(opt.device_memory, nccl != nullptr));
+  if (auto_recompute) opt.recompute = plan_inputs.recompute = least_recompute_that_fits(plan_inputs, budget, opt.recompute);
+  MemoryPlan plan = plan_memory(plan_inputs);
   check_memory_fits(plan_inputs, plan, opt.world_size, budget);
 
   buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
@@ -358,6 +362,8 @@ size_t CudaBackend::device_bytes() const { return impl_->buffers->allocated_byte
 const MemoryPlan& CudaBackend::memory_plan() const { return impl_->buffers->plan(); }
 
 AttentionKind CudaBackend::attention() const { return impl_->opt.attention; }
+
+int CudaBackend::recompute() const { return impl_->opt.recompute; }
 
 const PeakFlops& CudaBackend::peak() const { return impl_->peak; }
 

@@ -19,6 +19,7 @@
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/speed_switches.h"
 #include "llmc/train/mfu.h"
+#include "llmc/train/options.h"
 
 namespace llmc {
 
@@ -26,7 +27,8 @@ struct CudaBackendOptions {
   int max_batch = 4;     // the largest B of any call (activations are allocated once for it)
   int max_seq_len = 64;  // the largest T of any call, at most the model's max_seq_len
   // 0: keep every activation; 1: keep only the pre-GELU of each layer's fc and recompute the GELU
-  // in the backward pass; 2: also recompute the two LayerNorm outputs of each layer.
+  // in the backward pass; 2: also recompute the two LayerNorm outputs of each layer. kRecomputeAuto
+  // (-r auto): the least, up to max_recompute(speed), whose memory plan fits (recompute() says which).
   int recompute = 1;
   AttentionKind attention = AttentionKind::kCudnn;
   // With kCudnn: when cuDNN rejects the attention graph at start-up (no engine for this GPU, shape
@@ -140,6 +142,8 @@ class CudaBackend : public Backend {
   size_t planned_bytes() const;
   // The attention it runs: options.attention, or the fallback after cuDNN rejected the graph.
   AttentionKind attention() const;
+  // The recompute the backend runs: options.recompute, or what -r auto chose.
+  int recompute() const;
   // What MFU is counted against on its device: cuda_device_peak(), taken at construction (which
   // throws for a bad LLMC_PEAK_TFLOPS).
   const PeakFlops& peak() const;

@@ -137,6 +137,12 @@ std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int r
   return text;
 }
 
+int least_recompute_that_fits(const MemoryPlanInputs& in, const MemoryBudget& budget, int most) {
+  for (int r = 0; r < most; ++r)
+    if (plan_memory(with_recompute(in, r)).total_bytes() <= budget.available) return r;
+  return most;
+}
+
 void check_memory_fits(const MemoryPlanInputs& in, const MemoryPlan& plan, int ranks, const MemoryBudget& budget) {
   if (plan.total_bytes() <= budget.available) return;
   throw std::runtime_error(fmt::format(

@@ -48,6 +48,10 @@ std::string describe_plan(const MemoryPlanInputs& inputs, const MemoryPlan& plan
 // fit. `ranks` is the number of ranks, for -z 1.
 std::string fit_report(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks, const MemoryBudget& budget);
 
+// -r auto: the least recompute in 0..most whose plan fits `budget`; `most` when none does (the fit
+// check then says what would).
+int least_recompute_that_fits(const MemoryPlanInputs& inputs, const MemoryBudget& budget, int most);
+
 // Throws std::runtime_error naming the run, with fit_report's text, when plan.total_bytes() >
 // budget.available.
 void check_memory_fits(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks, const MemoryBudget& budget);

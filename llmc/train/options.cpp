@@ -57,6 +57,13 @@ int64_t positive_or_minus_one(const std::string& flag, const std::string& text, 
   return v;
 }
 
+// -r: 0, 1, 2, or "auto" (kRecomputeAuto).
+int recompute_value(const std::string& flag, const std::string& text) {
+  if (text == "auto") return kRecomputeAuto;
+  if (text == "0" || text == "1" || text == "2") return text[0] - '0';
+  throw FlagError(fmt::format("{}: '{}' is not a recompute: recompute must be 0, 1, 2 or auto", flag, text));
+}
+
 bool boolean(const std::string& flag, const std::string& text) {
   return int_in(flag, text, 0, 1, "must be 0 or 1") == 1;
 }
@@ -216,8 +223,10 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1"); }},
       {"--overlap", "<0|1>", "1", "sum gradients over the ranks while the backward pass runs; 0 = after it",
        [](TrainOptions& o, Arg f, Arg v) { o.overlap = boolean(f, v); }},
-      {"-r", "<0|1|2>", "1", "activation recompute; the CPU backend has nothing to recompute",
-       [](TrainOptions& o, Arg f, Arg v) { o.recompute = int_in(f, v, 0, 2, "recompute must be 0, 1 or 2"); }},
+      {"-r", "<0|1|2|auto>", "1",
+       "activation recompute; auto: the least whose memory plan fits the GPU; the CPU backend has nothing to "
+       "recompute",
+       [](TrainOptions& o, Arg f, Arg v) { o.recompute = recompute_value(f, v); }},
       {"-a", "<0|1>", "0", "overfit a single batch",
        [](TrainOptions& o, Arg f, Arg v) { o.overfit_single_batch = boolean(f, v); }},
       {"-h", "<0|1>", "0", "HellaSwag accuracy at every -v and at the end",

@@ -16,6 +16,10 @@ class FlagError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// -r auto: the least recompute whose memory plan fits the GPU (the CUDA backend decides it, once it
+// knows the GPU's free memory, each rank for its own GPU: recompute never changes what is computed).
+constexpr int kRecomputeAuto = -1;
+
 // The parsed flags. Each field but `help` has one row in train_flags(), named in its comment; the
 // default constructor sets every such field by parsing its row's default text, so `TrainOptions o;`
 // means "all defaults", exactly as --help prints them.
@@ -46,7 +50,7 @@ struct TrainOptions {
   bool resume;                     // -y
   int zero_stage;                  // -z
   bool overlap;                    // --overlap
-  int recompute;                   // -r
+  int recompute;                   // -r: 0, 1, 2 or kRecomputeAuto
   bool overfit_single_batch;       // -a
   bool hellaswag;                  // -h
   std::string hellaswag_file;      // --hellaswag-file

@@ -61,6 +61,25 @@ expect_out "-z 1: no help with one rank"
 b=$(sed -n 's/.*largest -b that fits: \([0-9]*\).*/\1/p' "$tmp/out")
 [ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 64 ] || fail "d12 B=64 on 16 GiB: largest -b '$b' is not in 1..63"
 
+# -r auto: the least recompute whose plan fits. d12 at B=64 T=1024 needs about 27.5 GiB with -r 0
+# (every layer's GELU output, 12 x 65536 x 3072 bf16 = 4.5 GiB, more than -r 1's 23.0 GiB), and
+# -r 2 drops the two LayerNorm outputs (2 x 12 x 65536 x 768 bf16 = 2.25 GiB) to about 20.8 GiB.
+# The budget is the card less its 1 GiB reserve.
+for case in "80GiB 0 fits" "26GiB 1 fits" "22GiB 2 fits" "16GiB 2 does not fit"; do
+  read -r card want verdict <<<"$case"
+  run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory "$card" "${nodata[@]}"
+  expect_out "-r auto: recompute $want"
+  expect_out "B=64 T=1024 -r $want -z 0 over 1 rank;"
+  grep -q "^$verdict: needs " "$tmp/out" || fail "-r auto on $card: no '$verdict:' line: $(cat "$tmp/out")"
+done
+# With LLMC_GELU=epilogues no recompute is allowed, so -r auto is 0 even where it does not fit.
+cases=$((cases + 1))
+rc=0
+LLMC_GELU=epilogues timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 26GiB "${nodata[@]}" \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_out "-r auto: recompute 0"
+expect_out "does not fit: needs "
+
 # The question of the README: GPT-2 XL (d48: 1,557,686,400 parameters) at B=16 T=1024 on eight
 # 40 GiB cards with ZeRO-1: 40 GiB less 1 GiB (context) and 512 MiB (NCCL) leaves 38.50 GiB. Only
 # the form of the verdict is checked here, not which one (the README prints "does not fit", 70.4

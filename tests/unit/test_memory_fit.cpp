@@ -119,3 +119,23 @@ TEST_CASE("memory fit: the plan's table lists every buffer and the total") {
   // (test_memory_plan.cpp): 2,168,186,228 bytes = 2067.74 MiB, under 10 GiB so in MiB twice.
   CHECK(contains(table, "2067.7  (2067.7 MiB)\n"));
 }
+
+TEST_CASE("memory fit: -r auto takes the least recompute whose plan fits, up to the most allowed") {
+  const MemoryPlanInputs in = d12(64, 2, 0, 1);
+  size_t bytes[3];
+  for (int r = 0; r < 3; ++r) bytes[r] = plan_memory(d12(64, r, 0, 1)).total_bytes();
+  REQUIRE(bytes[0] > bytes[1]);
+  REQUIRE(bytes[1] > bytes[2]);
+  const auto budget = [](size_t available) {
+    MemoryBudget b;
+    b.available = available;
+    return b;
+  };
+  CHECK(least_recompute_that_fits(in, budget(bytes[0]), 2) == 0);
+  CHECK(least_recompute_that_fits(in, budget(bytes[0] - 1), 2) == 1);
+  CHECK(least_recompute_that_fits(in, budget(bytes[1]), 2) == 1);
+  CHECK(least_recompute_that_fits(in, budget(bytes[1] - 1), 2) == 2);
+  CHECK(least_recompute_that_fits(in, budget(bytes[2] - 1), 2) == 2);  // none fits: the most, for the advice
+  CHECK(least_recompute_that_fits(in, budget(bytes[1] - 1), 1) == 1);
+  CHECK(least_recompute_that_fits(in, budget(bytes[2]), 0) == 0);     // e.g. LLMC_GELU=epilogues
+}

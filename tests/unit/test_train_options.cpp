@@ -134,6 +134,13 @@ TEST_CASE("train options: each bad value is rejected naming its flag") {
   }
 }
 
+TEST_CASE("train options: -r takes 0, 1, 2 or auto") {
+  CHECK(parse_train_options(std::vector<std::string>{"-r", "auto"}).recompute == llmc::kRecomputeAuto);
+  CHECK(parse_train_options(std::vector<std::string>{"-r", "0"}).recompute == 0);
+  CHECK(flag_error({"-r", "Auto"}).find("recompute must be 0, 1, 2 or auto") != std::string::npos);
+  CHECK(flag_error({"-r", "-1"}).find("recompute must be 0, 1, 2 or auto") != std::string::npos);
+}
+
 TEST_CASE("train options: --step-timeout takes 0 (off) up to a week of seconds") {
   CHECK(parse_train_options(std::vector<std::string>{"--step-timeout", "0"}).step_timeout == 0.0);
   CHECK(parse_train_options(std::vector<std::string>{"--step-timeout", "604800"}).step_timeout == 604800.0);
