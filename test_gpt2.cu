@@ -5,7 +5,8 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
-// every speed switch and all of them on at once, (bf16) both attention kernels, and the memory plan
+// every speed switch and all of them on at once, a skewed batch (one token's long chain) with each
+// LLMC_ENCODER_BACKWARD, (bf16) both attention kernels, and the memory plan
 // (device_bytes equals the plan's total; the drop in free memory is that plus at most the
 // libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
 // every lever on). One PASS/FAIL line per check, then a summary.
@@ -29,6 +30,7 @@
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
@@ -369,6 +371,25 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, cuda_gradients(*variant, batch, B, T), cpu_grads, false);
+    }
+    // A skewed batch, one token at 7 positions of every 8: a chain longer than kEncoderPieceRows
+    // whenever 7/8 of B*T exceeds it, which random batches never give, so that
+    // LLMC_ENCODER_BACKWARD=pieces cuts it; both values against the CPU.
+    Batch skewed = batch;
+    for (size_t i = 0; i < skewed.inputs.size(); ++i)
+      if (i % 8 != 0) skewed.inputs[i] = 7 % config.vocab_size;
+    cpu.zero_grad();
+    cpu.forward_backward(skewed.inputs.data(), skewed.targets.data(), B, T, 1.0f);
+    const std::vector<float> cpu_skewed(cpu.gradients(), cpu.gradients() + n);
+    const int chain = B * T - (B * T + 7) / 8;
+    for (EncoderBackward how : {EncoderBackward::kChains, EncoderBackward::kPieces}) {
+      SpeedSwitches speed;
+      speed.encoder_backward = how;
+      auto variant = make_cuda(config, a, 1, attention, params, speed);
+      check_gradients(report,
+                      fmt::format("grad on a skewed batch (a chain of {} positions, {} pieces) with {}", chain,
+                                  (chain + kEncoderPieceRows - 1) / kEncoderPieceRows, speed_switches_summary(speed)),
+                      config, cuda_gradients(*variant, skewed, B, T), cpu_skewed, false);
     }
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);

@@ -3,7 +3,12 @@
 //   fwd1  one thread per element, scalar loads
 //   fwd2  llmc/cuda/encoder.cuh: one thread per 16-byte vector
 //   bwd1  host buckets; one thread per (token, channel), scalar, positions summed serially
-//   bwd2  llmc/cuda/encoder.cuh: one block per token, 16-byte vectors, positions split over groups
+//   bwd2  llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): one block per token, 16-byte
+//         vectors, positions split over groups
+//   bwd3  llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than
+//         kEncoderPieceRows positions cut into pieces summed by a block each, then added in order
+// Besides random tokens, a skewed batch where one token fills 7 positions of 8 (a frequent token's
+// long chain, as "," or end-of-text make in real text), which random tokens never give.
 #include <chrono>
 
 #include "dev/cuda/common.cuh"
@@ -16,7 +21,16 @@ namespace {
 
 struct Shape {
   int B, T, C, V, Vp;
+  bool skewed = false;  // token 7 at 7 positions of every 8
 };
+
+std::vector<int> shape_tokens(const Shape& s) {
+  std::vector<int> tokens = bench::random_ints(static_cast<size_t>(s.B) * s.T, s.V, 1);
+  if (s.skewed)
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (i % 8 != 0) tokens[i] = 7;
+  return tokens;
+}
 
 __global__ void encoder_forward_naive(floatX* out, const int* tokens, const floatX* wte, const floatX* wpe, int BT,
                                       int T_, int C_) {
@@ -60,8 +74,9 @@ void forward(const std::string& version, const Shape& s, floatX* out, const int*
   }
 }
 
-void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* dwpe, const floatX* dout,
-              const int* buckets, int num_buckets, unsigned seed) {
+void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* dwpe, float* piece_sums,
+              const floatX* dout, const int* buckets, const llmc::EncoderBuckets& counts, unsigned seed) {
+  const int num_buckets = counts.num_buckets;
   const int B = s.B, T = s.T, C = s.C;
   if (version == "bwd1") {
     llmc::launch<encoder_backward_wte_naive>(llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256, 0, 0,
@@ -70,18 +85,19 @@ void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* 
     llmc::launch<encoder_backward_wpe_naive>(llmc::ceil_div(T * C, 256), 256, 0, 0, dwpe, dout, B, T, C);
     CUDA_CHECK_LAST();
   } else {
-    llmc::encoder_backward(dwte, dwpe, dout, buckets, num_buckets, B, T, C, seed, 0);
+    llmc::encoder_backward(dwte, dwpe, piece_sums, dout, buckets, counts, B, T, C, seed, 0);
   }
 }
 
 // Checks (and, when `timed`, times) every selected version at shape s.
 bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const int B = s.B, T = s.T, C = s.C, V = s.V, Vp = s.Vp;
-  const std::string tag = timed ? "encoder " : fmt::format("encoder B={} T={} C={} V={} ", B, T, C, V);
+  const std::string tag =
+      timed ? "encoder " : fmt::format("encoder B={} T={} C={} V={}{} ", B, T, C, V, s.skewed ? " skewed" : "");
   bool ok = true;
   const size_t BTC = static_cast<size_t>(B) * T * C;
 
-  const std::vector<int> tokens = bench::random_ints(static_cast<size_t>(B) * T, V, 1);
+  const std::vector<int> tokens = shape_tokens(s);
   const auto wte = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 2));
   const auto wpe = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 3));
   const auto dout = bench::round_through<floatX>(bench::random_vector(BTC, 4));
@@ -96,9 +112,18 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const auto start = std::chrono::steady_clock::now();
   const llmc::EncoderBuckets buckets = llmc::build_encoder_buckets(tokens.data(), B * T, Vp);
   const double bucket_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const llmc::EncoderBuckets pieces =
+      llmc::build_encoder_buckets(tokens.data(), B * T, Vp, llmc::EncoderBackward::kPieces);
+  const auto buckets_of = [&](const std::string& v) -> const llmc::EncoderBuckets& {
+    return v == "bwd3" ? pieces : buckets;
+  };
 
   int* d_tokens = bench::to_device_ints(tokens);
   int* d_buckets = bench::to_device_ints(buckets.packed);
+  int* d_pieces = bench::to_device_ints(pieces.packed);
+  const auto device_buckets_of = [&](const std::string& v) { return v == "bwd3" ? d_pieces : d_buckets; };
+  float* d_piece_sums =
+      bench::to_device<float>(std::vector<float>(llmc::encoder_piece_sums_floats(size_t(B) * T, size_t(C)) + 1, 0.0f));
   floatX* d_wte = bench::to_device<floatX>(wte);
   floatX* d_wpe = bench::to_device<floatX>(wpe);
   floatX* d_dout = bench::to_device<floatX>(dout);
@@ -117,22 +142,34 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
     forward(v, s, d_out, d_tokens, d_wte, d_wpe);
     ok &= bench::check(tag + v + " out", bench::from_device(d_out, BTC), out_ref, 1e-2);
   }
-  for (const std::string v : {"bwd1", "bwd2"}) {
+  for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
     if (!bench::selected(args, v)) continue;
     reset_grads();
-    backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
     const auto dwte_got = bench::from_device(d_dwte, dwte0.size());
     const auto dwpe_got = bench::from_device(d_dwpe, dwpe0.size());
     ok &= bench::check(tag + v + " dwte", dwte_got, dwte_ref, 1e-2);
     ok &= bench::check(tag + v + " dwpe", dwpe_got, dwpe_ref, 1e-2);
+    if (s.skewed) {  // the long chain's row alone, which the whole table's error could hide
+      const auto row = [&](const std::vector<float>& w) {
+        return std::vector<float>(w.begin() + 7 * C, w.begin() + 8 * C);
+      };
+      ok &= bench::check(tag + v + " dwte row 7 (the long chain)", row(dwte_got), row(dwte_ref), 1e-2);
+    }
     reset_grads();
-    backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77);
+    backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
     ok &= bench::check_identical(tag + v + " dwte", bench::from_device(d_dwte, dwte0.size()), dwte_got);
+  }
+  // The skewed batch must have been cut (a check that it exercises the pieces at all).
+  if (s.skewed && pieces.num_cut == 0) {
+    fmt::print("FAIL {}: the skewed batch left no token cut into pieces\n", tag);
+    ok = false;
   }
 
   if (timed && !args.check_only && ok) {
-    fmt::print("B={} T={} C={}: {} distinct tokens; host bucket build {:.3f} ms (not in the timings)\n", B, T, C,
-               buckets.num_buckets, bucket_ms);
+    fmt::print("B={} T={} C={}{}: {} distinct tokens, {} cut into {} pieces; host bucket build {:.3f} ms (not in the "
+               "timings)\n",
+               B, T, C, s.skewed ? " skewed" : "", buckets.num_buckets, pieces.num_cut, pieces.num_pieces, bucket_ms);
     // Bytes: every output row written once; per position one wte row read, wpe read once.
     const double fwd_bytes = 2.0 * BTC * sizeof(floatX) + wpe_bytes + B * T * sizeof(int);
     // Bytes: dout read once, touched dwte rows and all of dwpe read and written, buckets read.
@@ -142,27 +179,33 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
       if (bench::selected(args, v))
         bench::report(tag + v, bench::time_ms([&] { forward(v, s, d_out, d_tokens, d_wte, d_wpe); }), fwd_bytes,
                       0);
-    for (const std::string v : {"bwd1", "bwd2"})
+    for (const std::string v : {"bwd1", "bwd2", "bwd3"})
       if (bench::selected(args, v))
-        bench::report(tag + v,
-                      bench::time_ms(
-                          [&] { backward(v, s, d_dwte, d_dwpe, d_dout, d_buckets, buckets.num_buckets, 77); }),
+        bench::report(tag + v, bench::time_ms([&] {
+                        backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
+                      }),
                       bwd_bytes, 0);
   }
 
-  bench::free_device({d_tokens, d_buckets, d_wte, d_wpe, d_dout, d_out, d_dwte, d_dwpe});
+  bench::free_device({d_tokens, d_buckets, d_pieces, d_piece_sums, d_wte, d_wpe, d_dout, d_out, d_dwte, d_dwpe});
   return ok;
 }
 
 bool run(const bench::Args& args) {
   bool ok = args.small || run_shape(args, {8, 1024, 768, 50257, 50304}, true);
+  // GPT-2 d12's width with one token in 7 of 8 positions: a chain of 7168 positions, 112 pieces.
+  ok &= args.small || run_shape(args, {8, 1024, 768, 50257, 50304, true}, true);
   // A small vocabulary repeats tokens, so buckets hold many positions: with C=96 (12 vectors) the
   // block splits them over 21 groups; C=1600 (200 vectors) is GPT-2 1.5B's width.
   ok &= run_shape(args, {3, 50, 96, 500, 504}, false);
   ok &= run_shape(args, {2, 64, 1600, 300, 304}, false);
+  // Long chains at small shapes: 280 of 320 positions one token (5 pieces, the last of 24 rows), and
+  // 140 of 160 at C=1600's 200 vectors (3 pieces); every other token a short, uncut bucket.
+  ok &= run_shape(args, {4, 80, 96, 500, 504, true}, false);
+  ok &= run_shape(args, {2, 80, 1600, 300, 304, true}, false);
   return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"fwd1", "fwd2", "bwd1", "bwd2"}, run); }
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"fwd1", "fwd2", "bwd1", "bwd2", "bwd3"}, run); }

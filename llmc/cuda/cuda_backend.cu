@@ -158,6 +158,10 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
   }
   blas = std::make_unique<BlasContext>(blas_workspace, buffers->plan().find(BufferId::kBlasWorkspace)->bytes());
+  // The encoder backward's piece sums (LLMC_ENCODER_BACKWARD=pieces) take turns with the fc/qkv
+  // gradient in d_big: 8*BT*C/(K+1) bytes at most against its 4*BT*C elements.
+  if (encoder_piece_sums_floats(max_bt, size_t(C)) * sizeof(float) > buffers->plan().find(BufferId::kDbig)->bytes())
+    throw std::logic_error("CUDA backend: the encoder backward's piece sums do not fit in the fc/qkv gradient buffer");
 
   CUDA_CHECK(cudaMemsetAsync(params, 0, buffer_size * sizeof(floatX), stream));
   if (master) CUDA_CHECK(cudaMemsetAsync(master, 0, owned.size() * sizeof(float), stream));
@@ -217,15 +221,15 @@ void CudaBackend::Impl::stage_tokens(const int* inputs, const int* targets, int 
 }
 
 // Called once the forward pass is queued, so the host groups positions by token while the GPU
-// works; returns the number of buckets.
-int CudaBackend::Impl::stage_buckets(const int* inputs, int BT) {
-  const EncoderBuckets buckets = build_encoder_buckets(inputs, BT, cfg.vocab_size);
+// works; returns the buckets (the backward pass needs their counts).
+EncoderBuckets CudaBackend::Impl::stage_buckets(const int* inputs, int BT) {
+  EncoderBuckets buckets = build_encoder_buckets(inputs, BT, cfg.vocab_size, opt.speed.encoder_backward);
   CUDA_CHECK(cudaEventSynchronize(buckets_copied[slot]));
   std::memcpy(buckets_host[slot], buckets.packed.data(), buckets.packed.size() * sizeof(int));
   CUDA_CHECK(cudaMemcpyAsync(buckets_dev, buckets_host[slot], buckets.packed.size() * sizeof(int),
                              cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaEventRecord(buckets_copied[slot], stream));
-  return buckets.num_buckets;
+  return buckets;
 }
 
 void CudaBackend::Impl::attention_forward(int l, int B, int T) {
@@ -300,7 +304,7 @@ uint32_t CudaBackend::Impl::rounding_seed(const int* inputs, int BT) const {
   return seed;
 }
 
-void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
+void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed) {
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
@@ -340,7 +344,9 @@ void CudaBackend::Impl::backward(int B, int T, int num_buckets, uint32_t seed) {
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
     if (overlapping()) start_bucket(L - 1 - l);
   }
-  encoder_backward(grad(kWte), grad(kWpe), dres, buckets_dev, num_buckets, B, T, C, seed, stream);
+  // d_big is free again; it holds the piece sums (encoder_piece_sums_floats fits, checked at construction).
+  encoder_backward(grad(kWte), grad(kWpe), reinterpret_cast<float*>(d_big), dres, buckets_dev, buckets, B, T, C, seed,
+                   stream);
   if (overlapping()) start_bucket(L);
 }
 
@@ -398,9 +404,9 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
                    d.stream);
   accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
   // The host sorts the tokens into buckets while the GPU runs the forward pass.
-  const int num_buckets = d.stage_buckets(inputs, BT);
+  const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
   ++d.micro_in_step;
-  d.backward(B, T, num_buckets, d.rounding_seed(inputs, BT));
+  d.backward(B, T, buckets, d.rounding_seed(inputs, BT));
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }

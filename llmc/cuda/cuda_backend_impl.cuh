@@ -16,6 +16,7 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/planned_allocator.h"
@@ -163,7 +164,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   floatX* att_probs_of(int l) const { return slot_of(att, l, size_t(NH()) * opt.max_seq_len); }
 
   void stage_tokens(const int* inputs, const int* targets, int B, int T);
-  int stage_buckets(const int* inputs, int BT);
+  EncoderBuckets stage_buckets(const int* inputs, int BT);
   void ensure_cudnn_workspace(size_t bytes);
   void forward(int B, int T);
   void attention_forward(int l, int B, int T);
@@ -171,7 +172,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // the run's seed, the tokens and their place in the step, never of how many steps this process
   // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.
   uint32_t rounding_seed(const int* inputs, int BT) const;
-  void backward(int B, int T, int num_buckets, uint32_t seed);
+  void backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
   void setup_bucket_sync();

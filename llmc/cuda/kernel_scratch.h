@@ -12,6 +12,8 @@ namespace llmc {
 constexpr int kLayerNormBackwardMaxBlocks = 512;
 // The deterministic bias gradient sums fixed slices of this many rows, each slice OC partial sums.
 constexpr int kBiasRowsPerSlice = 64;
+// LLMC_ENCODER_BACKWARD=pieces cuts a token's positions into pieces of at most this many rows.
+constexpr int kEncoderPieceRows = 64;
 // The global norm's first pass runs this many blocks, one fp32 partial sum each.
 constexpr int kGlobalNormBlocks = 1024;
 
@@ -21,6 +23,12 @@ inline size_t layernorm_backward_scratch_floats(int C) { return size_t(kLayerNor
 inline int bias_grad_slices(int BT) { return (BT + kBiasRowsPerSlice - 1) / kBiasRowsPerSlice; }
 // fp32 scratch the bias gradient of a (BT, OC) output needs.
 inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bias_grad_slices(BT)) * size_t(OC); }
+
+// fp32 scratch of the encoder backward's piece sums (LLMC_ENCODER_BACKWARD=pieces): C floats per
+// piece of the tokens cut into several, i.e. of those with s > K = kEncoderPieceRows positions. Such
+// a token has ceil(s/K) <= (s+K-1)/K <= 2s/(K+1) pieces (the last step is K+1 <= s), so all of them
+// together have at most 2*BT/(K+1).
+inline size_t encoder_piece_sums_floats(size_t BT, size_t C) { return 2 * BT / (kEncoderPieceRows + 1) * C; }
 
 // cuDNN's attention backward workspace: the engine's own bytes, then (from cudnn_backward_extras_offset)
 // the fp32 dQ accumulator of rows x head_size floats, then (cudnn_softmax_sum_offset bytes further) one

@@ -16,6 +16,14 @@ namespace llmc {
 // output comes from the fp32 pre-activation, which a recompute cannot reproduce: it needs -r 0.
 enum class GeluPath { kMixed, kKernels, kEpilogues };
 
+// How the encoder backward adds up the dout rows of a token's positions into its dwte row
+// (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kChains, the default: one block walks all of a
+// token's positions, so a frequent token (",", "the", end-of-text) is one long serial chain that
+// bounds the kernel's time. kPieces: a token with more than kEncoderPieceRows positions
+// (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed by one block each in
+// parallel, and the piece sums are added in piece order: still deterministic, in another order.
+enum class EncoderBackward { kChains, kPieces };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};
