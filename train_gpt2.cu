@@ -4,7 +4,9 @@
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build); unset,
 // a cuDNN that rejects the attention graph at start-up gives the plain kernels too, with one line.
 // The speed switches (LLMC_GELU and the others of llmc/cuda/speed_switches.def) choose how a step is
-// computed; the `cuda:` line prints them.
+// computed; the `cuda:` line prints them. LLMC_PROFILE=on times every kernel, GEMM and cuDNN call of
+// the training steps after the first with CUDA events and prints a `profile:` table at the end
+// (rank 0; llmc/cuda/launch_profile.h).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/launch_profile.h"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/train/trainer_main.h"
@@ -101,6 +104,9 @@ int main(int argc, char** argv) {
     options.attention = llmc::default_attention_kind();
     options.attention_fallback = !llmc::attention_kind_forced();
     options.speed = llmc::speed_switches_from_env();
+    // Every rank reads LLMC_PROFILE (a bad value stops them all); rank 0 times and prints the table.
+    const bool profile = llmc::profile_from_env();
+    options.profile = profile && placement.process.rank == 0;
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.world_size = placement.process.world_size;

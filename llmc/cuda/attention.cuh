@@ -165,13 +165,18 @@ inline void causal_softmax_backward(floatX* dpreatt, const floatX* datt, const f
 // Row-major C (M x N) = op(A) op(B) (+ C when accumulate) for `batch` matrices at fixed strides;
 // op(X) = X^T when trans_X (X then stored N x K or K x M). Issued as the column-major
 // C^T = op(B)^T op(A)^T, which swaps the operands and keeps each op flag.
+// `stream` is the handle's (ctx.blas(stream)), for LLMC_PROFILE's events.
 inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, const floatX* b, int M, int N, int K,
                             bool trans_a, bool trans_b, long long stride_a, long long stride_b, long long stride_c,
-                            int batch, bool accumulate) {
+                            int batch, bool accumulate, cudaStream_t stream) {
   const cudaDataType_t type = floatX_cuda_type();
   const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const TimedRegion timed(stream, [&] {
+    return "cublas batched M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " " +
+           (trans_a ? "T" : "N") + (trans_b ? "T" : "N") + " x" + std::to_string(batch);
+  });
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op_b, op_a, N, M, K, &alpha, b, type, ldb, stride_b, a, type, lda,
                                           stride_a, &beta, c, type, N, stride_c, batch, CUBLAS_COMPUTE_32F,
                                           CUBLAS_GEMM_DEFAULT));
@@ -194,9 +199,9 @@ inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const 
   cublasHandle_t h = ctx.blas(stream);
   permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
   // preatt = Q K^T (unscaled; the softmax applies 1/sqrt(HS) in fp32).
-  gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false);
+  gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false, stream);
   causal_softmax_forward(att, buf.scratch, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
-  gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false);
+  gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false, stream);
   permute_heads(buf.vaccum, out, B, T, NH, HS, false, stream);
 }
 
@@ -213,12 +218,12 @@ inline void attention_backward(BlasContext& ctx, floatX* dqkv, const floatX* dou
   permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
   permute_heads(dvaccum, const_cast<floatX*>(dout), B, T, NH, HS, true, stream);
   // vaccum = att V:  d(att) = d(vaccum) V^T,  dV = att^T d(vaccum).
-  gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, false);
-  gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, false);
+  gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, false, stream);
+  gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, false, stream);
   causal_softmax_backward(buf.scratch, buf.scratch, att, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
   // preatt = Q K^T:  dQ = d(preatt) K,  dK = d(preatt)^T Q.
-  gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, false);
-  gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, false);
+  gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, false, stream);
+  gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, false, stream);
   unpermute_dqkv(dqkv, dq, dk, dv, B, T, NH, HS, stream);
 }
 

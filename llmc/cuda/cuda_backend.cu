@@ -171,11 +171,27 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   for (float* tensor : optimizer_state) CUDA_CHECK(cudaMemsetAsync(tensor, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (opt.profile) {
+    if (active_launch_timer() != nullptr)
+      throw std::runtime_error("CUDA backend: LLMC_PROFILE: another backend of this process is being profiled");
+    profiler = std::make_unique<LaunchProfiler>();
+    active_launch_timer() = profiler.get();
+  }
 }
 
 CudaBackend::Impl::~Impl() {
   if (comm_stream) cudaStreamSynchronize(comm_stream);
   if (stream) cudaStreamSynchronize(stream);
+  if (profiler) {
+    active_launch_timer() = nullptr;
+    try {
+      for (const std::string& line : profiler->table()) fmt::print("{}\n", line);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "profile: no table: {}\n", e.what());
+    }
+    std::fflush(stdout);
+    profiler.reset();
+  }
   nccl.reset();
 #if defined(LLMC_CUDNN)
   cudnn.reset();
@@ -240,6 +256,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
   if (cudnn_attention()) {
     const int HS = C / NH;
     ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
+    const TimedRegion timed(stream, [] { return std::string("cuDNN attention forward"); });
     cudnn->forward(out, att_stats_of(l), q, B, T, NH, HS, true, cudnn_workspace,
                    cudnn_workspace_bytes, stream);
     return;
@@ -257,6 +274,7 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
     const int HS = C / NH;
     // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
     ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
+    const TimedRegion timed(stream, [] { return std::string("cuDNN attention backward"); });
     cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats_of(l), B, T, NH, HS,
                     cudnn_workspace, cudnn_workspace_bytes, stream);
     return;
@@ -388,6 +406,7 @@ size_t CudaBackend::optimizer_state_bytes() const {
 
 void CudaBackend::zero_grad() {
   Impl& d = *impl_;
+  if (d.profiler) d.profiler->begin_step();
   CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.buffer_size * sizeof(floatX), d.stream));
   CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kLossAccum, 0, sizeof(float), d.stream));
   d.micro_in_step = 0;
@@ -413,6 +432,7 @@ float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAcc
 
 void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
   Impl& d = *impl_;
+  d.outside_step();
   const int BT = B * T;
   d.stage_tokens(inputs, targets, B, T);
   d.forward(B, T);
@@ -425,6 +445,7 @@ void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, i
 
 void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
   Impl& d = *impl_;
+  d.outside_step();
   if (T <= 0 || T > d.opt.max_seq_len)
     throw std::runtime_error(fmt::format("CUDA backend: sampling context of {} tokens is not within 1..{}", T,
                                          d.opt.max_seq_len));
@@ -442,6 +463,7 @@ void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
 
 std::vector<float> CudaBackend::forward_logits(const int* inputs, int B, int T) {
   Impl& d = *impl_;
+  d.outside_step();
   d.stage_tokens(inputs, nullptr, B, T);
   d.forward(B, T);
   return floatx_to_host(d.logits, size_t(B) * T * d.cfg.padded_vocab_size, d.stream);

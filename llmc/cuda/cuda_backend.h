@@ -36,6 +36,10 @@ struct CudaBackendOptions {
   // throwing. train_gpt2cu allows it unless LLMC_ATTENTION=cudnn forces cuDNN.
   bool attention_fallback = false;
   SpeedSwitches speed;  // llmc/cuda/speed_switches.def; train_gpt2cu reads them from the environment
+  // LLMC_PROFILE=on (llmc/cuda/launch_profile.h): time every launch, GEMM and cuDNN call of the
+  // training steps with CUDA events and print the `profile:` table when the backend is destroyed.
+  // train_gpt2cu sets it on rank 0 only. At most one such backend at a time.
+  bool profile = false;
   unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
   // A registered optimizer (llmc/optim/registry.h) with at most two state tensors: the memory

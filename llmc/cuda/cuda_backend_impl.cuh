@@ -17,6 +17,7 @@
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
 #include "llmc/cuda/encoder.cuh"
+#include "llmc/cuda/launch_profiler.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/planned_allocator.h"
@@ -139,6 +140,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   std::unique_ptr<CudnnAttention> cudnn;
 #endif
   size_t cudnn_workspace_bytes = 0;
+  std::unique_ptr<LaunchProfiler> profiler;  // opt.profile's, the active launch timer while it lives
 
   Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~Impl();
@@ -166,6 +168,11 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void stage_tokens(const int* inputs, const int* targets, int B, int T);
   EncoderBuckets stage_buckets(const int* inputs, int BT);
   void ensure_cudnn_workspace(size_t bytes);
+  // Work outside a training step follows (evaluation, sampling, parameters and state in or out):
+  // the profiler, if any, times nothing until the next zero_grad.
+  void outside_step() {
+    if (profiler) profiler->pause();
+  }
   void forward(int B, int T);
   void attention_forward(int l, int B, int T);
   // The encoder backward's stochastic rounding seed for a micro-batch of BT tokens: a function of

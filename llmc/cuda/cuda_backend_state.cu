@@ -40,6 +40,7 @@ float CudaBackend::Impl::read_scalar(int index) {
 
 void CudaBackend::set_parameters(const float* params) {
   Impl& d = *impl_;
+  d.outside_step();
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
@@ -66,6 +67,7 @@ void CudaBackend::set_parameters(const float* params) {
 
 void CudaBackend::get_parameters(float* params) {
   Impl& d = *impl_;
+  d.outside_step();
   if (!d.master) {
     CUDA_CHECK(cudaMemcpyAsync(params, d.params, d.num_params * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
     CUDA_CHECK(cudaStreamSynchronize(d.stream));
@@ -83,6 +85,7 @@ void CudaBackend::get_parameters(float* params) {
 
 std::vector<OptimizerTensor> CudaBackend::get_optimizer_state() {
   Impl& d = *impl_;
+  d.outside_step();
   std::vector<OptimizerTensor> state = zero_optimizer_state(d.optimizer, d.owned.size());
   for (size_t i = 0; i < state.size(); ++i)
     CUDA_CHECK(cudaMemcpyAsync(state[i].values.data(), d.optimizer_state[i], d.owned.size() * sizeof(float),
@@ -93,6 +96,7 @@ std::vector<OptimizerTensor> CudaBackend::get_optimizer_state() {
 
 void CudaBackend::set_optimizer_state(const std::vector<OptimizerTensor>& state) {
   Impl& d = *impl_;
+  d.outside_step();
   check_optimizer_state(d.optimizer, state, d.owned.size(), "CUDA backend");
   for (size_t i = 0; i < state.size(); ++i)
     CUDA_CHECK(cudaMemcpyAsync(d.optimizer_state[i], state[i].values.data(), d.owned.size() * sizeof(float),
@@ -243,6 +247,7 @@ void CudaBackend::finish_gradient_sync() {
 
 void CudaBackend::get_gradients(float* grads) {
   Impl& d = *impl_;
+  d.outside_step();
   const std::vector<float> g = floatx_to_host(d.grads, d.num_params, d.stream);
   std::copy(g.begin(), g.end(), grads);
 }

@@ -14,9 +14,12 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "llmc/cuda/launch_profile.h"
 
 // cuDNN's header and library exist in the GPU build only: the emulated GPU does not emulate cuDNN.
 #if !defined(LLMC_CUDA_EMULATOR)
@@ -40,10 +43,51 @@ inline std::optional<std::vector<size_t>> live_device_allocation_sizes() {
 #endif
 }
 
+// LLMC_PROFILE=on (llmc/cuda/launch_profile.h): what times the GPU work between begin and end on a
+// stream. The backend installs its profiler (llmc/cuda/launch_profiler.cuh) as the active one; with
+// none, the default, a TimedRegion costs one load and a branch.
+class LaunchTimer {
+ public:
+  virtual ~LaunchTimer() = default;
+  virtual void begin(const std::string& name, cudaStream_t stream) = 0;
+  virtual void end(cudaStream_t stream) = 0;
+};
+inline LaunchTimer*& active_launch_timer() {
+  static LaunchTimer* timer = nullptr;
+  return timer;
+}
+
+// The work queued on `stream` while it lives, timed under `name()` when a timer is active (the name
+// is only built then).
+class TimedRegion {
+ public:
+  template <class NameFn>
+  TimedRegion(cudaStream_t stream, NameFn&& name) : timer_(active_launch_timer()), stream_(stream) {
+    if (timer_) timer_->begin(name(), stream_);
+  }
+  ~TimedRegion() {
+    if (timer_) timer_->end(stream_);
+  }
+  TimedRegion(const TimedRegion&) = delete;
+  TimedRegion& operator=(const TimedRegion&) = delete;
+
+ private:
+  LaunchTimer* timer_;
+  cudaStream_t stream_;
+};
+
+// "layernorm_forward_kernel<__nv_bfloat16>": Kernel's name, parsed once from this function's signature.
+template <auto Kernel>
+const std::string& kernel_name() {
+  static const std::string name = kernel_name_from_signature(__PRETTY_FUNCTION__);
+  return name;
+}
+
 // kernel<<<grid, block, shared, stream>>>(args...), written launch<kernel>(grid, block, shared,
 // stream, args...) so that the emulated build, whose compiler has no <<<>>>, runs the same code.
 template <auto Kernel, class... Args>
 inline void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
+  const TimedRegion timed(stream, []() -> const std::string& { return kernel_name<Kernel>(); });
 #if defined(LLMC_CUDA_EMULATOR)
   emu::launch<Kernel>(grid, block, shared, stream, std::forward<Args>(args)...);
 #else

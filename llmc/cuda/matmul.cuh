@@ -51,6 +51,21 @@ struct LtGemm {
   bool accumulate = false;
 };
 
+// The name LLMC_PROFILE's table gives the GEMM `g` (cuBLASLt's column-major shape, the operands'
+// transposes, the epilogue): "cublasLt m=2304 n=65536 k=768 TN bias".
+inline std::string lt_gemm_profile_name(const LtGemm& g) {
+  std::string name = "cublasLt m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
+                     " " + (g.transpose_a ? "T" : "N") + (g.transpose_b ? "T" : "N");
+  switch (g.epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: break;
+    case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: name += " gelu_aux_bias"; break;
+    case CUBLASLT_EPILOGUE_DGELU: name += " dgelu"; break;
+    default: name += " epilogue " + std::to_string(int(g.epilogue)); break;
+  }
+  return g.accumulate ? name + " +=" : name;
+}
+
 // Runs `g`; returns false, having launched nothing, when cuBLASLt has no algorithm for it.
 inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
   // The epilogue vectors have no alignment preference to tell the heuristic; 16 bytes always holds
@@ -86,6 +101,7 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   const cublasLtMatmulAlgo_t* algo = ctx.algo(key, descs.op, descs.a, descs.b, descs.d);
   if (algo == nullptr) return false;
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
   CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), descs.op, &alpha, g.a, descs.a, g.b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
                               algo, ctx.workspace(), ctx.workspace_bytes(), stream));
   return true;

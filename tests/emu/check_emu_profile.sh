@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# LLMC_PROFILE=on (llmc/cuda/launch_profile.h) on the emulated GPU, BF16 under ASan + UBSan: a 4-step
+# run prints the `profile:` table of its 3 steps after the warm-up step, whose calls per step are
+# those counted by hand from the model below, and trains bit for bit as the same run without it
+# (main.log equal, the same `cuda:` line: the events allocate no device memory). The emulator's
+# times mean nothing; only the names and counts are checked. A bad value is refused by name.
+# Skips (77) without the CUDA headers.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
+source tests/lib/emu_headers.sh
+make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=BF16 build/emu-address/bf16/trainer/train_gpt2cu \
+  >"$tmp/build.log" 2>&1 || { tail -n 30 "$tmp/build.log"; echo "FAIL: build of the emulated trainer (BF16)"; exit 1; }
+trainer=build/emu-address/bf16/trainer/train_gpt2cu
+export OMP_NUM_THREADS=2
+
+# L=3 layers, 3 heads of 32 (C=96), T=40, a vocabulary of 1000 padded to 1024; B=2, one micro-batch
+# per step, -r 1, the defaults of every speed switch, the fallback attention (no cuDNN emulated).
+/usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 11 --first-token 5 --layers 3 --heads 3 \
+  --channels 96 --max-seq-len 40 train_000001.bin:1000 train_000002.bin:800
+run=(-i "$tmp/train_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 80 -x 4 -l 1e-3 -v 0 -s 0 -sh 0)
+LLMC_EMU_SEED=3 "$trainer" "${run[@]}" -o "$tmp/plain" >"$tmp/plain.out" 2>&1 || fail "the run without LLMC_PROFILE (log: $tmp/plain.out)"
+LLMC_PROFILE=on LLMC_EMU_SEED=4 "$trainer" "${run[@]}" -o "$tmp/profiled" >"$tmp/profiled.out" 2>&1 ||
+  fail "the run with LLMC_PROFILE=on (log: $tmp/profiled.out)"
+cmp -s "$tmp/plain/main.log" "$tmp/profiled/main.log" ||
+  fail "main.log with LLMC_PROFILE=on differs: $(diff "$tmp/plain/main.log" "$tmp/profiled/main.log" | head -n 4)"
+[ "$(grep '^cuda:' "$tmp/plain.out")" = "$(grep '^cuda:' "$tmp/profiled.out")" ] ||
+  fail "the cuda: line (planned and allocated MiB) differs with LLMC_PROFILE=on"
+! grep -q '^profile:' "$tmp/plain.out" || fail "a profile table without LLMC_PROFILE"
+grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
+  fail "no profile summary of 3 steps after 1 warm-up: $(grep '^profile:' "$tmp/profiled.out" | head -n 1)"
+
+# Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward with L=3:
+#   encoder_forward_kernel 1; layernorm_forward_kernel<..., false> 1 (layer 0's ln1); the fused
+#   residual + LayerNorm <..., true> 2L = 6 (every ln2, ln1 of layers 1-2, lnf);
+#   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer);
+#   gelu_forward_kernel 2L = 6 (the forward, then -r 1's recompute before each layer's backward);
+#   the fcproj input gradient with gelu' folded in, "cublasLt m=384 n=80 k=96 NN dgelu" L = 3
+#   (LLMC_GELU=mixed; column-major m = 4C, n = B*T, k = C);
+#   the tied logits "cublasLt m=1024 n=80 k=96 TN" 1 (m = Vp) and their weight gradient
+#   "cublasLt m=96 n=1024 k=80 NT +=" 1;
+#   causal_softmax_forward_kernel and causal_softmax_backward_kernel L = 3 each (the fallback);
+#   bias_grad_partial_kernel 4L = 12 (qkv, attproj, fc, fcproj biases);
+#   fused_classifier_kernel 1; accumulate_loss_kernel 1; encoder_backward_wte_kernel and
+#   encoder_backward_wpe_kernel 1 each (chains); global_norm_partial_kernel 1; adamw_vector_kernel 16
+#   (one per parameter tensor, each with its own weight decay).
+# The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1.
+calls_of() {
+  awk -v name="$1" '/^profile: / { tail = "  " name; if (substr($0, length($0) - length(tail) + 1) == tail) { print $4; exit } }' \
+    "$tmp/profiled.out"
+}
+for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
+  "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16>:7" \
+  "gelu_forward_kernel<__nv_bfloat16>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
+  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16>:3" \
+  "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:12" \
+  "fused_classifier_kernel<__nv_bfloat16>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
+  "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
+  "adamw_vector_kernel<__nv_bfloat16>:16"; do
+  name=${expected%:*}
+  got=$(calls_of "$name")
+  [ "$got" = "${expected##*:}" ] || fail "profile: $name: ${got:-no row} calls per step, want ${expected##*:}"
+done
+rows=$(grep -c '^profile: ' "$tmp/profiled.out")
+
+out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
+grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
+
+exit_if_failed
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 17 calls-per-step counted by hand, training bit-identical to the run without it, a bad value refused"
