@@ -20,7 +20,9 @@
 #      llmc/cuda/speed_switches.def, all of them on, LLMC_ATTENTION=fallback), same shape and
 #      weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest that keeps
 #      the loss within 1% is marked
-#   5. where the time goes: one d12 run's kernels under ncu (gpu__time_duration), the top 15
+#   5. where the time goes: a d12 run with LLMC_PROFILE=on (CUDA events around every kernel, GEMM
+#      and cuDNN call: llmc/cuda/launch_profile.h), the top 15 of its table; then one d12 run's
+#      kernels under ncu (gpu__time_duration), the top 15
 #   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
 #   7. the dev/cuda kernel checks, with the time that is left
 # Output: the summary table, printed last (every line names the GPU and the commit: the header and
@@ -251,6 +253,21 @@ if [ -n "$corpus" ] && wanted sweep; then
 fi
 
 # ---- 5. where the time goes ----
+# The trainer's own table first (LLMC_PROFILE=on: 4 steps, the first the warm-up), its summary line
+# and the 15 names with the most time, then ncu's view of the kernels.
+name="LLMC_PROFILE=on, d12 B=$B, 3 steps"
+if wanted kernels && [ -n "$corpus" ]; then
+  limited 45 "$logs/profile.log" env "${attention_env[@]}" LLMC_PROFILE=on "$bin/train_gpt2cu-bf16" -e "$init" \
+    -i "$corpus/corpus_train_*.bin" -b $B -t $T -d $((B * T)) -x 4 -v 0 -s 0 -sh 0
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^profile: [0-9]* step(s) after' "$logs/profile.log"; then
+    grep '^profile: ' "$logs/profile.log" | grep -v '^profile: *ms/step' | head -n 16 | sed 's/^profile: *//' \
+      >"$logs/profile.txt"
+    while read -r line; do row INFO "$name" "$line"; done <"$logs/profile.txt"
+  else
+    row FAIL "$name" "$(status_text "$rc" "$logs/profile.log") (no profile: table)"
+  fi
+fi
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 name="kernels under ncu, d12 B=$B, 3 steps"
 if ! wanted kernels; then :

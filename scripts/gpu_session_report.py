@@ -41,7 +41,8 @@ def sweep(a):
         figures.append((name, run_figures(path, int(mib or 0), a.tokens_per_step, a.warmup, a.steps)))
     base = figures[0][1]
     keep = [(f[1], name) for name, f in figures if f and base and abs(f[3] / base[3] - 1) <= LOSS_BAR]
-    fastest = max(keep)[1] if keep else None
+    # The most tokens/s; at a tie the first in the sweep's order (the simpler setting), not the name.
+    fastest = max(keep, key=lambda k: k[0])[1] if keep else None
     for name, f in figures:
         if not f:
             print(f"{name:34} failed or fewer than {a.steps} steps")

@@ -4,7 +4,8 @@
 # dev/cuda checks and the PyTorch init writer, which print known figures and log each call. Checks:
 #  (a) without nvidia-smi's GPU, a clear error and nothing run; a bad GPU_SESSION_STEPS is refused;
 #  (b) a whole session: the steps in the issue's order (facts, correctness, llm.c side by side,
-#      settings, kernels, d48, kernel checks), the figures of every table worked out by hand below,
+#      settings, LLMC_PROFILE's table and ncu's kernels, d48, kernel checks), the figures of every table
+#      worked out by hand below,
 #      the summary last naming the GPU and the commit, at most 8 files under $OUT;
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
@@ -86,6 +87,7 @@ case "$o:$y:$x:$e" in
   *:*:20:*init*) tag=sweep ;;
   *:*:30:*) tag=llmc-ours ;;
   *:*:3:*) tag=ncu-run ;;
+  *:*:4:*) tag=profile-run ;;
   *:*:*:d48) tag=d48 ;;
   *) tag="unexpected $o:$y:$x:$e" ;;
 esac
@@ -116,6 +118,14 @@ for ((i = start; i < x; i++)); do
   fi
 done
 echo "done: $x steps in 1s"
+# LLMC_PROFILE=on: 16 names, name kNN taking NN ms and NN calls per step (136 ms and 136 calls in all).
+if [ "${LLMC_PROFILE:-}" = on ]; then
+  echo "profile: $((x - 1)) step(s) after 1 warm-up: 136 calls, 136.000 ms of GPU time per step (CUDA events)"
+  echo "profile:    ms/step   share  calls/step  name"
+  for k in $(seq 16 -1 1); do
+    awk -v k=$k 'BEGIN { printf "profile: %10.3f %6.2f%% %11d  k%02d<bf16>\n", k, 100 * k / 136, k, k }'
+  done
+fi
 hold 500
 EOF
 # test_gpt2cu: --probe prints the device; else a known summary; with FAKE_CUDNN_FAILS=1 the bf16 test
@@ -248,6 +258,7 @@ llmc-theirs
 llmc-ours cudnn -b 64
 $(for _ in $(seq "$sweep_cudnn_runs"); do echo "sweep cudnn -b 64"; done)
 sweep fallback -b 64
+profile-run cudnn -b 64
 ncu-run cudnn -b 64
 d48-plan d48 -b 128
 d48 cudnn -b 60
@@ -264,6 +275,8 @@ else fail "the order of the calls:"; diff <(echo "$expected_order") <(sed 's/^ll
 # -r auto 95 ms 65536 / 0.095 = 689853 tok/s 1.053x;
 # -r 2 110 ms 595782 0.909x; epilogues 80 ms 819200 1.250x but loss 7.14 (2% over 7.0), so the
 # fastest within 1% is -r 0; kernels 105 ms 624152 0.952x; fallback 150 ms 436907 0.667x.
+# LLMC_PROFILE=on over 4 steps: its summary line, then the 15 names with the most time, k16 (16 ms
+# per step, 16/136 = 11.76%) down to k02 (2/136 = 1.47%); k01 is left out.
 # Kernels over 3 steps: gemm_a 18 ms -> 6.00 ms/step, 2 calls/step, 18/27 = 66.7%; attn_b 2.00
 # 22.2%; ln_c 1.00 11.1%; 9.0 ms per step in all.
 # d48: -b 60 (the plan's), 1000 ms -> 61440 tok/s, 100000 MiB = 97.7 GiB, loss 7.0 after step 8.
@@ -288,12 +301,18 @@ expect_lines "$out" \
   "-r 0 LLMC_GELU=kernels               105.0 ms/step    624152 tok/s 0.952x" \
   "-r 0 every lever on                   80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
   "LLMC_ATTENTION=fallback              150.0 ms/step    436907 tok/s 0.667x" \
+  "INFO  LLMC_PROFILE=on, d12 B=64, 3 steps     3 step(s) after 1 warm-up: 136 calls, 136.000 ms of GPU time per step" \
+  "INFO  LLMC_PROFILE=on, d12 B=64, 3 steps     16.000  11.76%          16  k16<bf16>" \
+  "INFO  LLMC_PROFILE=on, d12 B=64, 3 steps     2.000   1.47%           2  k02<bf16>" \
   "3 kernels, 9.0 ms of kernel time per step over 3 steps" \
   "6.00 ms/step  66.7%     2.0 calls/step  gemm_a" \
   "2.00 ms/step  22.2%     1.0 calls/step  attn_b" \
   "1.00 ms/step  11.1%     1.0 calls/step  ln_c" \
   "PASS  d48 (1.5B), T=1024, -b 60 (the plan's largest) 1000.0 ms/step, 61440 tok/s, peak 97.7 GiB, loss 7.0000" \
   "PASS  dev/cuda kernel checks                 dev/cuda: 12 checks passed, 0 failed"
+if [ "$(grep -c '^INFO  LLMC_PROFILE=on' <<<"$out")" = 32 ] && ! grep -q 'k01<bf16>' <<<"$out"; then
+  ok "LLMC_PROFILE's table: its summary and 15 rows (printed twice: live and in the summary), not the 16th"
+else fail "LLMC_PROFILE's rows: $(grep -c '^INFO  LLMC_PROFILE=on' <<<"$out") lines, want 32 without k01"; fi
 if [ "$(grep -c -- 'fastest within 1% loss' <<<"$out")" = 2 ]; then ok "one setting marked fastest (printed twice: live and in the summary)"
 else fail "the fastest setting is not marked exactly once in the table"; fi
 last=$(tail -n 1 <<<"$out")
