@@ -367,10 +367,18 @@ int run(const Args& a) {
       auto variant = make_cuda(config, a, recompute, attention, params, variants[i]);
       if (live_before && i + 1 == variants.size())
         check_buffers_against_plan(report, variant->memory_plan(), live_before->size());
+      const std::vector<float> variant_grads = cuda_gradients(*variant, batch, B, T);
       check_gradients(report,
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
-                      config, cuda_gradients(*variant, batch, B, T), cpu_grads, false);
+                      config, variant_grads, cpu_grads, false);
+      // A recompute reruns the forward's kernels in the switches' form (LLMC_FAST_MATH's GELU among
+      // them), so on the emulated GPU -r 0 gives -r 1's bits here too, as for the defaults above.
+      if (cuda_device_emulated() && recompute == 1) {
+        auto stored = make_cuda(config, a, 0, attention, params, variants[i]);
+        report.exact(fmt::format("grad with {} -r 0 = -r 1, bit for bit", speed_switches_summary(variants[i])),
+                     cuda_gradients(*stored, batch, B, T), variant_grads);
+      }
     }
     // A skewed batch, one token at 7 positions of every 8: a chain longer than kEncoderPieceRows
     // whenever 7/8 of B*T exceeds it, which random batches never give, so that

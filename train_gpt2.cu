@@ -73,10 +73,12 @@ bool use_nccl(llmc::Communicator& host, int device) {
 // budget to fit, none.
 std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
   const bool auto_recompute = o.recompute == llmc::kRecomputeAuto;
-  const int most = llmc::max_recompute(llmc::speed_switches_from_env());
+  const llmc::SpeedSwitches speed = llmc::speed_switches_from_env();
+  const int most = llmc::max_recompute(speed);
   llmc::MemoryPlanInputs in =
       llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, auto_recompute ? most : o.recompute, o.zero_stage,
                              ranks, o.overlap, llmc::cuda_precision(), llmc::default_attention_kind());
+  in.cudnn_backward = speed.cudnn_backward;
   const bool nccl = ranks > 1;
   std::optional<llmc::MemoryBudget> budget;
   if (o.device_memory > 0) budget = llmc::budget_from_device_memory(o.device_memory, nccl);

@@ -9,9 +9,10 @@
 #      more with LLMC_ATTENTION=fallback, and every BF16 run below uses the fallback), a 20-step d12
 #      run on the corpus whose loss falls, its -y 1 resume from step 10 (cuDNN's flash backward
 #      adds dQ up with atomics, so the resumed run must match step 10 exactly and the rest within
-#      1e-4), the same pair with the fallback attention, whose kernels are deterministic (main.log
-#      and the final model bit-identical), compute-sanitizer memcheck on a small config, NCCL with
-#      1 rank and 2 ranks through the bundled mpirun
+#      1e-4), the same run twice from the same seed with LLMC_CUDNN_BACKWARD=deterministic (main.log
+#      and the final model bit-identical), the resume pair with the fallback attention, whose
+#      kernels are deterministic (bit-identical too), compute-sanitizer memcheck on a small config,
+#      NCCL with 1 rank and 2 ranks through the bundled mpirun
 #   3. against llm.c (dev/bench/vs_llmc.sh; the bundle's llm.c, or where it does not start one built
 #      there for the GPU from the snapshots the bundle carries): d12, B=64, T=1024, bf16, -r 1, the
 #      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
@@ -135,6 +136,28 @@ d12_resume() {
       "$full/model_00000020.bin" "$part/model_00000020.bin" && echo same || echo differs)"
   fi
 }
+# d12_twice NAME [VAR=VALUE...]: the d12 run twice from the same seed, in train_d12_twice_1 and
+# train_d12_twice_2, at most 60 s each; one row: PASS when main.log (less the mfu figures, which
+# are timings) and the step-20 model are bit-identical.
+d12_twice() {
+  local name=$1 first=$logs/train_d12_twice_1 second=$logs/train_d12_twice_2 rc run model=differs
+  shift
+  for run in "$first" "$second"; do
+    limited 60 "$run.log" env "$@" "$bin/train_gpt2cu-bf16" -i "$corpus/corpus_train_*.bin" "${d12[@]}" -o "$run"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      row FAIL "$name" "$(status_text "$rc" "$run.log")"
+      return 1
+    fi
+  done
+  cmp -s "$first/model_00000020.bin" "$second/model_00000020.bin" && model=same
+  if [ "$model" = same ] && cmp -s <(without_mfu "$first/main.log") <(without_mfu "$second/main.log"); then
+    row PASS "$name" "main.log and the step-20 model bit-identical over the two runs"
+  else
+    row FAIL "$name" "the two runs differ: losses max rel $(max_rel_diff "$first/main.log" "$second/main.log"), step-20 model $model"
+    return 1
+  fi
+}
 if [ -n "$corpus" ]; then
   attention=${attention_env:+fallback attention}
   wanted correctness && d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
@@ -143,6 +166,7 @@ if [ -n "$corpus" ]; then
     wanted correctness || d12_run "train d12 20 steps, B=16${attention:+, $attention}" train_d12 "${attention_env[@]}"
     if [ ${#attention_env[@]} -eq 0 ]; then
       d12_resume "resume d12 at step 10, cuDNN attention" train_d12 0
+      d12_twice "same seed twice, LLMC_CUDNN_BACKWARD=deterministic" LLMC_CUDNN_BACKWARD=deterministic
       d12_run "train d12 20 steps, B=16, fallback attention" train_d12_fallback LLMC_ATTENTION=fallback &&
         d12_resume "resume d12 at step 10, fallback attention" train_d12_fallback 1 LLMC_ATTENTION=fallback
     else

@@ -104,7 +104,7 @@ struct Runner {
     floatX* heads = device_alloc<floatX>(7 * n_out + n_att);
     const llmc::AttentionBuffers buf{heads,         heads + n_out,     heads + 2 * n_out, heads + 3 * n_out,
                                      heads + 4 * n_out, heads + 5 * n_out, heads + 6 * n_out, heads + 7 * n_out};
-    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, T, C, NH, 0); };
+    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, T, C, NH, llmc::FastMath::kOff, 0); };
     auto bwd = [&] { llmc::attention_backward(ctx, dqkv, dout, qkv, att, buf, B, T, C, NH, 0); };
     const std::string sfx = label(s);
     const double e = sizeof(floatX);

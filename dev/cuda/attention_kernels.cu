@@ -5,6 +5,7 @@
 //   unpermute_dqkv  dQ, dK, dV -> dqkv, its inverse
 //   permute_heads   (B, T, C) <-> (B, NH, T, HS), both directions
 //   softmax_fwd     causal softmax of the scores, one warp per row
+//   softmax_fwd_fast  the same with fast math (LLMC_FAST_MATH=on): scale carries log2(e), exp2f
 //   softmax_bwd     its backward, in place over the score gradients (as attention_backward runs it)
 #include <cmath>
 #include <type_traits>
@@ -119,10 +120,12 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
     ok &= bench::check(tag + "permute_heads to tokens", bench::from_device(d_back, n), tokens, 1e-12);
     CUDA_CHECK(cudaFree(d_back));
   }
-  if (bench::selected(args, "softmax_fwd")) {
+  for (const std::string v : {"softmax_fwd", "softmax_fwd_fast"}) {
+    if (!bench::selected(args, v)) continue;
+    const llmc::FastMath fast_math = v == "softmax_fwd_fast" ? llmc::FastMath::kOn : llmc::FastMath::kOff;
     bench::poison(d_scores, s.scores() * sizeof(floatX));
-    llmc::causal_softmax_forward(d_scores, d_preatt, s.rows(), s.T, scale, 0);
-    ok &= bench::check(tag + "softmax_fwd att", bench::from_device(d_scores, s.scores()), att_ref, kTol);
+    llmc::causal_softmax_forward(d_scores, d_preatt, s.rows(), s.T, scale, fast_math, 0);
+    ok &= bench::check(tag + v + " att", bench::from_device(d_scores, s.scores()), att_ref, kTol);
   }
   if (bench::selected(args, "softmax_bwd")) {
     bench::upload(d_scores, datt);
@@ -143,7 +146,9 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
     time("unpermute_dqkv", 6.0 * n * x, [&] { llmc::unpermute_dqkv(d_qkv, d_q, d_k, d_v, s.B, s.T, s.NH, s.HS, 0); });
     time("permute_heads", 2.0 * n * x, [&] { llmc::permute_heads(d_q, d_tokens, s.B, s.T, s.NH, s.HS, true, 0); });
     time("softmax_fwd", 1.5 * scores,
-         [&] { llmc::causal_softmax_forward(d_scores, d_preatt, s.rows(), s.T, scale, 0); });
+         [&] { llmc::causal_softmax_forward(d_scores, d_preatt, s.rows(), s.T, scale, llmc::FastMath::kOff, 0); });
+    time("softmax_fwd_fast", 1.5 * scores,
+         [&] { llmc::causal_softmax_forward(d_scores, d_preatt, s.rows(), s.T, scale, llmc::FastMath::kOn, 0); });
     time("softmax_bwd", 2.0 * scores,
          [&] { llmc::causal_softmax_backward(d_scores, d_scores, d_att, s.rows(), s.T, scale, 0); });
   }
@@ -163,6 +168,7 @@ bool run(const bench::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bench::run_main(argc, argv, {"permute_qkv", "unpermute_dqkv", "permute_heads", "softmax_fwd", "softmax_bwd"},
-                         run);
+  return bench::run_main(
+      argc, argv, {"permute_qkv", "unpermute_dqkv", "permute_heads", "softmax_fwd", "softmax_fwd_fast", "softmax_bwd"},
+      run);
 }

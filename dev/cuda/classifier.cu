@@ -1,6 +1,7 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then timed.
 //   v1  one block per row, scalar loads, three passes (max, sum, write) with two block reductions
 //   v2  llmc/cuda/classifier.cuh: one block per row, 16-byte vectors, online max/sum in one pass
+//   v3  v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales
 // Also checked: v2 with write_dlogits off (validation) gives the same losses and leaves logits alone.
 #include "dev/cuda/common.cuh"
 #include "llmc/cpu/classifier.h"
@@ -43,7 +44,8 @@ void launch(const std::string& v, const Shape& s, floatX* logits, float* losses,
     llmc::launch<classifier_naive>(N, 256, 0, 0, logits, losses, targets, V, Vp, dloss);
     CUDA_CHECK_LAST();
   } else {
-    llmc::fused_classifier(logits, losses, targets, N, V, Vp, dloss, write_dlogits, 0);
+    const llmc::FastMath fast_math = v == "v3" ? llmc::FastMath::kOn : llmc::FastMath::kOff;
+    llmc::fused_classifier(logits, losses, targets, N, V, Vp, dloss, write_dlogits, fast_math, 0);
   }
 }
 
@@ -63,7 +65,7 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   float* d_losses = bench::to_device<float>(std::vector<float>(N, 1.0f));
   auto reset_logits = [&] { bench::upload(d_logits, logits); };
 
-  for (const std::string v : {"v1", "v2"}) {
+  for (const std::string v : {"v1", "v2", "v3"}) {
     if (!bench::selected(args, v)) continue;
     reset_logits();
     bench::poison(d_losses, N * sizeof(float));
@@ -71,19 +73,20 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
     ok &= bench::check(tag + v + " losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
     ok &= bench::check(tag + v + " dlogits", bench::from_device(d_logits, NV), dlogits_ref, 1e-2);
   }
-  if (bench::selected(args, "v2")) {
+  for (const std::string v : {"v2", "v3"}) {
+    if (!bench::selected(args, v)) continue;
     reset_logits();
     bench::poison(d_losses, N * sizeof(float));
-    launch("v2", s, d_logits, d_losses, d_targets, false);
-    ok &= bench::check(tag + "v2 forward-only losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
-    ok &= bench::check(tag + "v2 forward-only logits untouched", bench::from_device(d_logits, NV), logits, 1e-12);
+    launch(v, s, d_logits, d_losses, d_targets, false);
+    ok &= bench::check(tag + v + " forward-only losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
+    ok &= bench::check(tag + v + " forward-only logits untouched", bench::from_device(d_logits, NV), logits, 1e-12);
   }
 
   if (timed && !args.check_only && ok) {
     // Fewest bytes: logits read once and written once, targets read, losses written. After the
     // first launch the buffer holds dlogits (tiny but nonzero), which costs the same to process.
     const double bytes = 2.0 * NV * sizeof(floatX) + N * (sizeof(int) + sizeof(float));
-    for (const std::string v : {"v1", "v2"}) {
+    for (const std::string v : {"v1", "v2", "v3"}) {
       if (!bench::selected(args, v)) continue;
       reset_logits();
       bench::report(tag + v, bench::time_ms([&] { launch(v, s, d_logits, d_losses, d_targets, true); }), bytes,
@@ -106,4 +109,4 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2", "v3"}, run); }

@@ -165,7 +165,8 @@ struct Runner {
       bench::poison(d.out, n_out * sizeof(floatX));
       bench::poison(d.aux, n_out * sizeof(floatX));
       auto run = [&] {
-        llmc::matmul_forward_gelu(ctx, d.out, d.aux, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, epilogue, 0);
+        llmc::matmul_forward_gelu(ctx, d.out, d.aux, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, epilogue,
+                                  llmc::FastMath::kOff, 0);
       };
       run();
       ok(bench::check(tag(version) + " out", bench::from_device(d.out, n_out), r.out_gelu, kTol));

@@ -135,5 +135,38 @@ using std::isfinite;
 inline unsigned __float_as_uint(float x) { return emu::from_bits<unsigned>(emu::to_bits(x)); }
 inline float __uint_as_float(unsigned x) { return emu::from_bits<float>(emu::to_bits(x)); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+// ---- fast approximate intrinsics (CUDA programming guide, "Intrinsic Functions") ----
+// Modelled with the errors their definitions imply, not as exact library calls: a kernel that the
+// emulated GPU passes with them sees at least the roundings a GPU makes.
+namespace emu {
+// ex2.approx.f32, the special function unit's 2^a: 2 ulp at most (the guide's bound for exp2f,
+// which is this instruction). Modelled as 2^a rounded to float with one significand bit fewer
+// (23 bits instead of 24), an error of up to 1 ulp: coarser than a correctly rounded result,
+// within the bound.
+inline float ex2_approx(float a) {
+  const double exact = std::exp2(double(a));
+  if (!std::isfinite(exact) || exact == 0.0) return float(exact);
+  int exponent = 0;
+  const double significand = std::frexp(exact, &exponent);  // in [0.5, 1)
+  return float(std::ldexp(std::nearbyint(std::ldexp(significand, 23)), exponent - 23));
+}
+// log2(e) in float, as __expf multiplies by it (the emulator's own copy of the constant).
+constexpr float kLog2eFloat = 1.44269504088896340736f;
+}  // namespace emu
+
+// __expf(x) = ex2.approx(x * log2(e)), the product rounded to float first: the guide's bound,
+// 2 + floor(|1.173 x|) ulp, grows with |x| because that rounding is an absolute error of up to
+// |x log2 e| 2^-24 in the exponent.
+inline float __expf(float x) { return emu::ex2_approx(x * emu::kLog2eFloat); }
+
+// __fdividef(x, y) = x * (1/y), the reciprocal and the product each rounded to float (the guide: 2
+// ulp for |y| in [2^-126, 2^126]); for 2^126 < |y| < 2^128 the reciprocal is flushed to 0, so the
+// result is 0, or NaN when x is infinite.
+inline float __fdividef(float x, float y) {
+  const float magnitude = std::fabs(y);
+  const float reciprocal = magnitude > 0x1p126f && magnitude < INFINITY ? std::copysign(0.0f, y) : 1.0f / y;
+  return x * reciprocal;
+}
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

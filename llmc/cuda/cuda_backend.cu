@@ -74,6 +74,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.recompute = opt.recompute;
   plan_inputs.precision = cuda_precision();
   plan_inputs.attention = opt.attention;
+  plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
   plan_inputs.partition = partition;
   check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
   if (opt.recompute > max_recompute(opt.speed))
@@ -121,7 +122,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     // (B=1 at the longest T), built now, so that the plan holds the real size. A graph cuDNN rejects
     // here is rejected before anything is allocated, so the plain attention can take over.
     try {
-      cudnn = std::make_unique<CudnnAttention>();
+      cudnn = std::make_unique<CudnnAttention>(opt.speed.cudnn_backward, opt.speed.cudnn_dq_clear);
       const int HS = C / NH;
       size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
       bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
@@ -262,7 +263,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
     return;
   }
 #endif
-  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, stream);
+  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, opt.speed.fast_math, stream);
 }
 
 // dqkv (d_big) from d(atty) (d_ln).
@@ -272,7 +273,8 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
 #if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     const int HS = C / NH;
-    // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself.
+    // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself, where the
+    // loaded cuDNN needs it (LLMC_CUDNN_DQ_CLEAR).
     ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
     const TimedRegion timed(stream, [] { return std::string("cuDNN attention backward"); });
     cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats_of(l), B, T, NH, HS,
@@ -299,7 +301,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
                                      branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     matmul_forward_gelu(*blas, gelu_of(l), slot_of(fch, l, 4 * Cs), ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C,
-                        4 * C, opt.speed.gelu == GeluPath::kEpilogues, stream);
+                        4 * C, opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
     matmul_forward(*blas, branch, gelu_of(l), param(kFcprojw, l), param(kFcprojb, l), BT, 4 * C, C, stream);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
@@ -335,13 +337,14 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
     floatX* layer_fch = slot_of(fch, l, 4 * Cs);
-    if (opt.recompute >= 1) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream);
+    if (opt.recompute >= 1) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream);
     if (opt.recompute >= 2)
       layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
     matmul_backward(*blas, {.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
                             .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .weight = param(kFcprojw, l),
-                            .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue},
+                            .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue,
+                            .fast_math = opt.speed.fast_math},
                     stream);
     matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
                             .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C, .OC = 4 * C},
@@ -420,7 +423,7 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
   const float dloss = loss_scale / float(BT);
   fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, dloss, true,
-                   d.stream);
+                   d.opt.speed.fast_math, d.stream);
   accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
   // The host sorts the tokens into buckets while the GPU runs the forward pass.
   const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
@@ -438,7 +441,7 @@ void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, i
   d.forward(B, T);
   // The classifier writes each position's cross-entropy (fp32) without touching the logits.
   fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
-                   d.stream);
+                   d.opt.speed.fast_math, d.stream);
   CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }

@@ -275,7 +275,15 @@ void build_forward(Plan& p, const Layout& L, bool is_training) {
   p.plan = g.build_plan(is_training ? "attention forward (training)" : "attention forward (inference)");
 }
 
-void build_backward(Plan& p, const Layout& L) {
+// The backward graph. The default computes dQ = dS K into an fp32 accumulator in the workspace,
+// which the fused kernel adds every key block's contribution to as the blocks finish: fast, but the
+// order of the additions, and so the last bits of dQ, change from run to run. The deterministic
+// graph (LLMC_CUDNN_BACKWARD=deterministic) writes dQ = dS K straight into dqkv, with no
+// accumulator: cuDNN then keeps dS in its own workspace (B*NH*T*T bf16, T rounded up to 64) and
+// computes dQ as a separate product, in a fixed order. This is the graph cudnn-frontend builds for
+// set_deterministic_algorithm(true) on Hopper (1.23, node/scaled_dot_product_flash_attention.h:
+// use_dp_workspace, which leaves out its dQ_accum tensor).
+void build_backward(Plan& p, const Layout& L, CudnnBackward mode) {
   GraphBuilder& g = p.graph;
   // (B, NH, T, T) scores seen transposed in the last two dimensions.
   const Dims scores = L.scores(), scores_t_strides = {L.NH * L.T * L.T, L.T * L.T, 1, L.T};
@@ -325,18 +333,34 @@ void build_backward(Plan& p, const Layout& L) {
   g.reshape(ds, ds_t);
   g.matmul(ds_t, q, dk);
 
-  // dQ = dS K, accumulated in fp32 workspace, then converted into dqkv.
+  // dQ = dS K: accumulated in fp32 workspace, then converted into dqkv; or (deterministic) into dqkv.
   Desc k = g.virtual_view(CUDNN_DATA_BFLOAT16, L.heads(), L.qkv_strides());
   g.reshape(kt, k);
-  Desc dq_accum = g.tensor(kDQAccum, CUDNN_DATA_FLOAT, L.heads(), packed_strides(L.heads()), false);
-  g.matmul(ds, k, dq_accum);
-  g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+  if (mode == CudnnBackward::kDeterministic) {
+    g.matmul(ds, k, dq);
+  } else {
+    Desc dq_accum = g.tensor(kDQAccum, CUDNN_DATA_FLOAT, L.heads(), packed_strides(L.heads()), false);
+    g.matmul(ds, k, dq_accum);
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+  }
   p.plan = g.build_plan("attention backward");
+}
+
+// Whether the default backward graph's fp32 dQ accumulator must be cleared before each backward.
+// cuDNN before 9.6.0 expects the caller to clear it; from 9.6.0 the engine clears it itself. Source:
+// cudnn-frontend 1.23, include/cudnn_frontend/node/scaled_dot_product_flash_attention.h,
+// collect_tensors_in_workspace_node: the frontend memsets dQ_accum only when
+// get_backend_version() < 90600 ("prior to cuDNN 9.6.0, dQ_accum needed to be memset by frontend").
+constexpr size_t kCudnnClearsDqAccumulator = 90600;
+bool dq_accumulator_needs_clearing(CudnnDqClear dq_clear) {
+  return dq_clear == CudnnDqClear::kAlways || cudnnGetVersion() < kCudnnClearsDqAccumulator;
 }
 
 }  // namespace
 
 struct CudnnAttention::Impl {
+  CudnnBackward backward_mode = CudnnBackward::kDefault;
+  bool clear_dq_accumulator = true;  // before every backward of the default graph
   cudnnHandle_t handle = nullptr;
   std::map<std::tuple<int, int, int, int, Kind>, std::unique_ptr<Plan>> plans;
 
@@ -353,7 +377,7 @@ struct CudnnAttention::Impl {
     const Layout L{B, T, NH, HS, int64_t(NH) * HS};
     try {
       if (kind == Kind::kBackward)
-        build_backward(*plan, L);
+        build_backward(*plan, L, backward_mode);
       else
         build_forward(*plan, L, kind == Kind::kForwardTraining);
     } catch (const std::runtime_error& e) {
@@ -368,9 +392,12 @@ struct CudnnAttention::Impl {
     plan->extra_offset = cudnn_backward_extras_offset(plan->plan_workspace);
     plan->total_workspace = plan->plan_workspace;
     if (kind == Kind::kBackward)
-      plan->total_workspace = cudnn_backward_workspace_bytes(plan->plan_workspace, size_t(B) * NH * T, size_t(HS));
+      plan->total_workspace =
+          cudnn_backward_workspace_bytes(plan->plan_workspace, size_t(B) * NH * T, size_t(HS), has_dq_accumulator());
     return *plans.emplace(key, std::move(plan)).first->second;
   }
+
+  bool has_dq_accumulator() const { return backward_mode == CudnnBackward::kDefault; }
 
   static void check_workspace(const Plan& p, size_t workspace_bytes) {
     if (workspace_bytes < p.total_workspace)
@@ -400,7 +427,9 @@ struct CudnnAttention::Impl {
   }
 };
 
-CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {
+CudnnAttention::CudnnAttention(CudnnBackward backward, CudnnDqClear dq_clear) : impl_(std::make_unique<Impl>()) {
+  impl_->backward_mode = backward;
+  impl_->clear_dq_accumulator = dq_accumulator_needs_clearing(dq_clear);
   cudnn_check(cudnnCreate(&impl_->handle), "create handle");
 }
 
@@ -441,14 +470,19 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
   char* extra = static_cast<char*>(workspace) + p.extra_offset;
   const size_t rows = size_t(B) * NH * T;
   Impl::check_workspace(p, workspace_bytes);  // before the memset below writes into it
+  const bool dq_accumulator = impl_->has_dq_accumulator();
   void* dq_accum = extra;
-  void* softmax_sum = extra + cudnn_softmax_sum_offset(rows, size_t(HS));
-  // The engine adds every key block's dQ contribution into dq_accum, which must start at zero
-  // (cuDNN < 9.6 relies on the caller for it; clearing it always costs one memset of B*T*C floats).
-  const cudaError_t cleared = cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), stream);
-  if (cleared != cudaSuccess)
-    throw std::runtime_error(std::string("cuDNN attention: clearing the dQ accumulator: ") + cudaGetErrorString(cleared));
-  std::vector<int64_t> uids = {kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kDQAccum, kSoftmaxSum, kOne};
+  void* softmax_sum = extra + cudnn_softmax_sum_offset(rows, size_t(HS), dq_accumulator);
+  // The engine adds every key block's dQ contribution into dq_accum, which must start at zero:
+  // cuDNN before 9.6 relies on the caller for it (dq_accumulator_needs_clearing), and
+  // LLMC_CUDNN_DQ_CLEAR=always clears it whatever the version, one memset of B*T*C floats.
+  if (dq_accumulator && impl_->clear_dq_accumulator) {
+    const cudaError_t cleared = cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), stream);
+    if (cleared != cudaSuccess)
+      throw std::runtime_error(std::string("cuDNN attention: clearing the dQ accumulator: ") +
+                               cudaGetErrorString(cleared));
+  }
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kSoftmaxSum, kOne};
   std::vector<void*> ptrs = {base,
                              base + C,
                              base + 2 * C,
@@ -458,9 +492,12 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
                              dqkv,
                              dqkv + C,
                              dqkv + 2 * C,
-                             dq_accum,
                              softmax_sum,
                              &p.one};
+  if (dq_accumulator) {
+    uids.push_back(kDQAccum);
+    ptrs.push_back(dq_accum);
+  }
   impl_->execute(p, std::move(uids), std::move(ptrs), workspace, stream);
 }
 

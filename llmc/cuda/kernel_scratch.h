@@ -31,15 +31,18 @@ inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bi
 inline size_t encoder_piece_sums_floats(size_t BT, size_t C) { return 2 * BT / (kEncoderPieceRows + 1) * C; }
 
 // cuDNN's attention backward workspace: the engine's own bytes, then (from cudnn_backward_extras_offset)
-// the fp32 dQ accumulator of rows x head_size floats, then (cudnn_softmax_sum_offset bytes further) one
-// fp32 softmax sum per row; rows = B*NH*T, and each part starts on 256 bytes.
+// the fp32 dQ accumulator of rows x head_size floats, which only the default graph has (with
+// dq_accumulator; LLMC_CUDNN_BACKWARD=deterministic computes dQ without one), then
+// (cudnn_softmax_sum_offset bytes further) one fp32 softmax sum per row; rows = B*NH*T, and each
+// part starts on 256 bytes.
 inline size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 inline size_t cudnn_backward_extras_offset(size_t engine_bytes) { return round_up_256(engine_bytes); }
-inline size_t cudnn_softmax_sum_offset(size_t rows, size_t head_size) {
-  return round_up_256(rows * head_size * sizeof(float));
+inline size_t cudnn_softmax_sum_offset(size_t rows, size_t head_size, bool dq_accumulator) {
+  return dq_accumulator ? round_up_256(rows * head_size * sizeof(float)) : 0;
 }
-inline size_t cudnn_backward_workspace_bytes(size_t engine_bytes, size_t rows, size_t head_size) {
-  return cudnn_backward_extras_offset(engine_bytes) + cudnn_softmax_sum_offset(rows, head_size) + rows * sizeof(float);
+inline size_t cudnn_backward_workspace_bytes(size_t engine_bytes, size_t rows, size_t head_size, bool dq_accumulator) {
+  return cudnn_backward_extras_offset(engine_bytes) + cudnn_softmax_sum_offset(rows, head_size, dq_accumulator) +
+         rows * sizeof(float);
 }
 
 }  // namespace llmc

@@ -136,10 +136,11 @@ inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, con
 // approximation). pre_gelu is what matmul_backward needs. With `epilogue`, cuBLASLt's GELU_AUX_BIAS
 // epilogue computes both in one pass, out from the fp32 pre-activation; otherwise (or where
 // cuBLASLt offers no such epilogue) a bias GEMM writes pre_gelu and the GELU kernel computes out
-// from it as stored, exactly as a recompute in the backward pass does (gelu_forward).
+// from it as stored, exactly as a recompute in the backward pass does (gelu_forward, in the form
+// fast_math picks).
 inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu, const floatX* inp,
                                 const floatX* weight, const floatX* bias, int BT, int C, int OC, bool epilogue,
-                                cudaStream_t stream) {
+                                FastMath fast_math, cudaStream_t stream) {
   if (epilogue) {
     LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
     g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -149,7 +150,7 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
     if (try_lt_gemm(ctx, g, stream)) return;
   }
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
-  gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
+  gelu_forward(out, pre_gelu, size_t(BT) * OC, fast_math, stream);
 }
 
 // The arguments of a fully connected layer's backward (matmul_backward), where the forward was
@@ -168,6 +169,8 @@ struct MatmulBackward {
   int BT = 0, C = 0, OC = 0;
   // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
   bool dgelu_epilogue = false;
+  // The GELU backward kernel's form (LLMC_FAST_MATH), where it runs.
+  FastMath fast_math = FastMath::kOff;
 };
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
@@ -184,7 +187,7 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     if (try_lt_gemm(ctx, dgelu, stream)) return;
   }
   lt_gemm(ctx, g, stream);
-  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, stream);
+  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream);
 }
 
 // The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.

@@ -34,10 +34,18 @@ MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_l
   return in;
 }
 
-size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len) {
+size_t cudnn_deterministic_ds_bytes(const GPT2Config& config, int batch, int seq_len) {
+  const size_t padded_t = (size_t(seq_len) + 63) / 64 * 64;
+  return size_t(batch) * size_t(config.num_heads) * padded_t * padded_t * 2;
+}
+
+size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len, CudnnBackward backward) {
   const size_t rows = size_t(batch) * size_t(config.num_heads) * size_t(seq_len);  // B*NH*T
   const size_t head_size = size_t(config.channels / config.num_heads);
-  return cudnn_backward_workspace_bytes(kCudnnEngineWorkspaceEstimate, rows, head_size);
+  const bool deterministic = backward == CudnnBackward::kDeterministic;
+  const size_t engine =
+      kCudnnEngineWorkspaceEstimate + (deterministic ? cudnn_deterministic_ds_bytes(config, batch, seq_len) : 0);
+  return cudnn_backward_workspace_bytes(engine, rows, head_size, !deterministic);
 }
 
 const PlannedBuffer* MemoryPlan::find(BufferId id) const {
@@ -90,9 +98,12 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   // The LayerNorm and bias gradients take turns in one fp32 scratch, the larger of the two needs.
   const size_t partial_sums = std::max(layernorm_backward_scratch_floats(cfg.channels),
                                        matmul_bias_grad_scratch_floats(int(BT), 4 * cfg.channels));
-  const size_t cudnn_bytes = in.cudnn_workspace_bytes > 0 ? in.cudnn_workspace_bytes
-                                                          : cudnn_workspace_estimate(cfg, in.batch, in.seq_len);
-  const char* cudnn_depends = in.cudnn_workspace_bytes > 0 ? "cuDNN's answer" : "B*T*C (estimate)";
+  const size_t cudnn_bytes = in.cudnn_workspace_bytes > 0
+                                 ? in.cudnn_workspace_bytes
+                                 : cudnn_workspace_estimate(cfg, in.batch, in.seq_len, in.cudnn_backward);
+  const char* cudnn_depends = in.cudnn_workspace_bytes > 0                           ? "cuDNN's answer"
+                              : in.cudnn_backward == CudnnBackward::kDeterministic ? "B*NH*T*T (estimate)"
+                                                                                    : "B*T*C (estimate)";
 
   BufferFacts plan_facts;
   plan_facts.bf16 = in.precision == Precision::kBf16;

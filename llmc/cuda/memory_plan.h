@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "llmc/cuda/speed_switches.h"
 #include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
 
@@ -92,6 +93,8 @@ struct MemoryPlanInputs {
   // cuDNN's real workspace bytes once the GPU has told them; 0 = the estimate
   // (cudnn_workspace_estimate).
   size_t cudnn_workspace_bytes = 0;
+  // cuDNN's attention backward graph (LLMC_CUDNN_BACKWARD), on which its workspace depends.
+  CudnnBackward cudnn_backward = CudnnBackward::kDefault;
 };
 
 // Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
@@ -105,7 +108,13 @@ MemoryPlanInputs inputs_for_ranks(const GPT2Config& config, int batch, int seq_l
 // covers the forward's (training and B=1 sampling: the engine's part alone). It is the engine's
 // part (the estimate above) plus the fp32 dQ accumulator (B*NH*T*HS floats) and row sums
 // (B*NH*T floats) that cudnn_attention.cu places after it, each start rounded up to 256 bytes.
-size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len);
+// The deterministic graph has no accumulator; its engine part adds a bf16 dS of B*NH*T*T with T
+// rounded up to 64 (cudnn_deterministic_ds_bytes).
+size_t cudnn_workspace_estimate(const GPT2Config& config, int batch, int seq_len, CudnnBackward backward);
+// The dS buffer cuDNN's deterministic attention backward keeps in its engine workspace: B*NH*T'*T'
+// bf16 values, T' = T rounded up to 64 (cudnn-frontend 1.23's required_dp_workspace_bytes for this
+// graph, node/scaled_dot_product_flash_attention.h).
+size_t cudnn_deterministic_ds_bytes(const GPT2Config& config, int batch, int seq_len);
 
 struct PlannedBuffer {
   BufferId id;

@@ -24,6 +24,22 @@ enum class GeluPath { kMixed, kKernels, kEpilogues };
 // parallel, and the piece sums are added in piece order: still deterministic, in another order.
 enum class EncoderBackward { kChains, kPieces };
 
+// Exponentials (LLMC_FAST_MATH; llmc/cuda/fast_math.cuh). kOff, the default: expf and tanhf, within
+// 2 ulp. kOn: the hardware's ex2.approx of a pre-scaled argument (exp2f, __expf) and an approximate
+// division (__fdividef) in the fused classifier, the fallback attention's softmax and the GELU
+// kernels, which are templates on it, chosen per launch so that one binary times both.
+enum class FastMath { kOff, kOn };
+
+// cuDNN's attention backward and its fp32 dQ accumulator (LLMC_CUDNN_DQ_CLEAR;
+// llmc/cuda/cudnn_attention.cu). kAlways, the default: cleared before every backward. kAuto:
+// only when the loaded cuDNN is older than the version that clears it itself.
+enum class CudnnDqClear { kAlways, kAuto };
+
+// cuDNN's attention backward graph (LLMC_CUDNN_BACKWARD). kDefault: dQ accumulated in fp32 across
+// key blocks, in whatever order the blocks finish. kDeterministic: dQ = dS K as its own product,
+// which cuDNN computes with a dS workspace of B*NH*T*T bf16 values, the same bits on every run.
+enum class CudnnBackward { kDefault, kDeterministic };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};

@@ -9,7 +9,9 @@
 #      the summary last naming the GPU and the commit, at most 8 files under $OUT;
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
-#  (d) GPU_SESSION_STEPS runs only the steps it names;
+#  (d) GPU_SESSION_STEPS runs only the steps it names; the same seed run twice with
+#      LLMC_CUDNN_BACKWARD=deterministic passes when the two runs agree bit for bit, and fails when
+#      the models differ (a stand-in that writes its process id into the model);
 #  (e) an llm.c binary that does not start there is built from the snapshots the bundle carries
 #      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) alone without it).
 set -u
@@ -52,9 +54,11 @@ hold() {
 }
 EOF
 # Our trainer. Step times (ms) by setting: defaults 100, -r 0 90, -r auto 95, -r 2 110, -r 0 with
-# LLMC_GELU=epilogues 80 (and losses 2% higher), LLMC_GELU=kernels 105, LLMC_ATTENTION=fallback
-# 150, d48 1000; the first 2 steps 999. Loss after step i of X: 11 - 4 (i + 1) / X. Memory held
-# (MiB): 20480, d48 100000.
+# LLMC_GELU=epilogues 80 (and losses 2% higher), LLMC_GELU=kernels 105, -r 0 with any other speed
+# switch set 95 (so that -r 0 stays the fastest within 1%), LLMC_ATTENTION=fallback 150, d48 1000;
+# the first 2 steps 999. Loss after step i of X: 11 - 4 (i + 1) / X. Memory held (MiB): 20480, d48
+# 100000. Its checkpoints are the same for the same flags (a deterministic trainer), unless
+# FAKE_NONDETERMINISTIC=1 writes its process id into each model.
 cat >"$FAKE/trainer" <<'EOF'
 #!/usr/bin/env bash
 source "$FAKE/hold.sh"
@@ -77,12 +81,14 @@ if [ "$e" = d48 ]; then ms=1000 mib=100000
 elif [ "${LLMC_ATTENTION:-}" = fallback ] && [ -z "$o" ]; then ms=150
 elif [ "${LLMC_GELU:-}" = kernels ]; then ms=105
 elif [ "$r" = 0 ] && [ "${LLMC_GELU:-}" = epilogues ]; then ms=80 scale=1.02
+elif [ "$r" = 0 ] && env | grep -E '^LLMC_' | grep -qvE '^LLMC_(GELU|ATTENTION|COMMUNICATOR)='; then ms=95
 elif [ "$r" = 0 ]; then ms=90
 elif [ "$r" = auto ]; then ms=95
 elif [ "$r" = 2 ]; then ms=110; fi
 case "$o:$y:$x:$e" in
   *rank*) tag=ranks ;;
   *:1:*) tag=resume ;;
+  *train_d12_twice*) tag="twice ${LLMC_CUDNN_BACKWARD:-default}" ;;
   *train_d12*) tag=train ;;
   *:*:20:*init*) tag=sweep ;;
   *:*:30:*) tag=llmc-ours ;;
@@ -113,7 +119,8 @@ for ((i = start; i < x; i++)); do
     echo "s:$i trl:$loss lr:6.000000e-04 norm:1.000000 mfu:1.00" >>"$o/main.log"
     if [ "$n" -gt 0 ] && [ $(((i + 1) % n)) = 0 ]; then
       s=$(printf '%08d' $((i + 1)))
-      echo "model $s" >"$o/model_$s.bin"; echo "state $s" >"$o/state_${s}_00000.bin"; : >"$o/DONE_$s"
+      echo "model $s${FAKE_NONDETERMINISTIC:+ $$}" >"$o/model_$s.bin"; echo "state $s" >"$o/state_${s}_00000.bin"
+      : >"$o/DONE_$s"
     fi
   fi
 done
@@ -244,6 +251,8 @@ expected_order="parity-fp32 cudnn
 parity-bf16 cudnn
 train cudnn -b 16
 resume cudnn -b 16
+twice deterministic cudnn -b 16
+twice deterministic cudnn -b 16
 train fallback -b 16
 resume fallback -b 16
 memcheck test_gpt2cu-fp32
@@ -288,6 +297,7 @@ expect_lines "$out" \
   "PASS  test_gpt2cu fp32                       test_gpt2cu (fp32, attention cudnn): 47 checks passed, 0 failed" \
   "PASS  train d12 20 steps, B=16               loss 10.800000 -> 7.000000" \
   "PASS  resume d12 at step 10, cuDNN attention main.log and the step-20 model bit-identical" \
+  "PASS  same seed twice, LLMC_CUDNN_BACKWARD=deterministic main.log and the step-20 model bit-identical over the two runs" \
   "PASS  resume d12 at step 10, fallback attention main.log and the step-20 model bit-identical" \
   "PASS  memcheck test_gpt2cu bf16 (L1 C64)     ERROR SUMMARY: 0 error" \
   "PASS  ZeRO-1, 2 ranks on 1 GPU (MPI), bundled mpirun losses vs 1 rank: max rel diff 0.0e+00" \
@@ -342,6 +352,15 @@ else fail "hang: exit $rc after ${took}s"; sed 's/^/      /' <<<"$out" | tail -n
 if [ "$(cut -d' ' -f1 "$FAKE/order" | tr '\n' ' ')" = "d48-plan devcuda " ]; then
   ok "GPU_SESSION_STEPS=d48,devcuda ran only those"
 else fail "GPU_SESSION_STEPS=d48,devcuda ran: $(tr '\n' ';' <"$FAKE/order")"; fi
+
+# ---- (d1) the deterministic pair: a stand-in whose models differ from run to run fails it ----
+rm -f "$FAKE/order"
+out=$(env "${session_env[@]}" FAKE_NONDETERMINISTIC=1 GPU_SESSION_STEPS=resume bash "$script" 2>&1 </dev/null)
+rc=$?
+if [ "$rc" = 1 ] && grep -qF "FAIL  same seed twice, LLMC_CUDNN_BACKWARD=deterministic the two runs differ: losses max rel 0.0e+00, step-20 model differs" <<<"$out" &&
+  [ "$(grep -c '^twice deterministic cudnn -b 16$' "$FAKE/order")" = 2 ]; then
+  ok "the same seed twice with LLMC_CUDNN_BACKWARD=deterministic: models that differ fail the row"
+else fail "deterministic pair with differing models: exit $rc"; sed 's/^/      /' <<<"$out" | grep -E 'PASS|FAIL' | head -n 10; fi
 
 # ---- (d2) cuDNN fails its parity: every later bf16 run takes the fallback attention, each once ----
 rm -f "$FAKE/order"

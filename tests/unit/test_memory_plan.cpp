@@ -208,6 +208,19 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
     in.cudnn_workspace_bytes = 123456;
     CHECK(plan_memory(in).find(BufferId::kCudnnWorkspace)->bytes() == 123456);
   }
+  SUBCASE("the deterministic cuDNN backward: a bf16 dS of B*NH*T'*T' (T' = T rounded up to 64), no dQ accumulator") {
+    MemoryPlanInputs in = d12_inputs(4, 100, 1, unsharded_partition(n));
+    in.cudnn_backward = CudnnBackward::kDeterministic;
+    // 16 MiB for the engine, dS 4 * 12 * 128 * 128 * 2 bytes (a multiple of 256), one fp32 row sum
+    // per (b, head, t): 4 * 12 * 100 * 4 bytes.
+    const size_t ds = 4ull * 12 * 128 * 128 * 2;
+    CHECK(cudnn_deterministic_ds_bytes(config_from_descriptor("d12"), 4, 100) == ds);
+    CHECK(plan_memory(in).find(BufferId::kCudnnWorkspace)->bytes() == (size_t(16) << 20) + ds + 4ull * 12 * 100 * 4);
+    // The default graph at the same shape: the fp32 dQ accumulator (B*T*C floats) instead of dS.
+    in.cudnn_backward = CudnnBackward::kDefault;
+    CHECK(plan_memory(in).find(BufferId::kCudnnWorkspace)->bytes() ==
+          (size_t(16) << 20) + 4ull * 100 * kC * 4 + 4ull * 12 * 100 * 4);
+  }
   SUBCASE("one rank with -z 1 stages through an fp32 copy of the buffers; eight over NCCL do not") {
     const MemoryPlan one = plan_memory(d12_for_ranks(1, 1, 1));
     REQUIRE(one.find(BufferId::kStaging) != nullptr);

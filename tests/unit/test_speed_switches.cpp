@@ -74,6 +74,24 @@ TEST_CASE("speed switches: LLMC_GELU is the enum in the table's order") {
   CHECK(max_recompute(s) == 2);
 }
 
+TEST_CASE("speed switches: LLMC_FAST_MATH, LLMC_CUDNN_DQ_CLEAR and LLMC_CUDNN_BACKWARD are their enums in order") {
+  SpeedSwitches s;
+  CHECK(s.fast_math == FastMath::kOff);
+  CHECK(s.cudnn_dq_clear == CudnnDqClear::kAlways);
+  CHECK(s.cudnn_backward == CudnnBackward::kDefault);
+  set_speed_switch(s, row_of("LLMC_FAST_MATH"), "on");
+  set_speed_switch(s, row_of("LLMC_CUDNN_DQ_CLEAR"), "auto");
+  set_speed_switch(s, row_of("LLMC_CUDNN_BACKWARD"), "deterministic");
+  CHECK(s.fast_math == FastMath::kOn);
+  CHECK(s.cudnn_dq_clear == CudnnDqClear::kAuto);
+  CHECK(s.cudnn_backward == CudnnBackward::kDeterministic);
+  CHECK(max_recompute(s) == 2);  // none of them limits the recompute
+  const SpeedSwitches all = all_levers_on();
+  CHECK(all.fast_math == FastMath::kOn);
+  CHECK(all.cudnn_dq_clear == CudnnDqClear::kAuto);
+  CHECK(all.cudnn_backward == CudnnBackward::kDeterministic);
+}
+
 TEST_CASE("speed switches: from the environment, a bad value named with the variable and every value") {
   const size_t row = row_of("LLMC_GELU");
   ::setenv("LLMC_GELU", "epilogues", 1);
