@@ -7,7 +7,13 @@
 // dQ, dK), each 2*B*NH*T*T*HS, counted at half for the causal mask. cuDNN's backward also
 // recomputes Q K^T; that work is not counted.
 //
-// usage: ./attention [fallback_fwd|fallback_bwd|cudnn_fwd|cudnn_bwd|all] [--check]
+// cuDNN's backward in three versions, one per speed switch value that changes it: cudnn_bwd (the
+// defaults), cudnn_bwd_auto_clear (LLMC_CUDNN_DQ_CLEAR=auto: the dQ accumulator cleared only where
+// the loaded cuDNN needs it) and cudnn_bwd_deterministic (LLMC_CUDNN_BACKWARD=deterministic, also
+// checked bit-identical over two runs).
+//
+// usage: ./attention [fallback_fwd|fallback_bwd|cudnn_fwd|cudnn_bwd|cudnn_bwd_auto_clear|
+//                     cudnn_bwd_deterministic|all] [--check]
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -132,8 +138,10 @@ struct Runner {
   }
 
 #if defined(LLMC_CUDNN_LIBRARY)
-  void cudnn(llmc::CudnnAttention& attn, const Shape& s, const Reference* ref, const std::vector<float>& qkv_host,
-             const std::vector<float>& dout_host) {
+  // cudnn_fwd when `bwd` is "cudnn_bwd" (the defaults' object), and the backward version `bwd`,
+  // with attn built for that version's switches.
+  void cudnn(llmc::CudnnAttention& attn, const std::string& bwd, const Shape& s, const Reference* ref,
+             const std::vector<float>& qkv_host, const std::vector<float>& dout_host) {
     const int B = s.B, T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
     const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C, n_rows = size_t(B) * NH * T;
     const std::string sfx = label(s);
@@ -147,24 +155,30 @@ struct Runner {
     float* stats = device_alloc<float>(n_rows);
     char* ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
     auto fwd = [&] { attn.forward(out, stats, qkv, B, T, NH, HS, true, ws, ws_bytes, 0); };
-    auto bwd = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, T, NH, HS, ws, ws_bytes, 0); };
-    if (bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd")) {
-      bench::poison(out, n_out * sizeof(bf16));
-      bench::poison(stats, n_rows * sizeof(float));
-      fwd();
-      if (ref && bench::selected(args, "cudnn_fwd")) {
-        ok(bench::check("cudnn_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kCudnnTol));
-        ok(bench::check("cudnn_fwd stats (log-sum-exp)" + sfx, bench::from_device(stats, n_rows), ref->lse, kCudnnTol));
-      }
-      if (!args.check_only && bench::selected(args, "cudnn_fwd"))
-        bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(s, 2));
+    auto bwd_run = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, T, NH, HS, ws, ws_bytes, 0); };
+    const bool check_fwd = bwd == "cudnn_bwd" && bench::selected(args, "cudnn_fwd");
+    // The forward writes the out and stats every backward reads.
+    bench::poison(out, n_out * sizeof(bf16));
+    bench::poison(stats, n_rows * sizeof(float));
+    fwd();
+    if (ref && check_fwd) {
+      ok(bench::check("cudnn_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kCudnnTol));
+      ok(bench::check("cudnn_fwd stats (log-sum-exp)" + sfx, bench::from_device(stats, n_rows), ref->lse, kCudnnTol));
     }
-    if (bench::selected(args, "cudnn_bwd")) {
+    if (!args.check_only && check_fwd)
+      bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(s, 2));
+    if (bench::selected(args, bwd)) {
       bench::poison(dqkv, n_qkv * sizeof(bf16));
-      bwd();
-      if (ref) ok(bench::check("cudnn_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kCudnnTol));
+      bwd_run();
+      const std::vector<float> first = bench::from_device(dqkv, n_qkv);
+      if (ref) ok(bench::check(bwd + " dqkv" + sfx, first, ref->dqkv, kCudnnTol));
+      if (bwd == "cudnn_bwd_deterministic") {
+        bench::poison(dqkv, n_qkv * sizeof(bf16));
+        bwd_run();
+        ok(bench::check_identical(bwd + " dqkv" + sfx, bench::from_device(dqkv, n_qkv), first));
+      }
       if (!args.check_only)
-        bench::report("cudnn_bwd" + sfx, bench::time_ms(bwd), 2.0 * (2 * n_qkv + 2 * n_out) + 4.0 * n_rows,
+        bench::report(bwd + sfx, bench::time_ms(bwd_run), 2.0 * (2 * n_qkv + 2 * n_out) + 4.0 * n_rows,
                       causal_flops(s, 4));
     }
     for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats, (void*)ws}) cudaFree(p);
@@ -180,18 +194,32 @@ bool run(const bench::Args& args) {
   CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
   llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
 #if defined(LLMC_CUDNN_LIBRARY)
-  const bool want_cudnn = bench::selected(args, "cudnn_fwd") || bench::selected(args, "cudnn_bwd");
-  llmc::CudnnAttention attn;
+  // Each backward version with the switches it stands for; the first also runs cudnn_fwd.
+  struct CudnnVersion {
+    std::string bwd;
+    llmc::CudnnBackward graph;
+    llmc::CudnnDqClear dq_clear;
+  };
+  const std::vector<CudnnVersion> cudnn_versions = {
+      {"cudnn_bwd", llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways},
+      {"cudnn_bwd_auto_clear", llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAuto},
+      {"cudnn_bwd_deterministic", llmc::CudnnBackward::kDeterministic, llmc::CudnnDqClear::kAlways}};
+  bool want_cudnn = bench::selected(args, "cudnn_fwd");
+  for (const CudnnVersion& v : cudnn_versions) want_cudnn = want_cudnn || bench::selected(args, v.bwd);
 
   // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
   // remaining versions still run.
   auto run_cudnn = [&](const Shape& s, const Reference* ref, const std::vector<float>& qkv,
                        const std::vector<float>& dout) {
-    try {
-      runner.cudnn(attn, s, ref, qkv, dout);
-    } catch (const std::runtime_error& e) {
-      fmt::print("FAIL  cudnn{}  {}\n", label(s), e.what());
-      runner.ok(false);
+    for (const CudnnVersion& v : cudnn_versions) {
+      if (!bench::selected(args, v.bwd) && !(v.bwd == "cudnn_bwd" && bench::selected(args, "cudnn_fwd"))) continue;
+      try {
+        llmc::CudnnAttention attn(v.graph, v.dq_clear);
+        runner.cudnn(attn, v.bwd, s, ref, qkv, dout);
+      } catch (const std::runtime_error& e) {
+        fmt::print("FAIL  {}{}  {}\n", v.bwd, label(s), e.what());
+        runner.ok(false);
+      }
     }
   };
 #else
@@ -234,7 +262,10 @@ bool run(const bench::Args& args) {
 
 int main(int argc, char** argv) {
 #if defined(LLMC_CUDNN_LIBRARY)
-  return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd"}, run);
+  return bench::run_main(argc, argv,
+                         {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd", "cudnn_bwd_auto_clear",
+                          "cudnn_bwd_deterministic"},
+                         run);
 #else
   return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd"}, run);
 #endif
