@@ -40,6 +40,8 @@ struct LtDesc {
   int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;
+  // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: -1 (the default) is D's type.
+  int32_t bias_type = -1;
   void* aux = nullptr;
   int64_t aux_ld = 0;
 };
@@ -228,6 +230,14 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
                 std::string(call) + ": epilogue " + std::to_string(o.epilogue) + " is not emulated (no ReLU)");
   if (uses_bias(shape.kind) && o.bias == nullptr)
     return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the epilogue needs CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+  // cublasLt.h (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE): the bias, and the bias gradient
+  // the BGRAD epilogues write, are in D's type; the documented exceptions are IMMA (int8) and fp8
+  // kernels, neither of which the emulator has. Another type is refused as having no kernel.
+  if (uses_bias(shape.kind) && o.bias_type != -1 && o.bias_type != int32_t(ld.type))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE " +
+                                                 std::to_string(o.bias_type) + " with D of type " +
+                                                 std::to_string(int(ld.type)) +
+                                                 " (for fp32 and bf16 GEMMs the bias is in D's type)");
   if (uses_aux(shape.kind)) {
     if (o.aux == nullptr)
       return fail(CUBLAS_STATUS_INVALID_VALUE,
@@ -347,6 +357,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_TRANSB: field = &d.trans_b, size = sizeof d.trans_b; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE: field = &d.epilogue, size = sizeof d.epilogue; break;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: field = &d.bias, size = sizeof d.bias; break;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: field = &d.bias_type, size = sizeof d.bias_type; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: field = &d.aux, size = sizeof d.aux; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: field = &d.aux_ld, size = sizeof d.aux_ld; break;
     default:

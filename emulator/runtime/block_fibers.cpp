@@ -224,6 +224,18 @@ void block_barrier(const char* file, int line) {
   w.end_if_cancelled();
 }
 
+void thread_fence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#if defined(LLMC_EMU_TSAN)
+  // TSan does not model fences. Each one releases into and acquires from one device-wide object, so
+  // TSan orders every fence after all earlier ones: what a fence on each side of an atomic that one
+  // side saw the other's value of establishes (and more: see __threadfence in device_functions.h).
+  static char device_fences;
+  __tsan_release(&device_fences);
+  __tsan_acquire(&device_fences);
+#endif
+}
+
 void device_fault(cudaError_t code, const std::string& what) {
   Worker& w = worker(what.c_str());
   throw DeviceFault(code, what + " in " + w.where(w.current()));

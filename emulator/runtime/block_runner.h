@@ -54,6 +54,10 @@ struct DeviceFault : std::runtime_error {
 // __syncthreads at file:line: waits for every live thread of the block.
 void block_barrier(const char* file, int line);
 
+// __threadfence: a sequentially consistent fence; under LLMC_EMU_TSAN also what it orders, for TSan
+// (device_functions.h).
+void thread_fence();
+
 // The warp-level operations. Each waits for every lane named in `mask` to reach the same
 // operation with the same mask, then returns this lane's result.
 enum class WarpOp { sync, shfl_idx, shfl_xor, shfl_down, shfl_up, ballot, any, all };

@@ -109,6 +109,17 @@ inline T atomicCAS(T* address, T compare, T value) {
   return emu::atomic_update(address, [&](T old) { return old == compare ? value : old; });
 }
 
+// __threadfence: every memory access of the calling thread before it is seen by every thread of the
+// device before any access after it (the programming guide's memory fence functions). With the
+// relaxed atomics above this gives the guide's last-block pattern its ordering: a block writes its
+// results, fences, then counts itself done with an atomic; the block that sees the final count
+// fences, then reads everyone's results. On the emulator's worker threads that is a sequentially
+// consistent fence, as in the C++ memory model. TSan does not model fences, so under it each fence
+// also releases and acquires one device-wide object: that orders a fence after every earlier fence,
+// more than a GPU promises (two threads ordered only by a fence on each side, with no atomic
+// between, are not reported as a race).
+inline void __threadfence() { emu::thread_fence(); }
+
 // ---- cache-hinted loads and stores: on the emulated GPU plain accesses, checked for alignment ----
 #define EMU_CACHE_HINTED_LOAD(name)            \
   template <class T>                           \
@@ -123,6 +134,7 @@ inline T atomicCAS(T* address, T compare, T value) {
     *p = v;                                     \
   }
 EMU_CACHE_HINTED_LOAD(__ldg)
+EMU_CACHE_HINTED_LOAD(__ldcg)
 EMU_CACHE_HINTED_LOAD(__ldcs)
 EMU_CACHE_HINTED_STORE(__stcs)
 #undef EMU_CACHE_HINTED_LOAD

@@ -41,6 +41,7 @@ struct LtCall {
   int64_t lda = 0, ldb = 0, ldd = 0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;
+  int32_t bias_type = -1;  // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, set when not -1
   void* aux = nullptr;
   int64_t aux_ld = 0;
   float alpha = 1.0f, beta = 0.0f;
@@ -59,6 +60,9 @@ struct LtCall {
             CUBLAS_STATUS_SUCCESS);
     if (bias)
       REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) ==
+              CUBLAS_STATUS_SUCCESS);
+    if (bias_type != -1)
+      REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type) ==
               CUBLAS_STATUS_SUCCESS);
     if (aux) {
       REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux) ==
@@ -202,6 +206,47 @@ TEST_CASE("cublasLtMatmul: BGRADB sums op(B) over k (one per column of D), BGRAD
   CHECK(download(d, 4) == std::vector<float>{4, 10, 5, 11});
   CHECK(download(bias, 2) == std::vector<float>{6, 15});
   cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(bias), cudaFree(a2), cudaFree(b2);
+}
+
+TEST_CASE("cublasLtMatmul: the bias and BGRADB's bias gradient are in D's type, as cublasLt.h documents") {
+  // bf16 BGRADB, op(B) = B^T of the 2 x 3 matrix [[1, 2, 3], [4, 5, 6]] (ld 2), column sums [6, 15];
+  // A = [[1, 0, 0], [0, 1, 0]] so D = [[1, 4], [2, 5]].
+  auto bf16 = [](const std::vector<float>& v) {
+    std::vector<__nv_bfloat16> out;
+    for (float x : v) out.push_back(__float2bfloat16(x));
+    return out;
+  };
+  __nv_bfloat16 *a = upload(bf16({1, 0, 0, 1, 0, 0})), *b = upload(bf16(kA)), *d = upload(bf16({0, 0, 0, 0}));
+  __nv_bfloat16* bias = upload(bf16({kSentinel, kSentinel, kSentinel}));
+  float* bias32 = upload(std::vector<float>{kSentinel, kSentinel, kSentinel});
+  LtCall c = plain_2x3x2();
+  c.type = CUDA_R_16BF;
+  c.trans_b = true, c.b_rows = 2, c.b_cols = 3, c.ldb = 2;
+  c.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  SUBCASE("bf16 D, the bias type said to be bf16: bf16 sums") {
+    c.bias = bias, c.bias_type = CUDA_R_16BF;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    const auto got = download(bias, 3);
+    CHECK(__bfloat162float(got[0]) == 6.0f);
+    CHECK(__bfloat162float(got[1]) == 15.0f);
+    CHECK(__bfloat162float(got[2]) == kSentinel);
+  }
+  SUBCASE("bf16 D with an fp32 bias: no kernel, for BGRADB and for BIAS") {
+    c.bias = bias32, c.bias_type = CUDA_R_32F;
+    CHECK(c.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+    c.epilogue = CUBLASLT_EPILOGUE_BIAS, c.trans_b = false, c.b_rows = 3, c.b_cols = 2, c.ldb = 3;
+    CHECK(c.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+    CHECK(download(bias32, 3) == std::vector<float>{kSentinel, kSentinel, kSentinel});
+  }
+  SUBCASE("fp32 D with the bias type said to be fp32") {
+    float *a32 = upload(std::vector<float>{1, 0, 0, 1, 0, 0}), *b32 = upload(kA), *d32 = upload(std::vector<float>(4));
+    LtCall c32 = c;
+    c32.type = CUDA_R_32F, c32.bias = bias32, c32.bias_type = CUDA_R_32F;
+    REQUIRE(c32.run(a32, b32, d32) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(bias32, 3) == std::vector<float>{6, 15, kSentinel});
+    cudaFree(a32), cudaFree(b32), cudaFree(d32);
+  }
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(bias), cudaFree(bias32);
 }
 
 TEST_CASE("cublasLtMatmul in bf16: fp32 sums, rounded once to the output") {

@@ -186,6 +186,50 @@ TEST_CASE("atomics from every block add up, and CAS succeeds once") {
   for (void* p : {(void*)counter, (void*)total, (void*)maximum, (void*)exchanged, (void*)swapped}) cudaFree(p);
 }
 
+// The programming guide's last-block pattern, as layernorm_backward's fused finish uses it: every
+// thread writes its value, fences; the block counts itself done; the block that sees the final count
+// fences, sums every value (each thread one block's values, read at L2 with __ldcg) and resets the
+// counter for the next launch.
+__global__ void last_block_kernel(float* values, unsigned* done, float* block_totals, float* total) {
+  LLMC_SHARED(unsigned, is_last, [1]);
+  values[blockIdx.x * blockDim.x + threadIdx.x] = float(threadIdx.x + 1);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) is_last[0] = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!is_last[0]) return;
+  __threadfence();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+    float sum = 0.0f;
+    for (unsigned t = 0; t < blockDim.x; ++t) sum += __ldcg(values + b * blockDim.x + t);
+    block_totals[b] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.0f;
+    for (unsigned b = 0; b < gridDim.x; ++b) sum += block_totals[b];
+    *total = sum;
+    atomicExch(done, 0u);
+  }
+}
+
+TEST_CASE("__threadfence and an atomic count: the last block sees every block's writes, then resets the count") {
+  constexpr int kBlocks = 256, kThreads = 64, n = kBlocks * kThreads;
+  float* values = device_array<float>(n);
+  unsigned* done = device_array<unsigned>(1);
+  float* block_totals = device_array<float>(kBlocks);
+  float* total = device_array<float>(1);
+  REQUIRE(cudaMemset(done, 0, sizeof(unsigned)) == cudaSuccess);
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(cudaMemset(values, 0xFF, n * sizeof(float)) == cudaSuccess);  // NaN until written
+    launch_ok<last_block_kernel>(kBlocks, kThreads, 0, values, done, block_totals, total);
+    // 1 + ... + 64 = 2080 per block; every partial sum is an integer below 2^24, so exact.
+    CHECK(to_host(total, 1)[0] == 2080.0f * kBlocks);
+    CHECK(to_host(done, 1)[0] == 0u);
+  }
+  cudaFree(values), cudaFree(done), cudaFree(block_totals), cudaFree(total);
+}
+
 __global__ void intrinsics_kernel(const float* in, float* out, __nv_bfloat16* half_out) {
   const int4 v = __ldcs(reinterpret_cast<const int4*>(in));
   __stcs(reinterpret_cast<int4*>(out), v);
