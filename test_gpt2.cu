@@ -399,6 +399,16 @@ int run(const Args& a) {
                                   (chain + kEncoderPieceRows - 1) / kEncoderPieceRows, speed_switches_summary(speed)),
                       config, cuda_gradients(*variant, skewed, B, T), cpu_skewed, false);
     }
+    // LLMC_LAYERNORM_BACKWARD=fused adds the same partial sums in the same order as two-pass, so the
+    // gradients are bit for bit the default's. Only on the emulated GPU: on a GPU, runs of one build
+    // may already differ (docs/gpu-runs.md, the resume check), whatever the LayerNorm does.
+    if (cuda_device_emulated()) {
+      SpeedSwitches fused_layernorm;
+      fused_layernorm.layernorm_backward = LayerNormBackwardPath::kFused;
+      auto variant = make_cuda(config, a, 1, attention, params, fused_layernorm);
+      report.exact("grad with LLMC_LAYERNORM_BACKWARD=fused = two-pass, bit for bit",
+                   cuda_gradients(*variant, batch, B, T), grads);
+    }
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);
       check_gradients(report, "grad with the fallback attention", config, cuda_gradients(*variant, batch, B, T),

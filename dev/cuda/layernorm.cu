@@ -5,7 +5,10 @@
 //   fused1  a residual-add kernel, then fwd2 (two launches, the residual stream read back)
 //   fused2  llmc/cuda/layernorm.cuh: residual add fused into the warp-per-row forward
 //   bwd1    one thread per row for dinp; one thread per channel for dweight/dbias
-//   bwd2    llmc/cuda/layernorm.cuh: warp per row, per-warp shared sums, fixed-order block partials
+//   bwd2    llmc/cuda/layernorm.cuh: warp per row, per-warp shared sums, fixed-order block partials,
+//           then a kernel that adds them in block order (LLMC_LAYERNORM_BACKWARD=two-pass)
+//   bwd3    llmc/cuda/layernorm.cuh: bwd2 with the adding done by the main kernel's last block
+//           (threadfence + completion counter; LLMC_LAYERNORM_BACKWARD=fused): one launch, bwd2's bits
 #include "dev/cuda/common.cuh"
 #include "llmc/cpu/layernorm.h"
 #include "llmc/cpu/residual.h"
@@ -106,7 +109,8 @@ void backward(const std::string& v, const Buffers& d) {
                                                   d.mean, d.rstd, N, C);
     CUDA_CHECK_LAST();
   } else {
-    llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, N, C, 0);
+    llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, N, C,
+                             v == "bwd3", 0);
   }
 }
 
@@ -152,7 +156,11 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.dbias = bench::to_device<floatX>(dbias0);
   d.mean = bench::to_device<float>(std::vector<float>(N, 1.0f));
   d.rstd = bench::to_device<float>(std::vector<float>(N, 1.0f));
-  d.scratch = bench::to_device<float>(std::vector<float>(llmc::layernorm_backward_scratch_floats(C), 1.0f));
+  // Partial sums poisoned as uninitialised memory; the completion counter at 0, as the trainer
+  // leaves it.
+  std::vector<float> scratch(llmc::layernorm_backward_scratch_floats(C), 1.0f);
+  std::fill_n(scratch.begin(), llmc::kScratchCounterFloats, 0.0f);
+  d.scratch = bench::to_device<float>(scratch);
 
   for (const std::string v : {"fwd1", "fwd2", "fused1", "fused2"}) {
     if (!bench::selected(args, v)) continue;
@@ -169,7 +177,16 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
                        1e-5);
     if (fused) ok &= bench::check(tag + v + " residual", bench::from_device(d.residual, NC), residual_ref, 1e-5);
   }
-  for (const std::string v : {"bwd1", "bwd2"}) {
+  // Each backward version from the same inputs: dinp, dweight and dbias.
+  auto backward_outputs = [&](const std::string& v) {
+    bench::upload(d.dinp, dinp0);
+    bench::upload(d.dweight, dweight0);
+    bench::upload(d.dbias, dbias0);
+    backward(v, d);
+    return std::vector<std::vector<float>>{bench::from_device(d.dinp, NC), bench::from_device(d.dweight, C),
+                                           bench::from_device(d.dbias, C)};
+  };
+  for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
     if (!bench::selected(args, v)) continue;
     bench::upload(d.mean, mean_ref);
     bench::upload(d.rstd, rstd_ref);
@@ -190,6 +207,18 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
       ok &= bench::check(tag + v + " dbias", bench::from_device(d.dbias, C), dbias_ref, 1e-2);
     }
   }
+  if (bench::selected(args, "bwd3")) {
+    // The last block adds the same partials in the same order as bwd2's second kernel (and resets
+    // the counter: a second run counts from 0 again).
+    const auto two_pass = backward_outputs("bwd2");
+    for (int run = 0; run < 2; ++run) {
+      const auto fused = backward_outputs("bwd3");
+      const bool same = fused == two_pass && bench::from_device(d.scratch, 1)[0] == 0.0f;
+      fmt::print("{}  {}bwd3 run {}: dinp, dweight, dbias bitwise identical to bwd2's, counter back at 0\n",
+                 same ? "PASS" : "FAIL", tag, run + 1);
+      ok &= same;
+    }
+  }
 
   if (timed && !args.check_only && ok) {
     const double row_bytes = NC * sizeof(floatX);
@@ -201,7 +230,7 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
       const double bytes = (v.rfind("fused", 0) == 0 ? 4.0 : 2.0) * row_bytes + stats_bytes;
       bench::report(tag + v, bench::time_ms([&] { forward(v, d); }), bytes, 0);
     }
-    for (const std::string v : {"bwd1", "bwd2"})
+    for (const std::string v : {"bwd1", "bwd2", "bwd3"})
       if (bench::selected(args, v))
         bench::report(tag + v, bench::time_ms([&] { backward(v, d); }), 4.0 * row_bytes + stats_bytes, 0);
   }
@@ -223,5 +252,5 @@ bool run(const bench::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bench::run_main(argc, argv, {"fwd1", "fwd2", "fused1", "fused2", "bwd1", "bwd2"}, run);
+  return bench::run_main(argc, argv, {"fwd1", "fwd2", "fused1", "fused2", "bwd1", "bwd2", "bwd3"}, run);
 }

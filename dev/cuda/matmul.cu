@@ -4,9 +4,12 @@
 //
 // Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU epilogue, pre-activation as aux),
 // fwd_gelu_kernel (bias epilogue, then the GELU kernel), bwd_dinp, bwd_dinp_dgelu (DGELU
-// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating),
-// dbias_kernel (the deterministic hand-written reduction), dweight_bgradb (dweight GEMM with the
-// BGRADB epilogue producing dbias).
+// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating), and
+// the bias gradient three ways: dbias_serial (the slice kernel, then one thread per column adding
+// every slice in turn: the trainer's kernels before LLMC_BIAS_GRAD), dbias_kernel (the trainer's
+// deterministic kernels, LLMC_BIAS_GRAD=kernels: slices summed by 32 warps per 32 columns) and
+// dbias_epilogue (LLMC_BIAS_GRAD=epilogue: the dweight GEMM's BGRADB epilogue into scratch, then
+// added; dweight and dbias both accumulate).
 //
 // usage: ./matmul [VERSION|all] [--check]
 #include <cuda_runtime.h>
@@ -29,15 +32,26 @@ namespace {
 // bf16 outputs carry ~3 significant digits; the FP32 build holds the 1e-4 parity bar.
 constexpr double kTol = std::is_same<floatX, float>::value ? 1e-4 : 1e-2;
 
-// dweight += dout^T inp and, from the same GEMM's BGRADB epilogue, dbias = column sums of dout: the
-// comparison for the trainer's matmul_bias_grad. The epilogue overwrites dbias (it cannot accumulate
-// over micro-batches) and its reduction order is cuBLASLt's, so the trainer does not use it.
-void matmul_backward_weight_bgradb(llmc::BlasContext& ctx, floatX* dweight, floatX* dbias, const floatX* dout,
-                                   const floatX* inp, int BT, int C, int OC) {
-  llmc::LtGemm g = llmc::weight_grad_gemm(dweight, dout, inp, BT, C, OC);
-  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-  g.bias = dbias;
-  llmc::lt_gemm(ctx, g, 0);
+// The bias gradient's second pass as the trainer ran it before LLMC_BIAS_GRAD: one thread per
+// column adds every slice's partial sum in slice order, on ceil(OC / 256) blocks.
+__global__ void bias_grad_serial_finish(floatX* dbias, const float* partial, int slices, int OC) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= OC) return;
+  float s = 0.0f;
+  for (int i = 0; i < slices; ++i) s += partial[size_t(i) * OC + c];
+  dbias[c] = floatX(float(dbias[c]) + s);
+}
+
+void matmul_bias_grad_serial(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC) {
+  constexpr int kCols = llmc::kWarpSize * llmc::Packed128<floatX>::size;
+  float* partial = llmc::scratch_partials(scratch);
+  const dim3 grid(llmc::ceil_div(OC, kCols), llmc::bias_grad_slices(BT));
+  llmc::launch<llmc::bias_grad_partial_kernel<floatX>>(grid, dim3(llmc::kWarpSize, llmc::kBiasWarps), 0, 0, partial,
+                                                       dout, BT, OC);
+  CUDA_CHECK_LAST();
+  llmc::launch<bias_grad_serial_finish>(llmc::ceil_div(OC, 256), 256, 0, 0, dbias, partial, llmc::bias_grad_slices(BT),
+                                        OC);
+  CUDA_CHECK_LAST();
 }
 
 struct Shape {
@@ -197,39 +211,41 @@ struct Runner {
       ok(bench::check(tag("bwd_dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
       time_it(tag("bwd_dweight"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
     }
-    if (bench::selected(args, "dbias_kernel")) {
+    // The two deterministic kernel paths: checked, then run again for the same bits, then timed.
+    for (const char* version : {"dbias_serial", "dbias_kernel"}) {
+      if (!bench::selected(args, version)) continue;
+      const bool serial = std::string(version) == "dbias_serial";
+      auto run = [&] {
+        if (serial)
+          matmul_bias_grad_serial(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC);
+        else
+          llmc::matmul_bias_grad(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC, 0);
+      };
       bench::upload(d.dbias, r.dbias0);
-      auto run = [&] { llmc::matmul_bias_grad(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC, 0); };
       run();
-      ok(bench::check(tag("dbias_kernel (+=)"), bench::from_device(d.dbias, s.OC), r.dbias, kTol));
+      ok(bench::check(tag(version) + " (+=)", bench::from_device(d.dbias, s.OC), r.dbias, kTol));
       const std::vector<float> first = bench::from_device(d.dbias, s.OC);
       bench::upload(d.dbias, r.dbias0);
       run();
       const bool same = bench::from_device(d.dbias, s.OC) == first;
-      fmt::print("{}  {}  bitwise identical on a second run\n", same ? "PASS" : "FAIL", tag("dbias_kernel"));
+      fmt::print("{}  {}  bitwise identical on a second run\n", same ? "PASS" : "FAIL", tag(version));
       ok(same);
-      time_it(tag("dbias_kernel"), run, e * (n_out + 2.0 * s.OC), 0.0);
+      time_it(tag(version), run, e * (n_out + 2.0 * s.OC), 0.0);
     }
-    if (bench::selected(args, "dweight_bgradb")) {
+    if (bench::selected(args, "dbias_epilogue")) {
       bench::upload(d.dweight, r.dweight0);
-      bench::poison(d.dbias, s.OC * sizeof(floatX));
-      auto run = [&] {
-        matmul_backward_weight_bgradb(ctx, d.dweight, d.dbias, d.dout, d.inp, s.BT, s.C, s.OC);
-      };
-      try {
-        run();
-      } catch (const std::runtime_error& err) {
-        // Not every cuBLASLt build has a BGRADB kernel for every layout; the trainer does not use
-        // this path, so an absent kernel is reported, not failed.
-        fmt::print("UNSUPPORTED  {}  {}\n", tag("dweight_bgradb"), err.what());
+      bench::upload(d.dbias, r.dbias0);
+      const llmc::MatmulBackward p{.dweight = d.dweight, .dbias = d.dbias, .bias_scratch = d.bias_scratch,
+                                   .dout = d.dout, .inp = d.inp, .BT = s.BT, .C = s.C, .OC = s.OC};
+      if (!llmc::matmul_backward_weight_bias_epilogue(ctx, p, 0)) {
+        // The trainer then takes the kernels (dbias_kernel): reported, not failed.
+        fmt::print("UNSUPPORTED  {}  cuBLASLt has no BGRADB epilogue for this GEMM\n", tag("dbias_epilogue"));
         return;
       }
-      // BGRADB overwrites dbias: the reference is the column sum alone.
-      std::vector<float> col_sums(s.OC);
-      for (int c = 0; c < s.OC; ++c) col_sums[c] = r.dbias[c] - r.dbias0[c];
-      ok(bench::check(tag("dweight_bgradb dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
-      ok(bench::check(tag("dweight_bgradb dbias"), bench::from_device(d.dbias, s.OC), col_sums, kTol));
-      time_it(tag("dweight_bgradb"), run, e * (n_out + n_in + 2 * n_w + s.OC), gemm_flops);
+      ok(bench::check(tag("dbias_epilogue dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
+      ok(bench::check(tag("dbias_epilogue dbias (+=)"), bench::from_device(d.dbias, s.OC), r.dbias, kTol));
+      time_it(tag("dbias_epilogue"), [&] { llmc::matmul_backward_weight_bias_epilogue(ctx, p, 0); },
+              e * (n_out + n_in + 2 * n_w + 3.0 * s.OC), gemm_flops);
     }
   }
 };
@@ -263,6 +279,6 @@ int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
       {"fwd", "fwd_bias", "fwd_gelu", "fwd_gelu_kernel", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dinp_gelu_kernel",
-       "bwd_dweight", "dbias_kernel", "dweight_bgradb"},
+       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue"},
       run);
 }

@@ -171,6 +171,8 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   optimizer_state.resize(optimizer.state_names.size());
   for (float* tensor : optimizer_state) CUDA_CHECK(cudaMemsetAsync(tensor, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
+  // The fused LayerNorm backward's completion counter starts at 0; the kernels leave it there.
+  CUDA_CHECK(cudaMemsetAsync(scratch, 0, kScratchCounterFloats * sizeof(float), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (opt.profile) {
     if (active_launch_timer() != nullptr)
@@ -329,10 +331,12 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels;
+  const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
+  const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
   matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kWte), .dout = logits, .inp = lnf, .weight = param(kWte),
                           .BT = BT, .C = C, .OC = Vp}, stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, stream);
+                     lnf_rstd, BT, C, ln_fused, stream);
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
@@ -344,24 +348,29 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     matmul_backward(*blas, {.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
                             .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .weight = param(kFcprojw, l),
                             .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue,
-                            .fast_math = opt.speed.fast_math},
+                            .fast_math = opt.speed.fast_math,
+                            .bias_grad_epilogue = bias_grad_epilogue},
                     stream);
     matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
-                            .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C, .OC = 4 * C},
+                            .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C, .OC = 4 * C,
+                            .bias_grad_epilogue = bias_grad_epilogue},
                     stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
-                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream);
+                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream);
     matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kAttprojw, l), .dbias = grad(kAttprojb, l),
                             .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs),
-                            .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C}, stream);
+                            .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
+                            .bias_grad_epilogue = bias_grad_epilogue},
+                    stream);
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
     matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l), .bias_scratch = scratch,
-                            .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l), .BT = BT, .C = C, .OC = 3 * C},
+                            .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l), .BT = BT, .C = C, .OC = 3 * C,
+                            .bias_grad_epilogue = bias_grad_epilogue},
                     stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
-                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream);
+                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
     if (overlapping()) start_bucket(L - 1 - l);
   }

@@ -7,6 +7,15 @@
 
 namespace llmc {
 
+// The gradient partial-sums scratch (one buffer, which layernorm_backward and the bias gradient take
+// turns in) starts with kScratchCounterFloats floats that hold the fused LayerNorm backward's
+// completion counter: zeroed once when the buffer is allocated, and back at zero after every kernel
+// that counts in it. Every user's partial sums start after it (scratch_partials), so none of them
+// overwrites the counter; 64 floats keep the partial sums as aligned (256 bytes) as the buffer.
+constexpr size_t kScratchCounterFloats = 64;
+inline float* scratch_partials(float* scratch) { return scratch + kScratchCounterFloats; }
+inline unsigned* scratch_counter(float* scratch) { return reinterpret_cast<unsigned*>(scratch); }
+
 // layernorm_backward's grid is at most this many blocks (fixed by (N, C), so its sums are
 // reproducible); each block leaves 2*C partial sums (dweight, dbias).
 constexpr int kLayerNormBackwardMaxBlocks = 512;
@@ -18,11 +27,16 @@ constexpr int kEncoderPieceRows = 64;
 constexpr int kGlobalNormBlocks = 1024;
 
 // fp32 scratch the caller provides to layernorm_backward (enough for any N).
-inline size_t layernorm_backward_scratch_floats(int C) { return size_t(kLayerNormBackwardMaxBlocks) * 2 * size_t(C); }
+inline size_t layernorm_backward_scratch_floats(int C) {
+  return kScratchCounterFloats + size_t(kLayerNormBackwardMaxBlocks) * 2 * size_t(C);
+}
 
 inline int bias_grad_slices(int BT) { return (BT + kBiasRowsPerSlice - 1) / kBiasRowsPerSlice; }
-// fp32 scratch the bias gradient of a (BT, OC) output needs.
-inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) { return size_t(bias_grad_slices(BT)) * size_t(OC); }
+// fp32 scratch the bias gradient of a (BT, OC) output needs (the kernels' slice sums; the BGRADB
+// epilogue's OC sums fit in the first slice's place).
+inline size_t matmul_bias_grad_scratch_floats(int BT, int OC) {
+  return kScratchCounterFloats + size_t(bias_grad_slices(BT)) * size_t(OC);
+}
 
 // fp32 scratch of the encoder backward's piece sums (LLMC_ENCODER_BACKWARD=pieces): C floats per
 // piece of the tokens cut into several, i.e. of those with s > K = kEncoderPieceRows positions. Such

@@ -5,7 +5,8 @@
 // once, then mean, variance (two-pass, from the staged copy) and the output follow.
 // Backward: one warp per row for dinp; dweight/dbias are summed per warp in shared memory (each
 // lane owns fixed channels, so no atomics), then per block in warp order into fp32 partials, then
-// over blocks in block order by a second tiny kernel: bit-reproducible for a given (N, C).
+// over blocks in block order, by a second tiny kernel or (fused) by the main kernel's last block to
+// finish: bit-reproducible for a given (N, C), and the same bits either way.
 #pragma once
 #include <algorithm>
 #include <stdexcept>
@@ -117,11 +118,43 @@ inline int layernorm_backward_blocks(int N, int C) {
   return std::min(ceil_div(N, layernorm_backward_warps(C)), kLayerNormBackwardMaxBlocks);
 }
 
+// dweight[c] += the sum over blocks of the partial dweight, in block order from 0.0f, likewise dbias
+// (output i < C is dweight[i], i >= C dbias[i - C]); for outputs first, first + stride, ...,
+// first + (kOutputs - 1) stride below 2C, each with its own accumulator so that their loads are
+// independent. The partials are read at L2 (__ldcg): the fused kernel's last block reads what other
+// blocks wrote during the same kernel, which an SM's L1 may not hold coherently.
+template <int kOutputs, class Real>
+__device__ void layernorm_backward_add_partials(Real* dweight, Real* dbias, const float* partials, int blocks, int C,
+                                                int first, int stride) {
+  if (first >= 2 * C) return;
+  float total[kOutputs] = {};
+  for (int blk = 0; blk < blocks; ++blk) {
+    const float* block_partial = partials + static_cast<size_t>(blk) * 2 * C;
+#pragma unroll
+    for (int j = 0; j < kOutputs; ++j)
+      if (first + j * stride < 2 * C) total[j] += __ldcg(block_partial + first + j * stride);
+  }
+#pragma unroll
+  for (int j = 0; j < kOutputs; ++j) {
+    const int i = first + j * stride;
+    if (i >= 2 * C) break;
+    Real* dst = i < C ? dweight + i : dbias + (i - C);
+    *dst = Real(float(*dst) + total[j]);
+  }
+}
+
+// Outputs the fused kernel's last block sums at once, per thread.
+constexpr int kLayerNormFinishOutputs = 8;
+
 // Shared layout per warp: dweight then dbias sums, each stored as [k][vector] (channel v*S+k at
 // k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as many different banks.
-template <class Real>
-__global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Real* dout, const Real* inp,
-                                          const Real* weight, const float* mean, const float* rstd, int N, int C) {
+// kFused: the block that finishes last (counted in scratch_counter(scratch) after a __threadfence,
+// the programming guide's last-block pattern) also adds every block's partials to dweight/dbias,
+// exactly as layernorm_backward_finish_kernel does, then sets the counter back to 0 for the next call.
+template <class Real, bool kFused>
+__global__ void layernorm_backward_kernel(Real* dinp, Real* dweight, Real* dbias, float* scratch, const Real* dout,
+                                          const Real* inp, const Real* weight, const float* mean, const float* rstd,
+                                          int N, int C) {
   constexpr int S = Packed128<Real>::size;
   float* sums = dynamic_shared<float>();  // [warps][2][C]
   const int warps = blockDim.x / kWarpSize;
@@ -170,6 +203,7 @@ __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Rea
     }
   }
   __syncthreads();
+  float* partials = scratch_partials(scratch);
   float* block_partial = partials + static_cast<size_t>(blockIdx.x) * 2 * C;
   for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
     const int which = i / C;  // 0: dweight, 1: dbias
@@ -179,33 +213,53 @@ __global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Rea
     for (int w = 0; w < warps; ++w) total += sums[static_cast<size_t>(w) * 2 * C + slot];
     block_partial[i] = total;
   }
+  if constexpr (kFused) {
+    LLMC_SHARED(unsigned, is_last, [1]);
+    // This block's partials reach every SM before its count does.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) is_last[0] = atomicAdd(scratch_counter(scratch), 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!is_last[0]) return;
+    // Every other block's count, hence (by its fence) its partials, came before this block's.
+    __threadfence();
+    for (int first = threadIdx.x; first < 2 * C; first += blockDim.x * kLayerNormFinishOutputs)
+      layernorm_backward_add_partials<kLayerNormFinishOutputs>(dweight, dbias, partials, gridDim.x, C, first,
+                                                               blockDim.x);
+    if (threadIdx.x == 0) atomicExch(scratch_counter(scratch), 0u);
+  }
 }
 
-// dweight[c] += sum over blocks of partial dweight, in block order; likewise dbias.
+// dweight[c] += sum over blocks of partial dweight, in block order; likewise dbias. One output per
+// thread.
 template <class Real>
 __global__ void layernorm_backward_finish_kernel(Real* dweight, Real* dbias, const float* partials, int blocks,
                                                  int C) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= 2 * C) return;
-  float total = 0.0f;
-  for (int blk = 0; blk < blocks; ++blk) total += partials[static_cast<size_t>(blk) * 2 * C + i];
-  Real* dst = i < C ? dweight + i : dbias + (i - C);
-  *dst = Real(float(*dst) + total);
+  layernorm_backward_add_partials<1>(dweight, dbias, partials, blocks, C, blockIdx.x * blockDim.x + threadIdx.x,
+                                     gridDim.x * blockDim.x);
 }
 
-// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout. scratch holds
-// layernorm_backward_scratch_floats(C) floats.
+// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout. scratch is the gradient
+// partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its counter
+// at 0. fused: the main kernel's last block adds the partials (one launch, the same bits) rather
+// than a second kernel.
 inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
-                               int C, cudaStream_t stream) {
+                               int C, bool fused, cudaStream_t stream) {
   const int warps = layernorm_backward_warps(C);
   const int blocks = layernorm_backward_blocks(N, C);
   const size_t shared = static_cast<size_t>(warps) * 2 * C * sizeof(float);
-  launch<layernorm_backward_kernel<floatX>>(blocks, warps * kWarpSize, shared, stream, dinp, scratch, dout, inp, weight,
-                                            mean, rstd, N, C);
+  if (fused) {
+    launch<layernorm_backward_kernel<floatX, true>>(blocks, warps * kWarpSize, shared, stream, dinp, dweight, dbias,
+                                                    scratch, dout, inp, weight, mean, rstd, N, C);
+    CUDA_CHECK_LAST();
+    return;
+  }
+  launch<layernorm_backward_kernel<floatX, false>>(blocks, warps * kWarpSize, shared, stream, dinp, dweight, dbias,
+                                                   scratch, dout, inp, weight, mean, rstd, N, C);
   CUDA_CHECK_LAST();
-  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(2 * C, 256), 256, 0, stream, dweight, dbias, scratch,
-                                                   blocks, C);
+  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(2 * C, 256), 256, 0, stream, dweight, dbias,
+                                                   scratch_partials(scratch), blocks, C);
   CUDA_CHECK_LAST();
 }
 

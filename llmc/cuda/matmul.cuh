@@ -1,6 +1,7 @@
 // Fully connected layers y = x W^T + b (W is OC x C, the checkpoint layout) through cuBLASLt, with
-// the bias, GELU and GELU-backward folded into the GEMM epilogues, plus a deterministic bias-gradient
-// kernel. See docs/kernels-matmul-attention.md for the layout mapping.
+// the bias, GELU and GELU-backward folded into the GEMM epilogues, and the bias gradient from
+// deterministic kernels or the weight-gradient GEMM's BGRADB epilogue. See
+// docs/kernels-matmul-attention.md for the layout mapping.
 //
 // cuBLASLt is column-major. A row-major (R x K) matrix X is the same bytes as the column-major
 // (K x R) matrix X_c = X^T, so every row-major product is issued as its transpose:
@@ -83,8 +84,14 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
   CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof(g.epilogue)));
-  if (g.bias)
+  if (g.bias) {
+    // The bias (an input, or BGRADB's output) in D's type: for GEMMs that are neither int8 nor fp8,
+    // the only type cublasLt.h documents for it (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE).
+    const int32_t bias_type = type;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+  }
   if (g.aux) {
     const int64_t ld = g.aux_ld;
     CUBLAS_CHECK(
@@ -159,7 +166,9 @@ struct MatmulBackward {
   floatX* dinp = nullptr;     // BT x C, overwritten
   floatX* dweight = nullptr;  // OC x C, accumulated
   floatX* dbias = nullptr;    // OC, accumulated; null: no bias
-  float* bias_scratch = nullptr;  // with dbias: matmul_bias_grad_scratch_floats(BT, OC) floats
+  // With dbias: the gradient partial-sums scratch, matmul_bias_grad_scratch_floats(BT, OC) floats
+  // (kernel_scratch.h: its counter is left alone).
+  float* bias_scratch = nullptr;
   const floatX* dout = nullptr;   // BT x OC
   const floatX* inp = nullptr;
   const floatX* weight = nullptr;
@@ -171,6 +180,8 @@ struct MatmulBackward {
   bool dgelu_epilogue = false;
   // The GELU backward kernel's form (LLMC_FAST_MATH), where it runs.
   FastMath fast_math = FastMath::kOff;
+  // dbias through the weight-gradient GEMM's BGRADB epilogue rather than the bias-gradient kernels.
+  bool bias_grad_epilogue = false;
 };
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
@@ -206,12 +217,16 @@ inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floa
 //
 // Pass 1: the rows are cut into fixed slices of kBiasRowsPerSlice; block (x, y) sums slice y over
 // kWarpSize * x128::size columns in fp32 (each of its 8 warps takes every 8th row, each lane 16 bytes of
-// columns) and the 8 warp sums are added in warp order. Pass 2 adds the slices in slice order.
-// Every sum's order depends only on (BT, OC), never on scheduling, so results are bitwise
-// reproducible.
+// columns) and the 8 warp sums are added in warp order. Pass 2: each block takes kWarpSize columns,
+// one per lane; warp w adds slices w, w + kBiasFinishWarps, w + 2 kBiasFinishWarps, ... in that
+// order, and lane c then adds the kBiasFinishWarps warp sums in warp order to dbias. Every sum's
+// order depends only on (BT, OC), never on scheduling, so results are bitwise reproducible; no
+// thread adds more than ceil(slices / kBiasFinishWarps) slices in a row (32 at B*T = 64K), where a
+// serial sum over the slices took 1,024 dependent loads and ran on ceil(OC / 256) blocks.
 // kBiasRowsPerSlice, bias_grad_slices and the scratch size are in kernel_scratch.h (the memory plan
 // needs them too).
 constexpr int kBiasWarps = 8;
+constexpr int kBiasFinishWarps = 32;
 
 template <class T>
 __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC) {
@@ -244,11 +259,19 @@ __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, 
 
 template <class T>
 __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slices, int OC) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= OC) return;
+  LLMC_SHARED(float, sums, [kBiasFinishWarps][kWarpSize]);
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  const int c = blockIdx.x * kWarpSize + lane;
   float s = 0.0f;
-  for (int i = 0; i < slices; ++i) s += partial[size_t(i) * OC + c];
-  dbias[c] = T(static_cast<float>(dbias[c]) + s);
+  if (c < OC)
+    for (int i = warp; i < slices; i += kBiasFinishWarps) s += partial[size_t(i) * OC + c];
+  sums[warp][lane] = s;
+  __syncthreads();
+  if (warp != 0 || c >= OC) return;
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kBiasFinishWarps; ++w) total += sums[w][lane];
+  dbias[c] = T(static_cast<float>(dbias[c]) + total);
 }
 
 // dbias (OC) += column sums of dout (BT x OC). OC must be a multiple of 16 / sizeof(floatX);
@@ -256,18 +279,50 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream) {
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = kWarpSize * Packed128<floatX>::size;
+  float* partial = scratch_partials(scratch);
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, scratch, dout, BT, OC);
+  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, dout, BT, OC);
   CUDA_CHECK_LAST();
-  launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, scratch, bias_grad_slices(BT), OC);
+  launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, kWarpSize), dim3(kWarpSize, kBiasFinishWarps), 0, stream, dbias,
+                                          partial, bias_grad_slices(BT), OC);
   CUDA_CHECK_LAST();
 }
 
-// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight
-// (matmul_backward_weight) and, when dbias is set, dbias (matmul_bias_grad).
+// dbias += sums, one per output channel.
+template <class T>
+__global__ void bias_grad_add_kernel(T* dbias, const T* sums, int OC) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < OC) dbias[c] = T(static_cast<float>(dbias[c]) + static_cast<float>(sums[c]));
+}
+
+// dweight += dout^T inp and dbias += column sums of dout, both from the weight-gradient GEMM: its
+// BGRADB epilogue reduces op(B) = dout (BT x OC, the GEMM's k x n) over k, one sum per output
+// channel, as it streams dout through the GEMM, instead of the two kernels reading dout again. The
+// epilogue overwrites its output, so it writes OC floatX sums into the scratch (in D's type, the
+// only one cuBLASLt documents for it) and a small kernel adds them to dbias: gradients still
+// accumulate over micro-steps. The sums' order is cuBLASLt's (fixed for a given algorithm and shape).
+// False, having launched nothing, when cuBLASLt has no such epilogue for this GEMM.
+inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  floatX* sums = reinterpret_cast<floatX*>(scratch_partials(p.bias_scratch));
+  LtGemm g = weight_grad_gemm(p.dweight, p.dout, p.inp, p.BT, p.C, p.OC);
+  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  g.bias = sums;
+  if (!try_lt_gemm(ctx, g, stream)) return false;
+  launch<bias_grad_add_kernel<floatX>>(ceil_div(p.OC, 256), 256, 0, stream, p.dbias, sums, p.OC);
+  CUDA_CHECK_LAST();
+  return true;
+}
+
+// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight and, when
+// dbias is set, dbias: from the weight-gradient GEMM's epilogue when bias_grad_epilogue and cuBLASLt
+// offers it (matmul_backward_weight_bias_epilogue), otherwise by matmul_bias_grad and
+// matmul_backward_weight.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
-  matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+  const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
+  if (!by_epilogue) {
+    if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
+    matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+  }
   matmul_backward_input(ctx, p, stream);
 }
 

@@ -40,6 +40,19 @@ enum class CudnnDqClear { kAlways, kAuto };
 // which cuDNN computes with a dS workspace of B*NH*T*T bf16 values, the same bits on every run.
 enum class CudnnBackward { kDefault, kDeterministic };
 
+// How the bias gradients of the fully connected layers are summed (LLMC_BIAS_GRAD). kKernels, the
+// default: two deterministic kernels over dout (fixed 64-row slices, then the slices in a fixed
+// order). kEpilogue: cuBLASLt's BGRADB epilogue on the weight-gradient GEMM, which reads dout anyway,
+// into scratch, then added to dbias by a small kernel; where cuBLASLt has no such epilogue, the
+// kernels.
+enum class BiasGradPath { kKernels, kEpilogue };
+
+// LayerNorm backward's finishing pass, which adds every block's partial dweight/dbias in block order
+// (LLMC_LAYERNORM_BACKWARD). kTwoPass, the default: a kernel of its own. kFused: the last block of the
+// main kernel to finish does it (a completion counter in the scratch); the same sums in the same
+// order, so bit-identical results, one launch less per LayerNorm.
+enum class LayerNormBackwardPath { kTwoPass, kFused };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};

@@ -92,6 +92,19 @@ TEST_CASE("speed switches: LLMC_FAST_MATH, LLMC_CUDNN_DQ_CLEAR and LLMC_CUDNN_BA
   CHECK(all.cudnn_backward == CudnnBackward::kDeterministic);
 }
 
+TEST_CASE("speed switches: LLMC_BIAS_GRAD and LLMC_LAYERNORM_BACKWARD are their enums in the table's order") {
+  SpeedSwitches s;
+  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "epilogue");
+  CHECK(s.bias_grad == BiasGradPath::kEpilogue);
+  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "kernels");
+  CHECK(s.bias_grad == BiasGradPath::kKernels);
+  set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "fused");
+  CHECK(s.layernorm_backward == LayerNormBackwardPath::kFused);
+  set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "two-pass");
+  CHECK(s.layernorm_backward == LayerNormBackwardPath::kTwoPass);
+  CHECK(max_recompute(s) == 2);  // neither limits the recompute
+}
+
 TEST_CASE("speed switches: from the environment, a bad value named with the variable and every value") {
   const size_t row = row_of("LLMC_GELU");
   ::setenv("LLMC_GELU", "epilogues", 1);
