@@ -12,9 +12,17 @@ namespace llmc {
 // completion counter: zeroed once when the buffer is allocated, and back at zero after every kernel
 // that counts in it. Every user's partial sums start after it (scratch_partials), so none of them
 // overwrites the counter; 64 floats keep the partial sums as aligned (256 bytes) as the buffer.
+// The two accessors are called by kernels too: host and device functions under nvcc, plain
+// functions elsewhere (the host code, and the emulated GPU's kernels, compiled by g++).
+#if defined(__CUDACC__)
+#define LLMC_SCRATCH_ACCESSOR __host__ __device__ inline
+#else
+#define LLMC_SCRATCH_ACCESSOR inline
+#endif
 constexpr size_t kScratchCounterFloats = 64;
-inline float* scratch_partials(float* scratch) { return scratch + kScratchCounterFloats; }
-inline unsigned* scratch_counter(float* scratch) { return reinterpret_cast<unsigned*>(scratch); }
+LLMC_SCRATCH_ACCESSOR float* scratch_partials(float* scratch) { return scratch + kScratchCounterFloats; }
+LLMC_SCRATCH_ACCESSOR unsigned* scratch_counter(float* scratch) { return reinterpret_cast<unsigned*>(scratch); }
+#undef LLMC_SCRATCH_ACCESSOR
 
 // layernorm_backward's grid is at most this many blocks (fixed by (N, C), so its sums are
 // reproducible); each block leaves 2*C partial sums (dweight, dbias).
