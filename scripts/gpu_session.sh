@@ -246,7 +246,7 @@ fi
 # (llmc/cuda/speed_switches.def), one at a time and all levers on at once, at -r 0: no switch allows
 # less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row.
 settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2" "-r auto||-r auto")
-while read -r variable values; do
+while read -r variable values _; do
   IFS='|' read -r -a choices <<<"$values"
   for value in "${choices[@]:1}"; do settings+=("-r 0 $variable=$value|$variable=$value|-r 0"); done
 done < <(speed_switch_rows)

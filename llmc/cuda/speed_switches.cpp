@@ -26,12 +26,20 @@ struct FieldAccess {
 };
 const std::vector<FieldAccess>& field_access() {
   static const std::vector<FieldAccess> access = {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, what) \
+#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) \
   {[](const SpeedSwitches& s) { return int(s.field); }, [](SpeedSwitches& s, int v) { s.field = type(v); }},
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
   };
   return access;
+}
+
+// The index of `lever` among `values`; a row whose lever is none of its values is a mistake in the
+// table, found when the table is first read.
+int index_of(const char* variable, const std::vector<std::string>& values, const char* lever) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] == lever) return int(i);
+  throw std::logic_error(fmt::format("speed_switches.def: {}'s lever '{}' is none of its values", variable, lever));
 }
 
 const SpeedSwitchRow& row_at(size_t row) {
@@ -45,7 +53,8 @@ const SpeedSwitchRow& row_at(size_t row) {
 
 const std::vector<SpeedSwitchRow>& speed_switch_rows() {
   static const std::vector<SpeedSwitchRow> rows = {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, what) {variable, split_values(values), what},
+#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) \
+  {variable, split_values(values), index_of(variable, split_values(values), lever), what},
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
   };
@@ -89,7 +98,7 @@ int max_recompute(const SpeedSwitches& s) { return s.gelu == GeluPath::kEpilogue
 SpeedSwitches all_levers_on() {
   SpeedSwitches s;
   const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
-  for (size_t row = 0; row < rows.size(); ++row) set_speed_switch(s, row, int(rows[row].values.size()) - 1);
+  for (size_t row = 0; row < rows.size(); ++row) set_speed_switch(s, row, rows[row].lever);
   return s;
 }
 

@@ -55,15 +55,17 @@ enum class LayerNormBackwardPath { kTwoPass, kFused };
 
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};
+#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
 };
 
-// A row of the table: the variable, its values (the default first) and what it chooses.
+// A row of the table: the variable, its values (the default first), the value expected to be
+// fastest (the lever, an index into values) and what it chooses.
 struct SpeedSwitchRow {
   const char* variable;
   std::vector<std::string> values;
+  int lever;
   const char* what;
 };
 const std::vector<SpeedSwitchRow>& speed_switch_rows();
@@ -80,7 +82,7 @@ void set_speed_switch(SpeedSwitches& s, size_t row, const std::string& value);
 SpeedSwitches speed_switches_from_env();
 // The most recompute (-r) the switches allow: 0 with LLMC_GELU=epilogues, else 2.
 int max_recompute(const SpeedSwitches& s);
-// Every switch at its last value: every lever on at once (the tests' and the sweep's combination).
+// Every switch at its lever value: every lever on at once (the tests' and the sweep's combination).
 SpeedSwitches all_levers_on();
 // "LLMC_GELU=mixed LLMC_...=..." for every row, in the table's order.
 std::string speed_switches_summary(const SpeedSwitches& s);

@@ -10,10 +10,14 @@ import sys
 
 def table_rows(definition):
     rows = []
-    for line in open(definition):
-        m = re.match(r'LLMC_SPEED_SWITCH\([^,]*,[^,]*,\s*"([A-Z0-9_]+)",\s*"([^"]*)"', line)
+    text = open(definition).read()
+    for line in text.splitlines():
+        m = re.match(r'LLMC_SPEED_SWITCH\([^,]*,[^,]*,\s*"([A-Z0-9_]+)",\s*"([^"]*)",\s*"([^"]*)",\s*".*"\)$', line)
         if m:
             rows.append((m.group(1), m.group(2).split("|")))
+    if len(rows) != text.count("\nLLMC_SPEED_SWITCH("):
+        sys.exit(f"{definition}: {text.count(chr(10) + 'LLMC_SPEED_SWITCH(')} rows, {len(rows)} of them on one line "
+                 "in the form the scripts read (each row must be one line)")
     return rows
 
 
