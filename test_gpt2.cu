@@ -233,6 +233,22 @@ std::vector<float> cuda_gradients(CudaBackend& cuda, const Batch& batch, int B, 
   return g;
 }
 
+// The tuning pass (LLMC_GEMM_SEARCH=timed) on `batch`: it chooses something, leaves the gradients
+// and the loss at zero, and its choices load back into the backend.
+void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, int B, int T) {
+  cuda.tune_kernels(batch.inputs.data(), batch.targets.data(), B, T);
+  const std::vector<uint8_t> choices = cuda.kernel_choices();
+  report.check(fmt::format("tuning pass chose kernels ({} bytes)", choices.size()), choices.empty() ? 1.0 : 0.0, 0.5,
+               "none");
+  std::vector<float> g(num_parameters(cuda.config()));
+  cuda.get_gradients(g.data());
+  report.exact("gradients after the tuning pass are zero", g, std::vector<float>(g.size(), 0.0f));
+  report.check("loss accumulator after the tuning pass", std::fabs(cuda.accumulated_loss()), 1e-30, "abs");
+  const std::string loaded = cuda.set_kernel_choices(choices);
+  report.check(fmt::format("tuning pass's choices load back ({})", loaded), cuda.kernel_choices() == choices ? 0.0 : 1.0,
+               0.5, "differ");
+}
+
 int run(const Args& a) {
   if (cuda_device_count() == 0) {
     fmt::print("SKIP: no CUDA device (test_gpt2cu needs a GPU; nothing was checked)\n");
@@ -367,11 +383,20 @@ int run(const Args& a) {
       auto variant = make_cuda(config, a, recompute, attention, params, variants[i]);
       if (live_before && i + 1 == variants.size())
         check_buffers_against_plan(report, variant->memory_plan(), live_before->size());
+      if (variant->tunes_kernels()) check_tuning_pass(report, *variant, batch, B, T);
       const std::vector<float> variant_grads = cuda_gradients(*variant, batch, B, T);
       check_gradients(report,
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
+      // The timed GEMM search alone: the emulated cuBLASLt's algorithms all sum alike, so the
+      // gradients must be bit for bit the heuristic's; the tuning pass left nothing behind.
+      SpeedSwitches heuristic = variants[i];
+      heuristic.gemm_search = GemmSearch::kHeuristic;
+      if (cuda_device_emulated() && variant->tunes_kernels() &&
+          speed_switches_summary(heuristic) == speed_switches_summary(SpeedSwitches{}))
+        report.exact(fmt::format("grad with {} = without, bit for bit", speed_switches_summary(variants[i])),
+                     variant_grads, grads);
       // A recompute reruns the forward's kernels in the switches' form (LLMC_FAST_MATH's GELU among
       // them), so on the emulated GPU -r 0 gives -r 1's bits here too, as for the defaults above.
       if (cuda_device_emulated() && recompute == 1) {

@@ -1,6 +1,7 @@
 #include "llmc/backend.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace llmc {
 
@@ -9,6 +10,15 @@ float Backend::forward_loss(const int* inputs, const int* targets, int B, int T)
   losses_.resize(n);
   forward_losses(inputs, targets, B, T, losses_.data());
   return float(mean_in_order(losses_.data(), n));
+}
+
+void Backend::tune_kernels(const int*, const int*, int, int) {
+  throw std::logic_error("tune_kernels: this backend does not choose its kernels by timing (tunes_kernels() is false)");
+}
+
+std::string Backend::set_kernel_choices(const std::vector<uint8_t>&) {
+  throw std::logic_error("set_kernel_choices: this backend does not choose its kernels by timing (tunes_kernels() is "
+                         "false)");
 }
 
 OptimizerPartition optimizer_partition(size_t num_elements, int zero_stage, int world_size, int rank) {

@@ -14,6 +14,8 @@
 // elsewhere may use its own device communicator instead (CUDA: NCCL) or stage through host memory.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "llmc/dist/communicator.h"
@@ -114,6 +116,20 @@ class Backend {
   // (Communicator::start_*).
   virtual void begin_gradient_sync(Communicator& host) = 0;
   virtual void finish_gradient_sync() = 0;
+
+  // Kernels chosen by timing (the CUDA backend's LLMC_GEMM_SEARCH=timed). The loop asks once,
+  // before the first step, whether the backend tunes; if so rank 0 runs tune_kernels on a batch
+  // (one forward and backward pass whose candidates run on the real buffers; the gradients and the
+  // loss accumulator are zeroed afterwards, nothing else the step computes is kept), and every rank
+  // then runs set_kernel_choices with rank 0's kernel_choices, or with a checkpoint's, which a
+  // resumed run loads instead of tuning, so that it runs the same kernels. The choices are opaque
+  // bytes to the loop; kernel_choices is empty when nothing was chosen. set_kernel_choices returns
+  // what it loaded in words (for the loop's line) and throws std::runtime_error for bytes it cannot
+  // use. A backend that does not tune keeps these defaults.
+  virtual bool tunes_kernels() const { return false; }
+  virtual void tune_kernels(const int* inputs, const int* targets, int B, int T);
+  virtual std::vector<uint8_t> kernel_choices() { return {}; }
+  virtual std::string set_kernel_choices(const std::vector<uint8_t>& choices);
 
  private:
   std::vector<float> losses_;  // forward_loss's per-position losses

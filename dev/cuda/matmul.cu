@@ -9,7 +9,9 @@
 // every slice in turn: the trainer's kernels before LLMC_BIAS_GRAD), dbias_kernel (the trainer's
 // deterministic kernels, LLMC_BIAS_GRAD=kernels: slices summed by 32 warps per 32 columns) and
 // dbias_epilogue (LLMC_BIAS_GRAD=epilogue: the dweight GEMM's BGRADB epilogue into scratch, then
-// added; dweight and dbias both accumulate).
+// added; dweight and dbias both accumulate); fwd_bias_timed and bwd_dweight_timed (the algorithm chosen by
+// the timed search of LLMC_GEMM_SEARCH=timed, llmc/cuda/gemm_search.cuh, instead of the heuristic's
+// first).
 //
 // usage: ./matmul [VERSION|all] [--check]
 #include <cuda_runtime.h>
@@ -156,6 +158,13 @@ struct Runner {
     time_it(label, launch, bytes, flops);
   }
 
+  // A search of one GEMM chose one algorithm, and stays with it: a second launch searches no more.
+  void check_searched(const std::string& label, const llmc::BlasContext& timed) {
+    const bool one = timed.searched().algos.size() == 1 && timed.cached_algorithms() == 1;
+    fmt::print("{}  {}  the search chose one algorithm for its one shape\n", one ? "PASS" : "FAIL", label);
+    ok(one);
+  }
+
   void run_shape(const Shape& s, uint64_t seed) {
     fmt::print("== {}: BT={} C={} OC={}\n", s.name, s.BT, s.C, s.OC);
     const Reference r = make_reference(s, seed);
@@ -210,6 +219,29 @@ struct Runner {
       run();
       ok(bench::check(tag("bwd_dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
       time_it(tag("bwd_dweight"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
+    }
+    // The timed search, as the trainer's tuning pass runs it: the first launch times every candidate
+    // on the real buffers and runs the fastest last. An overwriting GEMM's output is then the chosen
+    // algorithm's; an accumulating one has added 2 x candidates + 1 times, so it is reset and run
+    // again with the algorithm chosen.
+    if (bench::selected(args, "fwd_bias_timed")) {
+      llmc::BlasContext timed(ctx.workspace(), ctx.workspace_bytes());
+      timed.begin_search();
+      check_and_time(tag("fwd_bias_timed"), d.out, n_out, r.out_bias, fwd_bytes, gemm_flops,
+                     [&] { llmc::matmul_forward(timed, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); });
+      check_searched(tag("fwd_bias_timed"), timed);
+    }
+    if (bench::selected(args, "bwd_dweight_timed")) {
+      llmc::BlasContext timed(ctx.workspace(), ctx.workspace_bytes());
+      auto run = [&] { llmc::matmul_backward_weight(timed, d.dweight, d.dout, d.inp, s.BT, s.C, s.OC, 0); };
+      timed.begin_search();
+      run();
+      timed.end_search();
+      bench::upload(d.dweight, r.dweight0);
+      run();
+      ok(bench::check(tag("bwd_dweight_timed (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
+      check_searched(tag("bwd_dweight_timed"), timed);
+      time_it(tag("bwd_dweight_timed"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
     }
     // The two deterministic kernel paths: checked, then run again for the same bits, then timed.
     for (const char* version : {"dbias_serial", "dbias_kernel"}) {
@@ -279,6 +311,6 @@ int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
       {"fwd", "fwd_bias", "fwd_gelu", "fwd_gelu_kernel", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dinp_gelu_kernel",
-       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue"},
+       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue", "fwd_bias_timed", "bwd_dweight_timed"},
       run);
 }

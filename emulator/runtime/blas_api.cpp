@@ -10,9 +10,11 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -55,7 +57,8 @@ struct LtPreference {
   uint32_t align[4] = {256, 256, 256, 256};  // A, B, C, D (the documented defaults)
 };
 // What an emulated algorithm remembers of the query that chose it: cublasLtMatmul refuses to run
-// it on another kind of GEMM or on operands less aligned than the query promised.
+// it on another kind of GEMM, on operands less aligned than the query promised, or with less
+// workspace than it needs.
 struct LtAlgo {
   uint64_t magic;
   uint32_t epilogue;
@@ -63,7 +66,20 @@ struct LtAlgo {
   int32_t type;
   uint32_t align[4];
   uint32_t vector_align;  // bias and aux, capped at 16 bytes
+  uint32_t variant;       // which of kAlgoVariants
+  uint64_t workspace;     // bytes it needs (the heuristic result's workspaceSize)
 };
+// The algorithms the emulated heuristic offers, best first, as the real one lists several kernels
+// per GEMM (tile shapes, split-K): each computes the same result here, since the emulator has one
+// way to sum, but a split-K kernel needs workspace for its fp32 partial products (splits x m x n
+// floats), so it is offered only when the preference's workspace holds that, as cuBLASLt does.
+struct AlgoVariant {
+  uint32_t split_k;  // 1: no partial products, no workspace
+};
+constexpr AlgoVariant kAlgoVariants[] = {{1}, {1}, {2}, {4}};
+uint64_t variant_workspace(const AlgoVariant& v, uint64_t m, uint64_t n) {
+  return v.split_k == 1 ? 0 : uint64_t(v.split_k) * m * n * sizeof(float);
+}
 constexpr uint64_t kAlgoMagic = 0x454d55414c474f31ull;  // "EMUALGO1"
 static_assert(sizeof(LtAlgo) <= sizeof(cublasLtMatmulAlgo_t), "an algorithm fits cuBLASLt's opaque struct");
 
@@ -404,8 +420,8 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
   return set_attribute("cublasLtMatmulPreferenceSetAttribute", int(attr), field, size, buf, bytes);
 }
 
-// One algorithm for every GEMM the emulator can run (it needs no workspace); it records what the
-// query promised about the operands.
+// Up to `requested` of kAlgoVariants, in order, leaving out those that need more workspace than the
+// preference allows; each records what the query promised about the operands.
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
                                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
@@ -420,16 +436,24 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   const LtDesc& o = *desc_of(op);
   const LtPreference& p = *pref_of(pref);
   LtAlgo algo{kAlgoMagic, o.epilogue, o.trans_a, o.trans_b, int32_t(layout_of(d)->type),
-              {p.align[0], p.align[1], p.align[2], p.align[3]}, 16};
+              {p.align[0], p.align[1], p.align[2], p.align[3]}, 16, 0, 0};
   for (const void* v : {static_cast<const void*>(o.bias), static_cast<const void*>(o.aux)})
     if (v) algo.vector_align = std::min(algo.vector_align, alignment_of(v));
-  results[0] = cublasLtMatmulHeuristicResult_t{};
-  std::memcpy(&results[0].algo, &algo, sizeof algo);
-  results[0].workspaceSize = 0;
-  results[0].state = CUBLAS_STATUS_SUCCESS;
-  results[0].wavesCount = 1.0f;
-  *returned = 1;
-  return CUBLAS_STATUS_SUCCESS;
+  int found = 0;
+  for (uint32_t i = 0; i < std::size(kAlgoVariants) && found < requested; ++i) {
+    algo.variant = i;
+    algo.workspace = variant_workspace(kAlgoVariants[i], shape.m, shape.n);
+    if (algo.workspace > p.max_workspace) continue;
+    cublasLtMatmulHeuristicResult_t& r = results[found++];
+    r = cublasLtMatmulHeuristicResult_t{};
+    std::memcpy(&r.algo, &algo, sizeof algo);
+    r.workspaceSize = algo.workspace;
+    r.state = CUBLAS_STATUS_SUCCESS;
+    r.wavesCount = 1.0f;
+  }
+  *returned = found;
+  // The documented answer when no algorithm fits the preference.
+  return found == 0 ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* a,
@@ -453,9 +477,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     LtAlgo chosen;
     std::memcpy(&chosen, algo, sizeof chosen);
     if (chosen.magic != kAlgoMagic || chosen.epilogue != o.epilogue || chosen.trans_a != o.trans_a ||
-        chosen.trans_b != o.trans_b || chosen.type != int32_t(ld.type))
+        chosen.trans_b != o.trans_b || chosen.type != int32_t(ld.type) || chosen.variant >= std::size(kAlgoVariants))
       return fail(CUBLAS_STATUS_INVALID_VALUE,
                   std::string(call) + ": the algorithm was chosen for another epilogue, transpose or type");
+    // Documented: INVALID_VALUE "when workspaceSizeInBytes is less than workspace required by the
+    // configured algo".
+    if (workspace_bytes < chosen.workspace)
+      return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the algorithm needs " +
+                                                   std::to_string(chosen.workspace) + " bytes of workspace, got " +
+                                                   std::to_string(workspace_bytes));
     const struct {
       const char* name;
       const void* p;

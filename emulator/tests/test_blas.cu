@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "llmc/cuda/common.cuh"
@@ -313,6 +314,78 @@ TEST_CASE("cublasLtMatmul rejects what the documentation rules out, with its sta
     cublasLtMatmulDescDestroy(op);
   }
   cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(aux);
+}
+
+TEST_CASE("cublasLtMatmulAlgoGetHeuristic: up to `requested` distinct algorithms within the workspace, each exact") {
+  float *a = upload(kA), *b = upload(kB), *d = upload(std::vector<float>(4, kSentinel));
+  void* workspace = nullptr;
+  const size_t workspace_bytes = 1024;
+  REQUIRE(cudaMalloc(&workspace, workspace_bytes) == cudaSuccess);
+  cublasLtHandle_t lt;
+  REQUIRE(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t op, bias_op;
+  REQUIRE(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatmulDescCreate(&bias_op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  const cublasLtEpilogue_t bias_epilogue = CUBLASLT_EPILOGUE_BIAS;
+  REQUIRE(cublasLtMatmulDescSetAttribute(bias_op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias_epilogue,
+                                         sizeof bias_epilogue) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatmulDescSetAttribute(bias_op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d, sizeof d) ==
+          CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t la, lb, ld;
+  REQUIRE(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 3, 2) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 2, 2) == CUBLAS_STATUS_SUCCESS);
+  // The results of a query allowing `max_workspace` bytes of workspace, `requested` at most.
+  const auto query = [&](uint64_t max_workspace, int requested) {
+    cublasLtMatmulPreference_t pref;
+    REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+                                                 sizeof max_workspace) == CUBLAS_STATUS_SUCCESS);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(requested));
+    int found = -1;
+    REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, requested, results.data(), &found) ==
+            CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulPreferenceDestroy(pref);
+    REQUIRE(found >= 1);
+    REQUIRE(found <= requested);
+    results.resize(size_t(found));
+    return results;
+  };
+  const auto matmul = [&](cublasLtMatmulDesc_t desc, const cublasLtMatmulAlgo_t& algo, size_t bytes) {
+    const float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &algo, workspace, bytes, 0);
+  };
+  // A B = [[4, 5], [10, 11]]: 2 x 2 outputs, so a split-K algorithm of s parts needs 16 s bytes.
+  const std::vector<cublasLtMatmulHeuristicResult_t> roomy = query(workspace_bytes, 16);
+  CHECK(roomy.size() > 2);
+  CHECK(query(workspace_bytes, 2).size() == 2);
+  const std::vector<cublasLtMatmulHeuristicResult_t> no_workspace = query(0, 16);
+  CHECK(no_workspace.size() < roomy.size());
+  for (const auto& r : no_workspace) CHECK(r.workspaceSize == 0);
+  bool some_need_workspace = false;
+  for (size_t i = 0; i < roomy.size(); ++i) {
+    CAPTURE(i);
+    CHECK(roomy[i].state == CUBLAS_STATUS_SUCCESS);
+    CHECK(roomy[i].workspaceSize <= workspace_bytes);
+    some_need_workspace = some_need_workspace || roomy[i].workspaceSize > 0;
+    for (size_t j = 0; j < i; ++j) CHECK(std::memcmp(&roomy[i].algo, &roomy[j].algo, sizeof roomy[i].algo) != 0);
+    REQUIRE(cudaMemcpy(d, std::vector<float>(4, kSentinel).data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(matmul(op, roomy[i].algo, workspace_bytes) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(d, 4) == std::vector<float>{4, 10, 5, 11});
+    // Documented: INVALID_VALUE when the workspace is smaller than the algorithm requires.
+    if (roomy[i].workspaceSize > 0)
+      CHECK(matmul(op, roomy[i].algo, roomy[i].workspaceSize - 1) == CUBLAS_STATUS_INVALID_VALUE);
+    // An algorithm the query chose for a plain GEMM is refused for a bias epilogue.
+    CHECK(matmul(bias_op, roomy[i].algo, workspace_bytes) == CUBLAS_STATUS_INVALID_VALUE);
+  }
+  CHECK(some_need_workspace);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatmulDescDestroy(bias_op);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(lt);
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(workspace);
 }
 
 TEST_CASE("cublasGemmStridedBatchedEx: each batch entry at its stride, beta accumulates") {

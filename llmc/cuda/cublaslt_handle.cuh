@@ -1,6 +1,7 @@
 // The cuBLAS/cuBLASLt state every matmul and the fallback attention share: the two library handles,
 // the caller's workspace, and the algorithm chosen for each GEMM shape so that a training step runs
-// no heuristic query after its first micro-step.
+// no heuristic query after its first micro-step. How an algorithm is chosen (the heuristic's first,
+// or the fastest by timing inside a tuning pass) is gemm_search.cuh's.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -11,33 +12,13 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/cublas_check.cuh"
+#include "llmc/cuda/gemm_search.cuh"
+#include "llmc/cuda/gemm_table.h"
 
 namespace llmc {
-
-inline void cublas_check(cublasStatus_t status, const char* file, int line) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) + ": " +
-                             cublasGetStatusString(status));
-}
-#define CUBLAS_CHECK(call) ::llmc::cublas_check((call), __FILE__, __LINE__)
-
-// Every parameter that can change cuBLASLt's choice of kernel for our GEMMs. The alignments (in
-// bytes, powers of two up to 256) of A, B and D are part of it: a kernel chosen for 256-byte-aligned
-// buffers may not run on a per-layer tensor that starts only 16 bytes past such a boundary.
-struct GemmKey {
-  int m, n, k;
-  bool trans_a, trans_b;
-  int epilogue;
-  bool accumulate;
-  uint32_t align_a, align_b, align_d;
-  bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b, align_d) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.accumulate, o.align_a, o.align_b, o.align_d);
-  }
-};
 
 // The largest power of two, at most 256 (cuBLASLt's default assumption), that divides both the
 // address and the leading dimension in bytes: the alignment a kernel may rely on for this matrix.
@@ -77,44 +58,57 @@ class BlasContext {
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
 
-  // The algorithm for `key`, asking cuBLASLt's heuristic only the first time a key is seen; null
-  // when cuBLASLt has none (e.g. an epilogue it does not offer for these types).
-  const cublasLtMatmulAlgo_t* algo(const GemmKey& key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
-                                   cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
+  // Runs the GEMM `key` (described by `descs`) through `launch` with its algorithm on `stream`: the
+  // one chosen for the key before, else one chosen now: inside a search (begin_search) the fastest
+  // of the heuristic's by timing, else the heuristic's first. Returns false, having launched
+  // nothing, when cuBLASLt has no algorithm for it (e.g. an epilogue it does not offer for these
+  // types).
+  bool run(const GemmKey& key, const LtGemmDescs& descs, const GemmLaunch& launch, cudaStream_t stream) {
     auto it = algos_.find(key);
-    if (it == algos_.end()) it = algos_.emplace(key, query_heuristic(key, op, a, b, c)).first;
-    return it->second ? &*it->second : nullptr;
+    if (it == algos_.end()) it = algos_.emplace(key, choose(key, descs, launch, stream)).first;
+    if (!it->second) return false;
+    CUBLAS_CHECK(launch(*it->second));
+    return true;
   }
   size_t cached_algorithms() const { return algos_.size(); }
 
+  // The timed search (LLMC_GEMM_SEARCH=timed): between begin_search and end_search every shape met
+  // gets the fastest of up to kGemmSearchCandidates of the heuristic's algorithms, its candidates
+  // run on the GEMM's own buffers (why that is safe only in a tuning pass: gemm_search.cuh).
+  // begin_search forgets every choice made so far, so that each shape of the pass is timed.
+  void begin_search() {
+    algos_.clear();
+    searched_ = GemmTable{cublasLtGetVersion(), {}};
+    searching_ = true;
+  }
+  void end_search() { searching_ = false; }
+  // The algorithms the last search chose, or that load() set.
+  const GemmTable& searched() const { return searched_; }
+  // Runs `table`'s algorithms from now on (other shapes: the heuristic's first); throws
+  // std::runtime_error when another cuBLASLt version chose them, as the algorithms are valid only
+  // with the library that chose them.
+  void load(const GemmTable& table) {
+    if (table.library_version != cublasLtGetVersion())
+      throw std::runtime_error("LLMC_GEMM_SEARCH=timed: the GEMM algorithm table was chosen by cuBLASLt " +
+                               std::to_string(table.library_version) + ", this process runs " +
+                               std::to_string(cublasLtGetVersion()) +
+                               ": its algorithms are valid only with the library that chose them (resume with "
+                               "that library, or with LLMC_GEMM_SEARCH=heuristic)");
+    algos_.clear();
+    for (const auto& [key, words] : table.algos) algos_.emplace(key, algo_from_words(words));
+    searched_ = table;
+  }
+
  private:
-  std::optional<cublasLtMatmulAlgo_t> query_heuristic(const GemmKey& key, cublasLtMatmulDesc_t op,
-                                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                                      cublasLtMatrixLayout_t c) {
-    cublasLtMatmulPreference_t pref;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const uint64_t workspace = workspace_bytes_;
-    const struct {
-      cublasLtMatmulPreferenceAttributes_t attribute;
-      uint32_t bytes;
-    } alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
-    cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                 &workspace, sizeof(workspace));
-    for (const auto& a : alignments)
-      if (status == CUBLAS_STATUS_SUCCESS)
-        status = cublasLtMatmulPreferenceSetAttribute(pref, a.attribute, &a.bytes, sizeof(a.bytes));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    if (status == CUBLAS_STATUS_SUCCESS)
-      status = cublasLtMatmulAlgoGetHeuristic(lt_, op, a, b, c, c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    // NOT_SUPPORTED is how the heuristic says "no algorithm"; anything else is a real error.
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return std::nullopt;
-    CUBLAS_CHECK(status);
-    return result.algo;
+  std::optional<cublasLtMatmulAlgo_t> choose(const GemmKey& key, const LtGemmDescs& descs, const GemmLaunch& launch,
+                                             cudaStream_t stream) {
+    const std::vector<cublasLtMatmulAlgo_t> algos =
+        heuristic_algorithms(lt_, key, descs, workspace_bytes_, searching_ ? kGemmSearchCandidates : 1);
+    if (algos.empty()) return std::nullopt;
+    if (!searching_) return algos[0];
+    const cublasLtMatmulAlgo_t best = fastest_algorithm(key, algos, launch, timer_, stream);
+    searched_.algos[key] = algo_words(best);
+    return best;
   }
 
   cublasLtHandle_t lt_ = nullptr;
@@ -123,6 +117,9 @@ class BlasContext {
   void* workspace_;
   size_t workspace_bytes_;
   std::map<GemmKey, std::optional<cublasLtMatmulAlgo_t>> algos_;
+  bool searching_ = false;
+  GemmTable searched_;
+  GemmTimer timer_;
 };
 
 }  // namespace llmc

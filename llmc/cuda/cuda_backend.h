@@ -10,6 +10,7 @@
 // kernels stay in llmc/cuda/cuda_backend.cu, the only file that includes the kernel headers.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -132,6 +133,11 @@ class CudaBackend : public Backend {
   void all_gather_parameters(Communicator& host) override;
   void begin_gradient_sync(Communicator& host) override;
   void finish_gradient_sync() override;
+  // LLMC_GEMM_SEARCH=timed: the table of cuBLASLt algorithms (llmc/cuda/gemm_table.h).
+  bool tunes_kernels() const override;
+  void tune_kernels(const int* inputs, const int* targets, int B, int T) override;
+  std::vector<uint8_t> kernel_choices() override;
+  std::string set_kernel_choices(const std::vector<uint8_t>& choices) override;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass, and the current
   // gradients in parameter layout, both converted to fp32.

@@ -1,6 +1,10 @@
-// CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters and optimizer state in and out, the
-// gradient norm, the optimizer step and the ZeRO collectives over NCCL or through host staging,
+// CudaBackend (llmc/cuda/cuda_backend_impl.cuh): parameters, optimizer state and the GEMM algorithm
+// table (LLMC_GEMM_SEARCH=timed) in and out, the gradient norm, the optimizer step and the ZeRO collectives over NCCL or through host staging,
 // blocking or overlapped with the backward pass in buckets.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "llmc/cuda/copy_spans.cuh"
@@ -250,6 +254,40 @@ void CudaBackend::get_gradients(float* grads) {
   d.outside_step();
   const std::vector<float> g = floatx_to_host(d.grads, d.num_params, d.stream);
   std::copy(g.begin(), g.end(), grads);
+}
+
+bool CudaBackend::tunes_kernels() const { return impl_->opt.speed.gemm_search == GemmSearch::kTimed; }
+
+// The tuning pass (why a whole micro-step, and why only there: llmc/cuda/gemm_search.cuh): one
+// forward and backward pass in which every GEMM shape is timed the first time it is met; then the
+// gradients and the loss it accumulated are dropped. Parameters and optimizer state are only read.
+void CudaBackend::tune_kernels(const int* inputs, const int* targets, int B, int T) {
+  Impl& d = *impl_;
+  if (!tunes_kernels()) return Backend::tune_kernels(inputs, targets, B, T);
+  d.blas->begin_search();
+  try {
+    zero_grad();
+    forward_backward(inputs, targets, B, T, 1.0f);
+  } catch (...) {
+    d.blas->end_search();
+    throw;
+  }
+  d.blas->end_search();
+  zero_grad();
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
+std::vector<uint8_t> CudaBackend::kernel_choices() {
+  const GemmTable& table = impl_->blas->searched();
+  if (!tunes_kernels() || table.algos.empty()) return {};
+  return gemm_table_bytes(table);
+}
+
+std::string CudaBackend::set_kernel_choices(const std::vector<uint8_t>& choices) {
+  if (!tunes_kernels()) return Backend::set_kernel_choices(choices);
+  const GemmTable table = gemm_table_from_bytes(choices, "the GEMM algorithm table");
+  impl_->blas->load(table);
+  return fmt::format("the cuBLASLt algorithms of {} GEMM shapes", table.algos.size());
 }
 
 }  // namespace llmc

@@ -23,18 +23,6 @@
 
 namespace llmc {
 
-// Owns the descriptors of one cublasLtMatmul call, so that an error thrown midway leaks nothing.
-struct LtGemmDescs {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  ~LtGemmDescs() {
-    if (d) cublasLtMatrixLayoutDestroy(d);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-
 // One cuBLASLt GEMM, its arguments named: column-major D (m x n, leading dimension ldd) = op(A) op(B)
 // (+ D when accumulate), then the epilogue; op(X) = X^T when transpose_x (A is then stored k x m,
 // B n x k).
@@ -105,13 +93,12 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   constexpr long long e = sizeof(floatX);
   const GemmKey key{g.m, g.n, g.k, g.transpose_a, g.transpose_b, int(g.epilogue), g.accumulate,
                     lt_alignment(g.a, g.lda * e), lt_alignment(g.b, g.ldb * e), lt_alignment(g.d, g.ldd * e)};
-  const cublasLtMatmulAlgo_t* algo = ctx.algo(key, descs.op, descs.a, descs.b, descs.d);
-  if (algo == nullptr) return false;
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
-  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), descs.op, &alpha, g.a, descs.a, g.b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
-                              algo, ctx.workspace(), ctx.workspace_bytes(), stream));
-  return true;
+  return ctx.run(key, descs, [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, g.a, descs.a, g.b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
+                          &algo, ctx.workspace(), ctx.workspace_bytes(), stream);
+  }, stream);
 }
 
 // try_lt_gemm for the GEMMs that have no alternative: no algorithm is an error.

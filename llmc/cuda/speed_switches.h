@@ -47,6 +47,13 @@ enum class CudnnBackward { kDefault, kDeterministic };
 // kernels.
 enum class BiasGradPath { kKernels, kEpilogue };
 
+// How each GEMM shape's cuBLASLt algorithm is chosen (LLMC_GEMM_SEARCH; llmc/cuda/gemm_search.cuh).
+// kHeuristic, the default: the heuristic's first choice. kTimed: a start-up tuning pass (one
+// forward and backward micro-step, Backend::tune_kernels) times up to kGemmSearchCandidates of the
+// heuristic's choices per shape and keeps the fastest; rank 0's table goes to every rank and into
+// the checkpoints, so that a resumed run runs the same algorithms.
+enum class GemmSearch { kHeuristic, kTimed };
+
 // LayerNorm backward's finishing pass, which adds every block's partial dweight/dbias in block order
 // (LLMC_LAYERNORM_BACKWARD). kTwoPass, the default: a kernel of its own. kFused: the last block of the
 // main kernel to finish does it (a completion counter in the scratch); the same sums in the same

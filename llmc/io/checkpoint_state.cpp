@@ -13,6 +13,7 @@ namespace llmc {
 namespace {
 
 constexpr int kChecksumWord = 20;
+constexpr int kKernelChoicesWord = 21;
 
 // The arrays after the header, in file order: pointers to const for a TrainState that is.
 template <class State>
@@ -32,6 +33,7 @@ uint64_t state_checksum(const uint64_t (&header)[kStateHeaderWords], const Train
   Checksum64 checksum;
   checksum.update(h, sizeof h);
   for (const auto* p : payload_of(s)) checksum.update(p->data(), p->size() * sizeof(float));
+  checksum.update(s.kernel_choices.data(), s.kernel_choices.size());
   return checksum.digest();
 }
 
@@ -47,6 +49,9 @@ void write_train_state(const std::string& path, const TrainState& s) {
     if (t.values.size() != s.state_size)
       throw std::invalid_argument(fmt::format("{}: optimizer state tensor {} has {} entries, not {}", path, t.name,
                                               t.values.size(), s.state_size));
+  if (s.kernel_choices.size() > kMaxKernelChoiceBytes)
+    throw std::invalid_argument(fmt::format("{}: {} bytes of kernel choices, more than the {} a state file holds", path,
+                                            s.kernel_choices.size(), kMaxKernelChoiceBytes));
   uint64_t h[kStateHeaderWords] = {};
   h[0] = kStateMagic;
   h[1] = kStateVersion;
@@ -68,12 +73,14 @@ void write_train_state(const std::string& path, const TrainState& s) {
   h[17] = s.model_checksum;
   h[18] = s.loss_window.size();
   h[19] = s.norm_window.size();
+  h[kKernelChoicesWord] = s.kernel_choices.size();
   h[kChecksumWord] = state_checksum(h, s);
   write_file_atomically(path, [&](FILE* f) {
     bool ok = std::fwrite(h, 1, sizeof h, f) == sizeof h;
     for (const auto* p : payload_of(s))
       ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
-    return ok;
+    const std::vector<uint8_t>& choices = s.kernel_choices;
+    return ok && std::fwrite(choices.data(), 1, choices.size(), f) == choices.size();
   });
 }
 
@@ -84,22 +91,23 @@ TrainState read_train_state(const std::string& path, const std::vector<std::stri
     throw std::runtime_error(fmt::format("{}: shorter than the {}-byte train state header", path, sizeof h));
   if (h[0] != kStateMagic)
     throw std::runtime_error(fmt::format("{}: bad magic {} (expected {}): not a train state file", path, h[0], kStateMagic));
-  if (h[1] != 1 && h[1] != kStateVersion)
-    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected 1 or {})", path, h[1],
+  if (h[1] < 1 || h[1] > kStateVersion)
+    throw std::runtime_error(fmt::format("{}: unsupported train state version {} (expected 1 to {})", path, h[1],
                                          kStateVersion));
   const uint64_t n = h[16];
   const uint64_t windows = h[18] + h[19];
   if (h[3] < 1 || h[4] >= h[3] || h[5] < 1 || h[6] < 1 || h[7] > 1 || h[15] > h[14] || n > h[14] - h[15] ||
       h[2] > uint64_t(INT32_MAX) || h[5] > uint64_t(INT32_MAX) || h[6] > uint64_t(INT32_MAX) ||
-      h[3] > uint64_t(INT32_MAX) || h[18] > 100 || h[19] > 100 || (h[1] == 1 && (windows != 0 || h[17] != 0)))
+      h[3] > uint64_t(INT32_MAX) || h[18] > 100 || h[19] > 100 || (h[1] == 1 && (windows != 0 || h[17] != 0)) ||
+      h[kKernelChoicesWord] > kMaxKernelChoiceBytes || (h[1] < 3 && h[kKernelChoicesWord] != 0))
     throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
   const long size = std::ftell(f.get());
-  const uint64_t expected = sizeof h + (state_names.size() * n + windows) * sizeof(float);
+  const uint64_t expected = sizeof h + (state_names.size() * n + windows) * sizeof(float) + h[kKernelChoicesWord];
   if (size < 0 || uint64_t(size) != expected)
-    throw std::runtime_error(fmt::format("{}: header says {} tensor(s) of optimizer state over {} parameters ({} bytes "
-                                         "in all) but the file has {} bytes",
-                                         path, state_names.size(), n, expected, size));
+    throw std::runtime_error(fmt::format("{}: header says {} tensor(s) of optimizer state over {} parameters and {} "
+                                         "bytes of kernel choices ({} bytes in all) but the file has {} bytes",
+                                         path, state_names.size(), n, h[kKernelChoicesWord], expected, size));
   std::fseek(f.get(), long(sizeof h), SEEK_SET);
   TrainState s;
   s.step = int64_t(h[2]);
@@ -121,7 +129,9 @@ TrainState read_train_state(const std::string& path, const std::vector<std::stri
   s.model_checksum = h[17];
   s.loss_window.resize(h[18]);
   s.norm_window.resize(h[19]);
+  s.kernel_choices.resize(h[kKernelChoicesWord]);
   for (std::vector<float>* p : payload_of(s)) read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
+  read_bytes(f.get(), s.kernel_choices.data(), s.kernel_choices.size(), path);
   if (h[1] >= 2) {
     const uint64_t stored = h[kChecksumWord], computed = state_checksum(h, s);
     if (computed != stored)

@@ -109,6 +109,7 @@ void Trainer::resume_from_checkpoint() {
     // Rank 0 holds the loop state of the run (it is the one that samples); the outlier windows
     // and loader position are the same on every rank.
     sample_rng_.state = state.sample_rng_state;
+    resumed_kernel_choices_ = state.kernel_choices;
     loss_outliers_.restore(state.loss_window);
     norm_outliers_.restore(state.norm_window);
     start_step_ = resumed_step_ = step;
@@ -179,6 +180,8 @@ void Trainer::save_checkpoint(Backend& backend, int step) {
   state.optimizer_state = backend.get_optimizer_state();
   state.loss_window = loss_outliers_.values();
   state.norm_window = norm_outliers_.values();
+  // The same on every rank (rank 0's, sent to all): rank 0's file keeps them.
+  if (lead_) state.kernel_choices = backend.kernel_choices();
   write_train_state(checkpoint_state_path(dir, step, rank_), state);
   // The marker goes last, once every rank's state file is in place: a checkpoint without it is
   // incomplete and resume skips it.

@@ -219,11 +219,45 @@ void Trainer::run(const BackendFactory& make_backend) {
   train(watched);
 }
 
+void Trainer::choose_kernels(Backend& backend) {
+  const bool tunes = backend.tunes_kernels();
+  const double tuning_ranks = host_.all_reduce_sum(tunes ? 1.0 : 0.0);
+  if (tuning_ranks != 0.0 && tuning_ranks != double(world_size_))
+    throw std::runtime_error(fmt::format("{} of {} ranks choose their kernels by timing: every rank must run the same "
+                                         "kernels (set LLMC_GEMM_SEARCH alike on every rank)",
+                                         tuning_ranks, world_size_));
+  if (!tunes) return;
+  watchdog_.enter("choosing kernels", start_step_);
+  if (!resumed_kernel_choices_.empty()) {
+    const std::string what = blame("-y", [&] { return backend.set_kernel_choices(resumed_kernel_choices_); });
+    say("kernel choices: loaded {} from checkpoint step {} instead of timing them\n", what, resumed_step_);
+    resumed_kernel_choices_ = {};
+    return;
+  }
+  if (resumed_step_ >= 0)
+    say("kernel choices: checkpoint step {} holds none (written without them): timing them now\n", resumed_step_);
+  std::vector<uint8_t> choices;
+  if (lead_) {
+    const DataLoaderPosition position = train_->position();
+    train_->next_batch(inputs_.data(), targets_.data());
+    train_->restore(position);
+    backend.tune_kernels(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len);
+    choices = backend.kernel_choices();
+  }
+  uint64_t bytes = choices.size();
+  host_.broadcast(&bytes, sizeof bytes, 0);
+  choices.resize(bytes);
+  host_.broadcast(choices.data(), bytes, 0);
+  const std::string what = backend.set_kernel_choices(choices);
+  say("kernel choices: rank 0 timed {}{}\n", what, world_size_ > 1 ? ", every rank runs them" : "");
+}
+
 void Trainer::train(Backend& backend) {
   backend.set_parameters(params_.data());
   if (resumed_step_ >= 0) backend.set_optimizer_state(resumed_state_);
   params_ = {};
   resumed_state_ = {};
+  choose_kernels(backend);
   print_summary(backend);
   const StopSignals signals;
 

@@ -76,6 +76,10 @@ class Trainer {
   }
 
   void train(Backend& backend);
+  // Before the first step, for a backend that chooses its kernels by timing (Backend::tune_kernels):
+  // the resumed checkpoint's choices, or rank 0's, timed now on the next batch (the loader is put
+  // back), on every rank.
+  void choose_kernels(Backend& backend);
 
   const TrainOptions& o_;
   GPT2Config config_;
@@ -90,6 +94,7 @@ class Trainer {
   OptimizerPartition partition_;
   std::vector<float> params_;  // the initial parameters, handed to the backend by train()
   std::vector<OptimizerTensor> resumed_state_;  // the optimizer's, of the owned range
+  std::vector<uint8_t> resumed_kernel_choices_;  // the checkpoint's Backend::kernel_choices (empty: none)
   int accum_ = 1;
   int64_t step_tokens_ = 0;
   int max_steps_ = 0;

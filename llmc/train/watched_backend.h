@@ -7,6 +7,8 @@
 // here; the calls that only read fixed properties are not marked.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "llmc/backend.h"
@@ -65,6 +67,16 @@ class WatchedBackend final : public Backend {
     marked("begin_gradient_sync", [&] { inner_.begin_gradient_sync(host); });
   }
   void finish_gradient_sync() override { marked("finish_gradient_sync", [&] { inner_.finish_gradient_sync(); }); }
+  bool tunes_kernels() const override { return inner_.tunes_kernels(); }
+  void tune_kernels(const int* inputs, const int* targets, int B, int T) override {
+    marked("tune_kernels", [&] { inner_.tune_kernels(inputs, targets, B, T); });
+  }
+  std::vector<uint8_t> kernel_choices() override {
+    return marked("kernel_choices", [&] { return inner_.kernel_choices(); });
+  }
+  std::string set_kernel_choices(const std::vector<uint8_t>& choices) override {
+    return marked("set_kernel_choices", [&] { return inner_.set_kernel_choices(choices); });
+  }
 
  private:
   // Runs `call` as the backend call `name`: marked while it runs, progress when it returns.

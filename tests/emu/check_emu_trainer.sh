@@ -10,6 +10,8 @@
 #      The same run with every lever on (llmc/cuda/speed_switches.def), against the same bar.
 #  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1), with every lever on
 #      and with the defaults: main.log and the final model equal to an unbroken run's, bit for bit;
+#      with every lever on the resumed run loads the GEMM algorithm table (LLMC_GEMM_SEARCH=timed)
+#      from the checkpoint instead of timing again;
 #      no MFU anywhere, as the emulated GPU's name is in no table of peaks.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
@@ -125,6 +127,14 @@ resume_exactly() {
 before=$failures
 # shellcheck disable=SC2086
 resume_exactly levers-on 9 $levers_on -- -r 0
+# With LLMC_GEMM_SEARCH=timed among the levers: the unbroken run timed the GEMMs before step 0, the
+# resumed one loaded that table from its checkpoint instead (the emulated algorithms all sum alike,
+# so only this line shows which).
+grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes$' "$tmp/full-levers-on.out" ||
+  fail "the run with every lever on did not time its GEMM algorithms: $(grep '^kernel choices' "$tmp/full-levers-on.out")"
+grep -q '^kernel choices: loaded the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes from checkpoint step 3 instead of timing them$' \
+  "$tmp/part-levers-on.out" && ! grep -q '^gemm search:' "$tmp/part-levers-on.out" ||
+  fail "the resumed run (every lever on) did not load the GEMM algorithm table from its checkpoint: $(grep -E '^(kernel choices|gemm search)' "$tmp/part-levers-on.out" | head -n 3)"
 [ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, every lever on): resumed at step 3, main.log and model bit-identical"
 before=$failures
 resume_exactly defaults 6

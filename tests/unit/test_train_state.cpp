@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 
+#include "llmc/io/checkpoint_files.h"
 #include "llmc/io/checkpoint_state.h"
 #include "tests/unit/test_support.h"
 
@@ -74,6 +76,44 @@ TEST_CASE("train state: write then read gives back every field") {
   CHECK(r.model_checksum == s.model_checksum);
   CHECK(r.loss_window == s.loss_window);
   CHECK(r.norm_window == s.norm_window);
+  CHECK(r.kernel_choices.empty());
+}
+
+TEST_CASE("train state: the kernel choices round-trip and are checksummed; version 2 files still load") {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/choices.bin";
+  llmc::TrainState s = example();
+  s.kernel_choices = {1, 2, 3, 250, 0, 7, 9};
+  llmc::write_train_state(path, s);
+  CHECK(std::filesystem::file_size(path) == 64 * 8 + (2 * 250 + 3 + 2) * 4 + 7);
+  const llmc::TrainState r = llmc::read_train_state(path, {"m", "v"});
+  CHECK(r.kernel_choices == s.kernel_choices);
+  CHECK(r.norm_window == s.norm_window);
+
+  std::string bytes = test_support::read_bytes(path);
+  bytes.back() ^= 0x10;
+  test_support::write_bytes(dir + "/flipped_choice.bin", bytes);
+  CHECK(error_of(dir + "/flipped_choice.bin").find("checksum mismatch") != std::string::npos);
+
+  // A version 2 file: the same state without kernel choices, version word 2, checksum recomputed
+  // (the checksum of the file with word 20 read as 0).
+  llmc::TrainState v2 = example();
+  llmc::write_train_state(dir + "/v3.bin", v2);
+  std::string v2_bytes = test_support::read_bytes(dir + "/v3.bin");
+  const auto set_word = [&](std::string& b, size_t word, uint64_t value) {
+    std::memcpy(&b[word * 8], &value, sizeof value);
+  };
+  set_word(v2_bytes, 1, 2);
+  set_word(v2_bytes, 20, 0);
+  set_word(v2_bytes, 20, llmc::checksum_of(v2_bytes.data(), v2_bytes.size()));
+  test_support::write_bytes(dir + "/v2.bin", v2_bytes);
+  const llmc::TrainState old = llmc::read_train_state(dir + "/v2.bin", {"m", "v"});
+  CHECK(old.kernel_choices.empty());
+  CHECK(old.loss_window == v2.loss_window);
+  // A version 2 header that claims kernel choices is inconsistent.
+  set_word(v2_bytes, 21, 7);
+  test_support::write_bytes(dir + "/v2_choices.bin", v2_bytes + "1234567");
+  CHECK(error_of(dir + "/v2_choices.bin").find("inconsistent") != std::string::npos);
 }
 
 TEST_CASE("train state: a flipped bit anywhere fails the checksum; version 1 files still load") {

@@ -1,0 +1,74 @@
+// The GEMM algorithm table (llmc/cuda/gemm_table.h): its bytes round-trip exactly, and bytes that are
+// not such a table are rejected naming their source.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "llmc/cuda/gemm_table.h"
+#include "tests/unit/test_support.h"
+
+using namespace llmc;
+using test_support::contains;
+using test_support::thrown_message;
+
+namespace {
+
+GemmTable example_table() {
+  GemmTable t;
+  t.library_version = 130100;
+  // The forward qkv GEMM (bias epilogue, A transposed) and a weight gradient (accumulating, B
+  // transposed, 16-byte-aligned A): keys that differ in every kind of field.
+  t.algos[GemmKey{2304, 8192, 768, true, false, 4, false, 256, 256, 256}] = {1, 2, 3, 4, 5, 6, 7, 0xFFFFFFFFFFFFFFFFull};
+  t.algos[GemmKey{768, 3072, 8192, false, true, 1, true, 16, 256, 32}] = {8, 0, 0, 0, 0, 0, 0, 9};
+  return t;
+}
+
+// The table's bytes with word `index` (uint64) replaced by `value`.
+std::vector<uint8_t> with_word(std::vector<uint8_t> bytes, size_t index, uint64_t value) {
+  std::memcpy(bytes.data() + index * sizeof(uint64_t), &value, sizeof value);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("gemm table: bytes round-trip every key field and algorithm word") {
+  const GemmTable t = example_table();
+  const std::vector<uint8_t> bytes = gemm_table_bytes(t);
+  CHECK(bytes.size() == (4 + 2 * 18) * sizeof(uint64_t));
+  const GemmTable r = gemm_table_from_bytes(bytes, "rank 0");
+  CHECK(r.library_version == t.library_version);
+  REQUIRE(r.algos.size() == t.algos.size());
+  for (auto a = t.algos.begin(), b = r.algos.begin(); a != t.algos.end(); ++a, ++b) {
+    CHECK(a->first == b->first);
+    CHECK(a->first.align_a == b->first.align_a);
+    CHECK(a->first.accumulate == b->first.accumulate);
+    CHECK(a->second == b->second);
+  }
+  CHECK(gemm_table_bytes(r) == bytes);
+  // An empty table (no GEMM met) is a table too.
+  CHECK(gemm_table_from_bytes(gemm_table_bytes(GemmTable{7, {}}), "x").algos.empty());
+}
+
+TEST_CASE("gemm table: bytes that are not a table are rejected naming their source") {
+  const std::vector<uint8_t> bytes = gemm_table_bytes(example_table());
+  const auto error = [](const std::vector<uint8_t>& b) {
+    return thrown_message([&] { gemm_table_from_bytes(b, "checkpoint step 5"); });
+  };
+  CHECK(contains(error({}), "checkpoint step 5"));
+  CHECK(contains(error(std::vector<uint8_t>(bytes.begin(), bytes.end() - 8)), "2 entries"));
+  CHECK(contains(error(std::vector<uint8_t>(bytes.begin(), bytes.end() - 3)), "not a GEMM algorithm table"));
+  CHECK(contains(error(with_word(bytes, 0, 42)), "magic"));
+  CHECK(contains(error(with_word(bytes, 1, 2)), "version"));
+  CHECK(contains(error(with_word(bytes, 3, 3)), "3 entries"));
+  // Entry 0's fields: m = 0, trans_a = 2, an alignment of 24 bytes.
+  CHECK(contains(error(with_word(bytes, 4, 0)), "entry 0 is not a GEMM shape"));
+  CHECK(contains(error(with_word(bytes, 4 + 3, 2)), "entry 0 is not a GEMM shape"));
+  CHECK(contains(error(with_word(bytes, 4 + 7, 24)), "entry 0 is not a GEMM shape"));
+  // Entry 1 a copy of entry 0.
+  std::vector<uint8_t> repeated = bytes;
+  std::memcpy(repeated.data() + (4 + 18) * 8, repeated.data() + 4 * 8, 18 * 8);
+  CHECK(contains(error(repeated), "repeats a shape"));
+}
