@@ -341,7 +341,7 @@ TEST_CASE("cublasLtMatmulAlgoGetHeuristic: up to `requested` distinct algorithms
     REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
     REQUIRE(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
                                                  sizeof max_workspace) == CUBLAS_STATUS_SUCCESS);
-    std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(requested));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(requested));
     int found = -1;
     REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, requested, results.data(), &found) ==
             CUBLAS_STATUS_SUCCESS);
