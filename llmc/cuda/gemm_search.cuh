@@ -20,6 +20,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "llmc/cuda/common.cuh"

@@ -33,7 +33,7 @@ uint64_t state_checksum(const uint64_t (&header)[kStateHeaderWords], const Train
   Checksum64 checksum;
   checksum.update(h, sizeof h);
   for (const auto* p : payload_of(s)) checksum.update(p->data(), p->size() * sizeof(float));
-  checksum.update(s.kernel_choices.data(), s.kernel_choices.size());
+  if (!s.kernel_choices.empty()) checksum.update(s.kernel_choices.data(), s.kernel_choices.size());
   return checksum.digest();
 }
 
@@ -80,7 +80,7 @@ void write_train_state(const std::string& path, const TrainState& s) {
     for (const auto* p : payload_of(s))
       ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
     const std::vector<uint8_t>& choices = s.kernel_choices;
-    return ok && std::fwrite(choices.data(), 1, choices.size(), f) == choices.size();
+    return ok && (choices.empty() || std::fwrite(choices.data(), 1, choices.size(), f) == choices.size());
   });
 }
 

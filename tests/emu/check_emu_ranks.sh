@@ -5,7 +5,8 @@
 #      with host staging (LLMC_COMMUNICATOR): every train loss, val loss, learning rate and
 #      gradient norm within the FP32 bar (1e-4 relative) of one rank with the same total batch
 #      (train_gpt2, which check_emu_trainer.sh holds the one-rank emulated trainer to); one run in
-#      the seeded stream order (LLMC_EMU_STREAMS=seeded), the others in the latest;
+#      the seeded stream order (LLMC_EMU_STREAMS=seeded) and with the GEMM algorithms timed by rank 0
+#      and sent to rank 1 (LLMC_GEMM_SEARCH=timed), the others in the latest order, heuristic;
 #  (b) one rank stopped (SIGSTOP) in the middle of training: the other ends the job through
 #      --step-timeout, with the watchdog's exit status and message.
 # Open MPI keeps allocations until exit that LeakSanitizer reports, so leak checking is off here.
@@ -37,9 +38,10 @@ for communicator in nccl mpi; do
   for z in 0 1; do
     for overlap in 0 1; do
       name=${communicator}_z${z}_overlap$overlap
-      streams=latest
-      [ "$name" = nccl_z1_overlap1 ] && streams=seeded
+      streams=latest search=heuristic
+      [ "$name" = nccl_z1_overlap1 ] && streams=seeded search=timed
       if ! LLMC_COMMUNICATOR=$communicator LLMC_EMU_STREAMS=$streams LLMC_EMU_SEED=$((z * 2 + overlap)) \
+        LLMC_GEMM_SEARCH=$search \
         timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 2 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
         >"$tmp/$name.out" 2>&1; then
         fail "$name (log: $tmp/$name.out)"
@@ -48,6 +50,9 @@ for communicator in nccl mpi; do
       fi
       want=$([ "$communicator" = nccl ] && echo "2 rank(s) over NCCL" || echo "2 ranks over MPI, staged through host memory")
       grep -qF "$want" "$tmp/$name.out" || fail "$name: the start-up line does not say '$want'"
+      [ "$search" = heuristic ] ||
+        grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes, every rank runs them$' \
+          "$tmp/$name.out" || fail "$name: rank 0's timed GEMM algorithms did not go to every rank"
       if result=$(PYTHONPATH=tests/lib python3 - "$tmp/$name/main.log" "$tmp/one/main.log" "$name" <<'PY'
 import sys
 from main_log import parse, summary, worst_rel_errors
