@@ -246,6 +246,9 @@ bool run(const bench::Args& args) {
   // not a multiple of the rows per block.
   ok &= run_shape(args, 300, 96, false);
   ok &= run_shape(args, 1000, 1600, false);
+  // GPT-2 124M's channels on a few rows: at C=768 the backward's per-warp sums fill the default
+  // 48 KiB of shared memory exactly, so a kernel with any static shared memory on top cannot launch.
+  ok &= run_shape(args, 40, 768, false);
   return ok;
 }
 

@@ -214,13 +214,15 @@ __global__ void layernorm_backward_kernel(Real* dinp, Real* dweight, Real* dbias
     block_partial[i] = total;
   }
   if constexpr (kFused) {
-    LLMC_SHARED(unsigned, is_last, [1]);
     // This block's partials reach every SM before its count does.
     __threadfence();
+    // Every thread is done with the per-warp sums, so their first word says whether this block is
+    // the last: no static shared memory on top of the sums, which fill the default 48 KiB at C=768
+    // (a launch asking for more fails).
     __syncthreads();
-    if (threadIdx.x == 0) is_last[0] = atomicAdd(scratch_counter(scratch), 1u) == gridDim.x - 1;
+    if (threadIdx.x == 0) sums[0] = atomicAdd(scratch_counter(scratch), 1u) == gridDim.x - 1 ? 1.0f : 0.0f;
     __syncthreads();
-    if (!is_last[0]) return;
+    if (sums[0] == 0.0f) return;
     // Every other block's count, hence (by its fence) its partials, came before this block's.
     __threadfence();
     for (int first = threadIdx.x; first < 2 * C; first += blockDim.x * kLayerNormFinishOutputs)
