@@ -419,9 +419,13 @@ size_t CudaBackend::optimizer_state_bytes() const {
 void CudaBackend::zero_grad() {
   Impl& d = *impl_;
   if (d.profiler) d.profiler->begin_step();
-  CUDA_CHECK(cudaMemsetAsync(d.grads, 0, d.buffer_size * sizeof(floatX), d.stream));
-  CUDA_CHECK(cudaMemsetAsync(d.scalars + Impl::kLossAccum, 0, sizeof(float), d.stream));
-  d.micro_in_step = 0;
+  d.clear_gradients();
+}
+
+void CudaBackend::Impl::clear_gradients() {
+  CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
+  CUDA_CHECK(cudaMemsetAsync(scalars + kLossAccum, 0, sizeof(float), stream));
+  micro_in_step = 0;
 }
 
 void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {

@@ -168,6 +168,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void stage_tokens(const int* inputs, const int* targets, int B, int T);
   EncoderBuckets stage_buckets(const int* inputs, int BT);
   void ensure_cudnn_workspace(size_t bytes);
+  // The gradients, the loss accumulator and the micro-step count back to zero (zero_grad, which also
+  // begins a profiled step, and the tuning pass, which is none).
+  void clear_gradients();
   // Work outside a training step follows (evaluation, sampling, parameters and state in or out):
   // the profiler, if any, times nothing until the next zero_grad.
   void outside_step() {

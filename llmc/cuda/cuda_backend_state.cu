@@ -261,19 +261,21 @@ bool CudaBackend::tunes_kernels() const { return impl_->opt.speed.gemm_search ==
 // The tuning pass (why a whole micro-step, and why only there: llmc/cuda/gemm_search.cuh): one
 // forward and backward pass in which every GEMM shape is timed the first time it is met; then the
 // gradients and the loss it accumulated are dropped. Parameters and optimizer state are only read.
+// It is no training step: LLMC_PROFILE neither times nor counts it.
 void CudaBackend::tune_kernels(const int* inputs, const int* targets, int B, int T) {
   Impl& d = *impl_;
   if (!tunes_kernels()) return Backend::tune_kernels(inputs, targets, B, T);
+  d.outside_step();
   d.blas->begin_search();
   try {
-    zero_grad();
+    d.clear_gradients();
     forward_backward(inputs, targets, B, T, 1.0f);
   } catch (...) {
     d.blas->end_search();
     throw;
   }
   d.blas->end_search();
-  zero_grad();
+  d.clear_gradients();
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
 

@@ -2,7 +2,8 @@
 # LLMC_PROFILE=on (llmc/cuda/launch_profile.h) on the emulated GPU, BF16 under ASan + UBSan: a 4-step
 # run prints the `profile:` table of its 3 steps after the warm-up step, whose calls per step are
 # those counted by hand from the model below, and trains bit for bit as the same run without it
-# (main.log equal, the same `cuda:` line: the events allocate no device memory). The emulator's
+# (main.log equal, the same `cuda:` line: the events allocate no device memory), also with
+# LLMC_GEMM_SEARCH=timed, whose tuning pass is not counted as a step. The emulator's
 # times mean nothing; only the names and counts are checked. A bad value is refused by name.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
@@ -34,28 +35,32 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 # Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward with L=3:
 #   encoder_forward_kernel 1; layernorm_forward_kernel<..., false> 1 (layer 0's ln1); the fused
 #   residual + LayerNorm <..., true> 2L = 6 (every ln2, ln1 of layers 1-2, lnf);
-#   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer);
+#   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and, two-pass, as many
+#   layernorm_backward_finish_kernel;
 #   gelu_forward_kernel 2L = 6 (the forward, then -r 1's recompute before each layer's backward);
 #   the fcproj input gradient with gelu' folded in, "cublasLt m=384 n=80 k=96 NN dgelu" L = 3
 #   (LLMC_GELU=mixed; column-major m = 4C, n = B*T, k = C);
 #   the tied logits "cublasLt m=1024 n=80 k=96 TN" 1 (m = Vp) and their weight gradient
 #   "cublasLt m=96 n=1024 k=80 NT +=" 1;
 #   causal_softmax_forward_kernel and causal_softmax_backward_kernel L = 3 each (the fallback);
-#   bias_grad_partial_kernel 4L = 12 (qkv, attproj, fc, fcproj biases);
+#   bias_grad_partial_kernel and bias_grad_finish_kernel 4L = 12 each (qkv, attproj, fc, fcproj biases);
 #   fused_classifier_kernel 1; accumulate_loss_kernel 1; encoder_backward_wte_kernel and
 #   encoder_backward_wpe_kernel 1 each (chains); global_norm_partial_kernel 1; adamw_vector_kernel 16
 #   (one per parameter tensor, each with its own weight decay).
-# The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1.
+# The kernels' template arguments: the element type, then (where a switch picks an instance) the
+# switch's value, false for two-pass LayerNorm and for LLMC_FAST_MATH=off.
+# The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
+# in the output $2 (default: the profiled run's).
 calls_of() {
   awk -v name="$1" '/^profile: / { tail = "  " name; if (substr($0, length($0) - length(tail) + 1) == tail) { print $4; exit } }' \
-    "$tmp/profiled.out"
+    "${2:-$tmp/profiled.out}"
 }
 for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
-  "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16>:7" \
-  "gelu_forward_kernel<__nv_bfloat16>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
-  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16>:3" \
+  "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
+  "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, false>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
+  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, false>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:12" \
-  "fused_classifier_kernel<__nv_bfloat16>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
+  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, false>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:16"; do
   name=${expected%:*}
@@ -64,8 +69,21 @@ for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_ker
 done
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
 
+# With LLMC_GEMM_SEARCH=timed the start-up tuning pass (a forward and backward pass that runs every
+# GEMM's candidates) is no training step: still 3 steps after 1 warm-up, the same calls per step,
+# and (the emulated algorithms all sum alike) the same training.
+LLMC_GEMM_SEARCH=timed LLMC_PROFILE=on LLMC_EMU_SEED=5 "$trainer" "${run[@]}" -o "$tmp/timed" >"$tmp/timed.out" 2>&1 ||
+  fail "the run with LLMC_GEMM_SEARCH=timed LLMC_PROFILE=on (log: $tmp/timed.out)"
+grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/timed.out" ||
+  fail "with LLMC_GEMM_SEARCH=timed: $(grep '^profile:' "$tmp/timed.out" | head -n 1)"
+for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=" "adamw_vector_kernel<__nv_bfloat16>"; do
+  [ "$(calls_of "$name" "$tmp/timed.out")" = "$(calls_of "$name")" ] ||
+    fail "with LLMC_GEMM_SEARCH=timed, $name: $(calls_of "$name" "$tmp/timed.out") calls per step, not $(calls_of "$name")"
+done
+cmp -s "$tmp/plain/main.log" "$tmp/timed/main.log" || fail "main.log with LLMC_GEMM_SEARCH=timed differs"
+
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 17 calls-per-step counted by hand, training bit-identical to the run without it, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand, training bit-identical to the run without it, the timed GEMM search's tuning pass no step, a bad value refused"
