@@ -389,13 +389,16 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // The timed GEMM search alone: the emulated cuBLASLt's algorithms all sum alike, so the
-      // gradients must be bit for bit the heuristic's; the tuning pass left nothing behind.
-      SpeedSwitches heuristic = variants[i];
-      heuristic.gemm_search = GemmSearch::kHeuristic;
-      if (cuda_device_emulated() && variant->tunes_kernels() &&
-          speed_switches_summary(heuristic) == speed_switches_summary(SpeedSwitches{}))
-        report.exact(fmt::format("grad with {} = without, bit for bit", speed_switches_summary(variants[i])),
+      // Two switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind) and the fused
+      // LayerNorm backward (the same partial sums in the same order as two-pass). Their gradients
+      // must be bit for bit the defaults'. Only there: on a GPU, runs of one build may already
+      // differ (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
+      SpeedSwitches same_sums = variants[i];
+      same_sums.gemm_search = GemmSearch::kHeuristic;
+      same_sums.layernorm_backward = LayerNormBackwardPath::kTwoPass;
+      if (cuda_device_emulated() && same_sums == SpeedSwitches{})
+        report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
       // A recompute reruns the forward's kernels in the switches' form (LLMC_FAST_MATH's GELU among
       // them), so on the emulated GPU -r 0 gives -r 1's bits here too, as for the defaults above.
@@ -423,16 +426,6 @@ int run(const Args& a) {
                       fmt::format("grad on a skewed batch (a chain of {} positions, {} pieces) with {}", chain,
                                   (chain + kEncoderPieceRows - 1) / kEncoderPieceRows, speed_switches_summary(speed)),
                       config, cuda_gradients(*variant, skewed, B, T), cpu_skewed, false);
-    }
-    // LLMC_LAYERNORM_BACKWARD=fused adds the same partial sums in the same order as two-pass, so the
-    // gradients are bit for bit the default's. Only on the emulated GPU: on a GPU, runs of one build
-    // may already differ (docs/gpu-runs.md, the resume check), whatever the LayerNorm does.
-    if (cuda_device_emulated()) {
-      SpeedSwitches fused_layernorm;
-      fused_layernorm.layernorm_backward = LayerNormBackwardPath::kFused;
-      auto variant = make_cuda(config, a, 1, attention, params, fused_layernorm);
-      report.exact("grad with LLMC_LAYERNORM_BACKWARD=fused = two-pass, bit for bit",
-                   cuda_gradients(*variant, batch, B, T), grads);
     }
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);

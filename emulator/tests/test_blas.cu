@@ -13,26 +13,12 @@
 #include <cstring>
 #include <vector>
 
+#include "emulator/tests/device_vectors.h"
 #include "llmc/cuda/common.cuh"
 
 namespace {
 
 constexpr float kSentinel = 99.0f;  // in the padding rows a leading dimension skips: never written
-
-template <class T>
-T* upload(const std::vector<T>& host) {
-  T* p = nullptr;
-  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  return p;
-}
-
-template <class T>
-std::vector<T> download(const T* dev, size_t n) {
-  std::vector<T> host(n);
-  REQUIRE(cudaMemcpy(host.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  return host;
-}
 
 // One cublasLtMatmul, D = alpha op(A) op(B) + beta D (C is D), with its descriptors.
 struct LtCall {

@@ -14,25 +14,12 @@
 #include <vector>
 
 #include "emulator/runtime/stream_order.h"
+#include "emulator/tests/device_vectors.h"
 #include "llmc/cuda/common.cuh"
 
 using llmc::launch;
 
 namespace {
-
-template <class T>
-T* device_array(size_t n) {
-  T* p = nullptr;
-  REQUIRE(cudaMalloc(&p, n * sizeof(T)) == cudaSuccess);
-  return p;
-}
-
-template <class T>
-std::vector<T> to_host(const T* dev, size_t n) {
-  std::vector<T> host(n);
-  REQUIRE(cudaMemcpy(host.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  return host;
-}
 
 // Launches on the default stream, then requires that the launch and the kernel succeeded.
 template <auto Kernel, class... Args>
@@ -55,7 +42,7 @@ TEST_CASE("every thread of a 3-D grid of 3-D blocks runs once, with its own indi
   int* out = device_array<int>(n);
   REQUIRE(cudaMemset(out, 0, n * sizeof(int)) == cudaSuccess);
   launch_ok<indices_kernel>(grid, block, 0, out);
-  const auto got = to_host(out, n);
+  const auto got = download(out, n);
   for (int b = 0; b < 12; ++b)
     for (int t = 0; t < 60; ++t) CHECK(got[b * 60 + t] == 1 + t * 1000 + b * 1000000);
   cudaFree(out);
@@ -76,7 +63,7 @@ __global__ void barrier_kernel(int* out) {
 TEST_CASE("__syncthreads waits for every thread of the block, round after round") {
   int* out = device_array<int>(3 * 256);
   launch_ok<barrier_kernel>(1, 256, 0, out);
-  const auto got = to_host(out, 3 * 256);
+  const auto got = download(out, 3 * 256);
   for (int round = 0; round < 3; ++round)
     for (int t = 0; t < 256; ++t) CHECK(got[round * 256 + t] == ((t + 1) % 256) * 10 + round);
   cudaFree(out);
@@ -97,7 +84,7 @@ __global__ void shuffle_kernel(float* out) {
 TEST_CASE("shuffles exchange among the 32 lanes of a warp, within their width") {
   float* out = device_array<float>(64 * 5);
   launch_ok<shuffle_kernel>(1, 64, 0, out);
-  const auto got = to_host(out, 64 * 5);
+  const auto got = download(out, 64 * 5);
   for (int t = 0; t < 64; ++t) {
     const int lane = t % 32;
     CHECK(got[t * 5 + 0] == 528.0f);
@@ -122,7 +109,7 @@ __global__ void vote_kernel(unsigned* out) {
 TEST_CASE("votes see every lane of their mask") {
   unsigned* out = device_array<unsigned>(32 * 4);
   launch_ok<vote_kernel>(1, 32, 0, out);
-  const auto got = to_host(out, 32 * 4);
+  const auto got = download(out, 32 * 4);
   unsigned every_third = 0;
   for (int lane = 0; lane < 32; lane += 3) every_third |= 1u << lane;
   for (int lane = 0; lane < 32; ++lane) {
@@ -152,7 +139,7 @@ TEST_CASE("shared memory is fresh for every block and starts as 0xFF bytes (NaN)
   const int blocks = 6;
   uint32_t* out = device_array<uint32_t>(blocks * 129);
   launch_ok<fresh_shared_kernel>(blocks, 64, 64 * sizeof(uint32_t), out);
-  const auto got = to_host(out, blocks * 129);
+  const auto got = download(out, blocks * 129);
   for (int i = 0; i < blocks * 128; ++i) CHECK(got[i] == 0xffffffffu);
   for (int b = 0; b < blocks; ++b) CHECK(got[blocks * 128 + b] == 0u);  // dynamic part 16-byte aligned
   cudaFree(out);
@@ -176,11 +163,11 @@ TEST_CASE("atomics from every block add up, and CAS succeeds once") {
   for (void* p : {(void*)counter, (void*)total, (void*)maximum, (void*)exchanged, (void*)swapped})
     REQUIRE(cudaMemset(p, 0, 4) == cudaSuccess);
   launch_ok<atomics_kernel>(16, 256, 0, counter, total, maximum, exchanged, swapped);
-  CHECK(to_host(counter, 1)[0] == 2 * 4096);
-  CHECK(to_host(total, 1)[0] == 2048.0f);  // exact: every partial sum is a multiple of 0.5 below 2^24
-  CHECK(to_host(maximum, 1)[0] == 4095);
-  CHECK(to_host(exchanged, 1)[0] == 7u);
-  const int winner = to_host(swapped, 1)[0];
+  CHECK(download(counter, 1)[0] == 2 * 4096);
+  CHECK(download(total, 1)[0] == 2048.0f);  // exact: every partial sum is a multiple of 0.5 below 2^24
+  CHECK(download(maximum, 1)[0] == 4095);
+  CHECK(download(exchanged, 1)[0] == 7u);
+  const int winner = download(swapped, 1)[0];
   CHECK(winner >= 1);
   CHECK(winner <= 4096);
   for (void* p : {(void*)counter, (void*)total, (void*)maximum, (void*)exchanged, (void*)swapped}) cudaFree(p);
@@ -224,8 +211,8 @@ TEST_CASE("__threadfence and an atomic count: the last block sees every block's 
     REQUIRE(cudaMemset(values, 0xFF, n * sizeof(float)) == cudaSuccess);  // NaN until written
     launch_ok<last_block_kernel>(kBlocks, kThreads, 0, values, done, block_totals, total);
     // 1 + ... + 64 = 2080 per block; every partial sum is an integer below 2^24, so exact.
-    CHECK(to_host(total, 1)[0] == 2080.0f * kBlocks);
-    CHECK(to_host(done, 1)[0] == 0u);
+    CHECK(download(total, 1)[0] == 2080.0f * kBlocks);
+    CHECK(download(done, 1)[0] == 0u);
   }
   cudaFree(values), cudaFree(done), cudaFree(block_totals), cudaFree(total);
 }
@@ -242,18 +229,17 @@ __global__ void intrinsics_kernel(const float* in, float* out, __nv_bfloat16* ha
 
 TEST_CASE("cache-hinted loads and stores, bit casts, arithmetic and bf16 on the device") {
   const std::vector<float> in = {1.5f, 4.0f, -2.0f, 3.0f};
-  float* d_in = device_array<float>(4);
+  float* d_in = upload(in);
   float* d_out = device_array<float>(8);
   __nv_bfloat16* d_half = device_array<__nv_bfloat16>(1);
-  REQUIRE(cudaMemcpy(d_in, in.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
   launch_ok<intrinsics_kernel>(1, 1, 0, d_in, d_out, d_half);
-  const auto out = to_host(d_out, 8);
+  const auto out = download(d_out, 8);
   for (int i = 0; i < 4; ++i) CHECK(out[i] == in[i]);
   CHECK(out[4] == -1.5f);
   CHECK(out[5] == doctest::Approx(0.5f));
   CHECK(out[6] == -1.0f);
   CHECK(out[7] == 31.0f);
-  CHECK(float(to_host(d_half, 1)[0]) == 6.0f);
+  CHECK(float(download(d_half, 1)[0]) == 6.0f);
   cudaFree(d_in);
   cudaFree(d_out);
   cudaFree(d_half);
@@ -278,14 +264,12 @@ struct FastIntrinsicResults {
 
 FastIntrinsicResults run_fast_intrinsics(const std::vector<float>& x, const std::vector<float>& y) {
   const int n = int(x.size());
-  float* d_x = device_array<float>(x.size());
-  float* d_y = device_array<float>(y.size());
+  float* d_x = upload(x);
+  float* d_y = upload(y);
   float* d_exp = device_array<float>(x.size());
   float* d_div = device_array<float>(x.size());
-  REQUIRE(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
-  REQUIRE(cudaMemcpy(d_y, y.data(), y.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
   launch_ok<fast_intrinsics_kernel>((n + 127) / 128, 128, 0, d_x, d_y, d_exp, d_div, n);
-  FastIntrinsicResults r{to_host(d_exp, x.size()), to_host(d_div, x.size())};
+  FastIntrinsicResults r{download(d_exp, x.size()), download(d_div, x.size())};
   for (float* p : {d_x, d_y, d_exp, d_div}) cudaFree(p);
   return r;
 }
@@ -346,9 +330,9 @@ TEST_CASE("cudaMalloc: 256-byte aligned, uninitialised (0xFF bytes), counted by 
   size_t free_after = 0;
   REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
   CHECK(free_before - free_after == 1000);
-  for (uint8_t byte : to_host(p, 1000)) CHECK(byte == 0xFF);
+  for (uint8_t byte : download(p, 1000)) CHECK(byte == 0xFF);
   REQUIRE(cudaMemset(p + 10, 3, 20) == cudaSuccess);
-  const auto after = to_host(p, 40);
+  const auto after = download(p, 40);
   CHECK(after[9] == 0xFF);
   CHECK(after[10] == 3);
   CHECK(after[29] == 3);
@@ -370,7 +354,7 @@ TEST_CASE("copies check their kinds and ranges, and a failed call is reported on
   // cudaMemcpyDefault infers the direction; then the same bytes come back.
   host = {1, 2, 3, 4, 5, 6, 7, 8};
   CHECK(cudaMemcpy(d, host.data(), 32, cudaMemcpyDefault) == cudaSuccess);
-  CHECK(to_host(d, 8) == host);
+  CHECK(download(d, 8) == host);
   cudaFree(d);
 }
 
@@ -394,7 +378,7 @@ TEST_CASE("streams, events and pinned memory") {
   CHECK(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
   CHECK(ms >= 0.0f);
   CHECK(cudaEventElapsedTime(&ms, start, untimed) == cudaErrorInvalidResourceHandle);
-  CHECK(to_host(d, 1)[0] == 9.0f);
+  CHECK(download(d, 1)[0] == 9.0f);
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
   CHECK(cudaStreamSynchronize(stream) == cudaErrorInvalidResourceHandle);
   CHECK(cudaFreeHost(pinned) == cudaSuccess);
@@ -555,7 +539,7 @@ TEST_CASE("launch configuration errors come from cudaGetLastError, and are not s
   REQUIRE(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fill_dynamic_kernel),
                                cudaFuncAttributeMaxDynamicSharedMemorySize, floats * sizeof(float)) == cudaSuccess);
   launch_ok<fill_dynamic_kernel>(1, 256, floats * sizeof(float), out, floats);
-  CHECK(to_host(out, 1)[0] == float(floats - 1));
+  CHECK(download(out, 1)[0] == float(floats - 1));
   CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fill_dynamic_kernel),
                              cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024) == cudaErrorInvalidValue);
   cudaGetLastError();

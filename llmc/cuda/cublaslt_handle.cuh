@@ -63,9 +63,12 @@ class BlasContext {
   // of the heuristic's by timing, else the heuristic's first. Returns false, having launched
   // nothing, when cuBLASLt has no algorithm for it (e.g. an epilogue it does not offer for these
   // types).
-  bool run(const GemmKey& key, const LtGemmDescs& descs, const GemmLaunch& launch, cudaStream_t stream) {
+  // `launch` is any callable: the std::function the search takes is built only for a shape not yet
+  // chosen, so that a training step's GEMMs allocate nothing on the host.
+  template <class Launch>
+  bool run(const GemmKey& key, const LtGemmDescs& descs, const Launch& launch, cudaStream_t stream) {
     auto it = algos_.find(key);
-    if (it == algos_.end()) it = algos_.emplace(key, choose(key, descs, launch, stream)).first;
+    if (it == algos_.end()) it = algos_.emplace(key, choose(key, descs, GemmLaunch(launch), stream)).first;
     if (!it->second) return false;
     CUBLAS_CHECK(launch(*it->second));
     return true;

@@ -49,6 +49,8 @@ TEST_CASE("speed switches: defaults are the first values; every value round-trip
       set_speed_switch(by_name, row, rows[row].values[size_t(value)]);
       CHECK(speed_switch_value(by_index, row) == value);
       CHECK(speed_switch_value(by_name, row) == value);
+      CHECK(by_index == by_name);
+      CHECK((by_name == SpeedSwitches{}) == (value == 0));
       // Only this row changed.
       for (size_t other = 0; other < rows.size(); ++other)
         if (other != row) CHECK(speed_switch_value(by_name, other) == 0);
