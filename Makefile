@@ -108,7 +108,7 @@ CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)
 CUDA_HOST      := $(BUILD)/cuda-host
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
-CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_device.o \
+CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_backend_fp8.o cuda/cuda_device.o \
                   dist/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,cuda/cudnn_attention.o))
 CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS) \
                   $(CUDA_LIB_INCLUDES)

@@ -6,7 +6,8 @@
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
 // every speed switch and all of them on at once, a skewed batch (one token's long chain) with each
-// LLMC_ENCODER_BACKWARD, (bf16) both attention kernels, and the memory plan
+// LLMC_ENCODER_BACKWARD, (bf16) both attention kernels and --fp8 1 (at bars derived from the FP8
+// rounding: kFp8ForwardGemm below), and the memory plan
 // (device_bytes equals the plan's total; the drop in free memory is that plus at most the
 // libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
 // every lever on). One PASS/FAIL line per check, then a summary.
@@ -51,6 +52,28 @@ constexpr bool kFp32 = false;
 constexpr double kTensorBar = kFp32 ? 1e-4 : 5e-2;
 constexpr double kLossBar = kFp32 ? 1e-4 : 2e-2;
 constexpr bool kLossBarIsRelative = kFp32;
+
+// --fp8 1's bars (docs/cuda-trainer.md, "FP8 matmuls"), derived from the FP8 rounding of each GEMM
+// operand. Round to nearest with p mantissa bits leaves an error uniform within +-ulp/2 = +-2^-p m/2
+// relative to a value m 2^e; over significands m spread log-uniformly in [1, 2) its RMS relative
+// size is 2^-p / (2 sqrt 3) * sqrt(E[1/m^2]), E[1/m^2] = (1/ln 2)(1/2 - 1/8) = 0.5410: 0.2123 2^-p,
+// 0.02654 for E4M3 (p = 3) and 0.05308 for E5M2 (p = 2). A dot product of terms with independent
+// relative errors of RMS e_a and e_b is off by about sqrt(e_a^2 + e_b^2) of its size (random signs:
+// the error and the sum both grow as the root of the number of terms): 0.03753 for a forward GEMM
+// (E4M3 x E4M3), 0.05934 for an input-gradient GEMM (E5M2 x E4M3). Independent errors add in
+// quadrature along a path, so a tensor after n_f forward and n_b input-gradient FP8 GEMMs is held to
+// the bf16 bar plus sqrt(n_f 0.03753^2 + n_b 0.05934^2); the worst path is layer 0's qkv weight
+// gradient: all 4L forward GEMMs, then 4L - 1 input-gradient GEMMs on the way down. The logits see
+// the 4L forward GEMMs only. The loss moves with the logits: -dz_y + sum_i p_i dz_i, at most about
+// sqrt(2) times their RMS error, which is the logits' relative bar times their RMS (the oracle's).
+constexpr double fp8_rms_rounding(int mantissa_bits) { return 0.2123 / double(1 << mantissa_bits); }
+const double kFp8ForwardGemm = std::sqrt(2.0) * fp8_rms_rounding(3);
+const double kFp8InputGradientGemm = std::hypot(fp8_rms_rounding(2), fp8_rms_rounding(3));
+double fp8_logits_bar(int L) { return kTensorBar + std::sqrt(4.0 * L) * kFp8ForwardGemm; }
+double fp8_gradient_bar(int L) {
+  return kTensorBar + std::sqrt(4.0 * L * kFp8ForwardGemm * kFp8ForwardGemm +
+                                (4.0 * L - 1) * kFp8InputGradientGemm * kFp8InputGradientGemm);
+}
 
 struct Args {
   std::string config = "L2H4C256T64";
@@ -166,19 +189,19 @@ void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t a
 // Per-tensor relative L2 errors of two gradient buffers in parameter layout; one check per tensor
 // when `each`, else one check of the worst tensor.
 void check_gradients(Report& report, const std::string& what, const GPT2Config& config, const std::vector<float>& got,
-                     const std::vector<float>& ref, bool each) {
+                     const std::vector<float>& ref, bool each, double bar = kTensorBar) {
   const auto layout = param_layout(config);
   double worst = 0.0;
   std::string worst_name = "-";
   for (const ParamTensor& t : layout) {
     const double e = rel_l2(got.data() + t.offset, ref.data() + t.offset, t.numel);
-    if (each) report.check(fmt::format("{} d{}", what, t.name), e, kTensorBar, "rel_l2");
+    if (each) report.check(fmt::format("{} d{}", what, t.name), e, bar, "rel_l2");
     if (!(e <= worst)) {
       worst = e;
       worst_name = t.name;
     }
   }
-  if (!each) report.check(fmt::format("{} (worst: d{})", what, worst_name), worst, kTensorBar, "rel_l2");
+  if (!each) report.check(fmt::format("{} (worst: d{})", what, worst_name), worst, bar, "rel_l2");
 }
 
 struct Batch {
@@ -247,6 +270,99 @@ void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, in
   const std::string loaded = cuda.set_kernel_choices(choices);
   report.check(fmt::format("tuning pass's choices load back ({})", loaded), cuda.kernel_choices() == choices ? 0.0 : 1.0,
                0.5, "differ");
+}
+
+// RMS of n values.
+double rms(const float* x, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  return n > 0 ? std::sqrt(sum / double(n)) : 0.0;
+}
+
+// --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
+// bars derived above. The first micro-step calibrates (floatX GEMMs while the casts record the
+// amaxes), so its gradients are the bf16 ones, bit for bit on the emulated GPU; the next ones run
+// FP8, at scales that saw this very batch. The scaling state moves to another backend as a
+// checkpoint moves it, after which both compute the same bits.
+void check_fp8(Report& report, const GPT2Config& config, const Args& a, AttentionKind attention,
+               const std::vector<float>& params, const Batch& batch, CpuBackend& cpu,
+               const std::vector<float>& cpu_grads, float cpu_loss) {
+  const int B = a.B, T = a.T, L = config.num_layers;
+  const size_t n = num_parameters(config);
+  if (cuda_compute_capability() < kFp8ComputeCapability) {
+    fmt::print("SKIP  --fp8 1: {} has no FP8 tensor cores (compute capability below 8.9)\n",
+               cuda_device_description());
+    return;
+  }
+  CudaBackendOptions o = cuda_options(a, 1, attention);
+  o.fp8 = true;
+  const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
+  CudaBackend fp8(config, o);
+  if (live_before) check_buffers_against_plan(report, fp8.memory_plan(), live_before->size());
+  fp8.set_parameters(params.data());
+  const double logits_bar = fp8_logits_bar(L), grad_bar = fp8_gradient_bar(L);
+
+  // FP8 runs the GELU as kernels (which write the FP8 copies), as LLMC_GELU=kernels does in bf16.
+  SpeedSwitches gelu_kernels;
+  gelu_kernels.gelu = GeluPath::kKernels;
+  const std::vector<float> bf16_grads =
+      cuda_gradients(*make_cuda(config, a, 1, attention, params, gelu_kernels), batch, B, T);
+  const std::vector<float> calibrating = cuda_gradients(fp8, batch, B, T);
+  if (cuda_device_emulated())
+    report.exact("--fp8 1 first micro-step (calibration) = bf16's (LLMC_GELU=kernels), bit for bit", calibrating,
+                 bf16_grads);
+  const std::vector<float> fp8_grads = cuda_gradients(fp8, batch, B, T);
+  const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
+  const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
+  const double loss_bar = kLossBar + std::sqrt(2.0) * logits_bar * rms(cpu_logits, logit_count);
+  report.check(fmt::format("--fp8 1 loss ({:.6f} vs cpu {:.6f})", fp8.accumulated_loss(), cpu_loss),
+               std::fabs(fp8.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
+  check_gradients(report, "--fp8 1 grad", config, fp8_grads, cpu_grads, true, grad_bar);
+  size_t same = 0;
+  for (size_t i = 0; i < n; ++i) same += fp8_grads[i] == bf16_grads[i];
+  report.check(fmt::format("--fp8 1 grads differ from bf16's ({} of {} equal): FP8 GEMMs ran", same, n),
+               double(same) / double(n), 0.5, "equal fraction");
+  const std::vector<float> fp8_logits = fp8.forward_logits(batch.inputs.data(), B, T);
+  report.check("--fp8 1 logits (evaluation pass)", rel_l2(fp8_logits.data(), cpu_logits, logit_count), logits_bar,
+               "rel_l2");
+
+  // The scaling state, as a checkpoint carries it: a second backend given it computes the same
+  // gradients, and one that starts afresh (calibrating) does not.
+  const std::vector<uint8_t> state = fp8.scaling_state();
+  CudaBackend resumed(config, o);
+  resumed.set_parameters(params.data());
+  resumed.set_scaling_state(state);
+  const std::vector<float> next = cuda_gradients(fp8, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
+  if (cuda_device_emulated()) {
+    report.exact("--fp8 1 grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
+    report.check("--fp8 1 scaling state after the same micro-step = the original's",
+                 resumed.scaling_state() == fp8.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
+  }
+  check_gradients(report, "--fp8 1 grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
+
+  // AdamW steps with FP8 against the oracle's (two micro-batches of 0.5 each, as the loop).
+  CpuBackend cpu_steps(config);
+  cpu_steps.set_parameters(params.data());
+  OptimizerStep update;
+  update.weight_decay = 0.1f;
+  update.lr = 3e-4f;
+  for (int step = 0; step < std::min(a.steps, 3); ++step) {
+    float losses[2];
+    Backend* backends[2] = {&fp8, &cpu_steps};
+    for (int k = 0; k < 2; ++k) {
+      Backend& b = *backends[k];
+      b.zero_grad();
+      b.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 0.5f);
+      b.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 0.5f);
+      losses[k] = b.accumulated_loss();
+      const float step_norm = std::sqrt(b.grad_sum_of_squares());
+      update.t = step + 1;
+      update.grad_scale = step_norm > 1.0f ? 1.0f / step_norm : 1.0f;
+      b.optimizer_step(update);
+    }
+    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, losses[0], losses[1]),
+                 std::fabs(losses[0] - losses[1]), loss_bar, "abs_err");
+  }
 }
 
 int run(const Args& a) {
@@ -433,6 +549,8 @@ int run(const Args& a) {
                       cpu_grads, false);
     }
   }
+
+  if (!kFp32) check_fp8(report, config, a, attention, params, batch, cpu, cpu_grads, cpu_loss);
 
   // Gradient buckets sent over NCCL on a second stream while the backward pass runs (--overlap).
   // One rank: every sum is the value itself, so a bucket packed, unpacked or ordered wrongly shows

@@ -79,6 +79,7 @@ std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOption
       llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, auto_recompute ? most : o.recompute, o.zero_stage,
                              ranks, o.overlap, llmc::cuda_precision(), llmc::default_attention_kind());
   in.cudnn_backward = speed.cudnn_backward;
+  in.fp8 = o.fp8;
   const bool nccl = ranks > 1;
   std::optional<llmc::MemoryBudget> budget;
   if (o.device_memory > 0) budget = llmc::budget_from_device_memory(o.device_memory, nccl);
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     // Every rank reads LLMC_PROFILE (a bad value stops them all); rank 0 times and prints the table.
     const bool profile = llmc::profile_from_env();
     options.profile = profile && placement.process.rank == 0;
+    options.fp8 = o.fp8;
     options.seed = static_cast<unsigned>(o.seed);
     options.device = llmc::cuda_device_for_local_rank(placement.process.local_rank);
     options.world_size = placement.process.world_size;
@@ -120,9 +122,9 @@ int main(int argc, char** argv) {
     if (placement.process.rank == 0) {
       const int W = placement.process.world_size;
       const double mib = 1024.0 * 1024.0;
-      fmt::print("cuda: {} | precision {} | attention {} | {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
+      fmt::print("cuda: {} | precision {}{} | attention {} | {} | recompute {} | {:.1f} MiB planned, {:.1f} MiB "
                  "allocated | {}\n",
-                 llmc::cuda_device_description(), llmc::cuda_precision_name(),
+                 llmc::cuda_device_description(), llmc::cuda_precision_name(), o.fp8 ? ", FP8 matmuls" : "",
                  llmc::attention_kind_name(backend->attention()), llmc::speed_switches_summary(options.speed),
                  o.recompute == llmc::kRecomputeAuto ? fmt::format("{} (auto)", backend->recompute())
                                                      : std::to_string(backend->recompute()),

@@ -117,7 +117,7 @@ $(EMU)/tests/%: $(EMU)/emulator/tests/%.o $(EMU_RUNTIME_LIB)
 # with g++ against the emulator and linked with the host library built with the same checker
 # (build/sanitize/libllmc.a under ASan + UBSan, build/libllmc.a without).
 EMU_TRAINER      := $(EMU)/$(CUDA_PREC)/trainer
-EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_state.o \
+EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_state.o llmc/cuda/cuda_backend_fp8.o \
                     llmc/cuda/cuda_device.o llmc/dist/nccl_communicator.o)
 ifeq ($(EMU_SANITIZER),address)
 EMU_HOST_LIB := $(SANITIZE_LIB)

@@ -131,6 +131,15 @@ class Backend {
   virtual std::vector<uint8_t> kernel_choices() { return {}; }
   virtual std::string set_kernel_choices(const std::vector<uint8_t>& choices);
 
+  // State that the numbers of the next steps depend on beyond the parameters and the optimizer's:
+  // the CUDA backend's FP8 scales and amax history (--fp8 1). Opaque bytes to the loop, this rank's
+  // own, which each rank's checkpoint state file keeps and a resumed run sets before its first step,
+  // so that it computes what the unbroken run did. Empty: none (the default). set_scaling_state
+  // throws std::runtime_error for bytes this backend cannot use (another model, or a backend that
+  // keeps none).
+  virtual std::vector<uint8_t> scaling_state() { return {}; }
+  virtual void set_scaling_state(const std::vector<uint8_t>& state);
+
  private:
   std::vector<float> losses_;  // forward_loss's per-position losses
 };

@@ -24,16 +24,17 @@ struct BackendBuffers {
 
 // Allocates every buffer the backend uses, in the plan's order, then checks that the plan lists
 // nothing more. Which buffers exist is decided here from what the backend is (a master copy only
-// when FloatX is 2 bytes, the attention kind's buffers), apart from the plan's own decision, so a
+// when FloatX is 2 bytes, the attention kind's buffers, FP8's), apart from the plan's own decision, so a
 // disagreement throws std::logic_error; the staging buffers follow the plan (their conditions involve
 // the ranks, NCCL and --overlap, which the plan's caller knows).
 template <class FloatX>
-void allocate_backend_buffers(PlannedAllocator& a, BackendBuffers<FloatX>& b, AttentionKind attention) {
+void allocate_backend_buffers(PlannedAllocator& a, BackendBuffers<FloatX>& b, AttentionKind attention, bool fp8) {
   BufferFacts backend_facts;
   backend_facts.bf16 = sizeof(FloatX) == 2;
   backend_facts.host_staging = a.plan().find(BufferId::kStaging) != nullptr;
   backend_facts.overlap_buckets = a.plan().find(BufferId::kBucketStaging) != nullptr;
   backend_facts.cudnn = attention == AttentionKind::kCudnn;
+  backend_facts.fp8 = fp8;
 #define LLMC_BUFFER(id, field, element, when, ...) \
   if (backend_facts.satisfy(BufferCondition::when)) b.field = a.take<element>(BufferId::id);
 #define LLMC_ATTENTION_SCRATCH(id, field, element, when, ...) \

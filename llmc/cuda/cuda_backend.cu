@@ -76,7 +76,8 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.attention = opt.attention;
   plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
   plan_inputs.partition = partition;
-  check_plan_inputs(plan_inputs);  // B, T, recompute, and cuDNN attention only in bf16
+  plan_inputs.fp8 = opt.fp8;
+  check_plan_inputs(plan_inputs);  // B, T, recompute, cuDNN attention and FP8 only in bf16
   if (opt.recompute > max_recompute(opt.speed))
     throw std::runtime_error(fmt::format("CUDA backend: LLMC_GELU=epilogues needs -r 0: recompute {} would rebuild "
                                          "the GELU output from the stored bf16 pre-activation, not as the epilogue "
@@ -97,8 +98,15 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   if (optimizer.state_names.size() > 2)
     throw std::runtime_error(fmt::format("CUDA backend: optimizer {} keeps {} state tensors; the memory plan has two",
                                          optimizer.name, optimizer.state_names.size()));
+  if (opt.fp8 && opt.speed.gelu == GeluPath::kEpilogues)
+    throw std::runtime_error("CUDA backend: --fp8 1 runs the GELU as a kernel, which also writes its output's FP8 copy "
+                             "for the next GEMM; LLMC_GELU=epilogues is for the bf16 GEMMs (unset it with --fp8 1)");
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
+  if (opt.fp8 && cuda_compute_capability() < kFp8ComputeCapability)
+    throw std::runtime_error(fmt::format("CUDA backend: --fp8 1 needs FP8 tensor cores (compute capability 8.9 or "
+                                         "more: Ada, Hopper, Blackwell); {} has none: leave --fp8 at 0",
+                                         cuda_device_description()));
   peak = cuda_device_peak();
 
   layout = param_layout(cfg);
@@ -147,7 +155,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   check_memory_fits(plan_inputs, plan, opt.world_size, budget);
 
   buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
-  allocate_backend_buffers<floatX>(*buffers, *this, opt.attention);
+  allocate_backend_buffers<floatX>(*buffers, *this, opt.attention, opt.fp8);
   if (bucket_staging) setup_bucket_sync();
   if (staging_dev) staging_host.resize(buffer_size);
   if (cudnn_attention()) cudnn_workspace_bytes = buffers->plan().find(BufferId::kCudnnWorkspace)->bytes();
@@ -173,6 +181,12 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
   // The fused LayerNorm backward's completion counter starts at 0; the kernels leave it there.
   CUDA_CHECK(cudaMemsetAsync(scratch, 0, kScratchCounterFloats * sizeof(float), stream));
+  if (fp8_state) {
+    // Every scale 1 (what the calibrating micro-step casts with), no amax, an empty history.
+    std::vector<float> initial(fp8_state_floats(L()), 0.0f);
+    for (int i = 0; i < fp8_tensors(L()); ++i) initial[fp8_scale_offset(i)] = initial[fp8_scale_inv_offset(i)] = 1.0f;
+    CUDA_CHECK(cudaMemcpyAsync(fp8_state, initial.data(), initial.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+  }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (opt.profile) {
     if (active_launch_timer() != nullptr)
@@ -291,25 +305,40 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
 void CudaBackend::Impl::forward(int B, int T) {
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
+  // --fp8 1: the kernels that produce each linear layer's input also write its FP8 copy (fp8_sink;
+  // the attention output, from cuDNN, is cast on its own), which the layer's GEMM reads.
+  if (opt.fp8) cast_fp8_weights();
   encoder_forward(residual, tokens_dev, param(kWte), param(kWpe), B, T, C, stream);
-  layernorm_forward(ln1_of(0), ln1_mean, ln1_rstd, residual, param(kLn1w, 0), param(kLn1b, 0), BT, C, stream);
+  layernorm_forward(ln1_of(0), ln1_mean, ln1_rstd, residual, param(kLn1w, 0), param(kLn1b, 0), BT, C, stream,
+                    fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, 0));
   for (int l = 0; l < L; ++l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
-    matmul_forward(*blas, layer_qkv, ln1_of(l), param(kQkvw, l), param(kQkvb, l), BT, C, 3 * C, stream);
+    floatX* layer_atty = slot_of(atty, l, Cs);
+    floatX* layer_fch = slot_of(fch, l, 4 * Cs);
+    linear_forward(Fp8Linear::kQkv, l, layer_qkv, ln1_of(l), kQkvw, kQkvb, BT, C, 3 * C);
     attention_forward(l, B, T);
-    matmul_forward(*blas, branch, slot_of(atty, l, Cs), param(kAttprojw, l), param(kAttprojb, l), BT, C, C, stream);
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, Fp8Linear::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
+    linear_forward(Fp8Linear::kAttproj, l, branch, layer_atty, kAttprojw, kAttprojb, BT, C, C);
     fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
-                                     branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
-    matmul_forward_gelu(*blas, gelu_of(l), slot_of(fch, l, 4 * Cs), ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C,
-                        4 * C, opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
-    matmul_forward(*blas, branch, gelu_of(l), param(kFcprojw, l), param(kFcprojb, l), BT, 4 * C, C, stream);
+                                     branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream,
+                                     fp8_sink(Fp8Role::kInput, Fp8Linear::kFc, l));
+    if (opt.fp8) {
+      linear_forward(Fp8Linear::kFc, l, layer_fch, ln2_of(l), kFcw, kFcb, BT, C, 4 * C);
+      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream,
+                   fp8_sink(Fp8Role::kInput, Fp8Linear::kFcproj, l));
+    } else {
+      matmul_forward_gelu(*blas, gelu_of(l), layer_fch, ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C, 4 * C,
+                          opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
+    }
+    linear_forward(Fp8Linear::kFcproj, l, branch, gelu_of(l), kFcprojw, kFcprojb, BT, 4 * C, C);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
       fused_residual_layernorm_forward(res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
                                        slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
-                                       param(kLn1b, l + 1), BT, C, stream);
+                                       param(kLn1b, l + 1), BT, C, stream,
+                                       fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, l + 1));
     } else {
       fused_residual_layernorm_forward(res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
                                        param(kLnfb), BT, C, stream);
@@ -330,13 +359,23 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
   const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
-  const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels;
+  const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
   const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
   matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kWte), .dout = logits, .inp = lnf, .weight = param(kWte),
                           .BT = BT, .C = C, .OC = Vp}, stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, ln_fused, stream);
+  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy, cast on its own from
+  // dres and dqkv, and from the fc layer's by the GELU backward kernel that produces it.
+  const bool fp8 = fp8_gemms();
+  const auto fp8_fields = [&](MatmulBackward p, Fp8Linear linear, int l) {
+    if (fp8) {
+      p.dout8 = fp8_operand_of(Fp8Role::kGradient, linear, l);
+      p.weight_t8 = fp8_weight(linear, l, true);
+    }
+    return p;
+  };
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
@@ -345,29 +384,41 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     if (opt.recompute >= 2)
       layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    matmul_backward(*blas, {.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
-                            .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .weight = param(kFcprojw, l),
-                            .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue,
-                            .fast_math = opt.speed.fast_math,
-                            .bias_grad_epilogue = bias_grad_epilogue},
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kFcproj, l), dres, size_t(BT) * Cs, stream);
+    matmul_backward(*blas,
+                    fp8_fields({.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
+                                .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l),
+                                .weight = param(kFcprojw, l), .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C,
+                                .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
+                                .bias_grad_epilogue = bias_grad_epilogue,
+                                .dinp_fp8 = fp8_sink(Fp8Role::kGradient, Fp8Linear::kFc, l)},
+                               Fp8Linear::kFcproj, l),
                     stream);
-    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
-                            .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C, .OC = 4 * C,
-                            .bias_grad_epilogue = bias_grad_epilogue},
+    matmul_backward(*blas,
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
+                                .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C,
+                                .OC = 4 * C, .bias_grad_epilogue = bias_grad_epilogue},
+                               Fp8Linear::kFc, l),
                     stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream);
-    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kAttprojw, l), .dbias = grad(kAttprojb, l),
-                            .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs),
-                            .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
-                            .bias_grad_epilogue = bias_grad_epilogue},
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kAttproj, l), dres, size_t(BT) * Cs, stream);
+    matmul_backward(*blas,
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kAttprojw, l), .dbias = grad(kAttprojb, l),
+                                .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs),
+                                .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
+                                .bias_grad_epilogue = bias_grad_epilogue},
+                               Fp8Linear::kAttproj, l),
                     stream);
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
-    matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l), .bias_scratch = scratch,
-                            .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l), .BT = BT, .C = C, .OC = 3 * C,
-                            .bias_grad_epilogue = bias_grad_epilogue},
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kQkv, l), d_big, size_t(BT) * 3 * Cs, stream);
+    matmul_backward(*blas,
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l),
+                                .bias_scratch = scratch, .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l),
+                                .BT = BT, .C = C, .OC = 3 * C, .bias_grad_epilogue = bias_grad_epilogue},
+                               Fp8Linear::kQkv, l),
                     stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream);
@@ -431,6 +482,7 @@ void CudaBackend::Impl::clear_gradients() {
 void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
   Impl& d = *impl_;
   const int BT = B * T;
+  d.fp8_recording = d.opt.fp8 && !d.tuning;
   d.stage_tokens(inputs, targets, B, T);
   d.forward(B, T);
   // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
@@ -442,6 +494,8 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
   ++d.micro_in_step;
   d.backward(B, T, buckets, d.rounding_seed(inputs, BT));
+  if (d.fp8_recording) d.end_fp8_micro_step();
+  d.fp8_recording = false;
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }

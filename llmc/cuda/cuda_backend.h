@@ -41,6 +41,10 @@ struct CudaBackendOptions {
   // training steps with CUDA events and print the `profile:` table when the backend is destroyed.
   // train_gpt2cu sets it on rank 0 only. At most one such backend at a time.
   bool profile = false;
+  // --fp8 1 (llmc/cuda/fp8.cuh, docs/cuda-trainer.md "FP8 matmuls"): the layers' four linear layers
+  // run their forward and input-gradient GEMMs on FP8 copies (E4M3 activations and weights, E5M2
+  // gradients) with per-tensor scales; the bf16 build on a GPU of compute capability 8.9 or more.
+  bool fp8 = false;
   unsigned seed = 1337;  // the encoder backward's stochastic rounding
   int device = -1;       // the GPU to select before allocating anything; -1 = the current one
   // A registered optimizer (llmc/optim/registry.h) with at most two state tensors: the memory
@@ -77,6 +81,10 @@ Precision cuda_precision();
 int cuda_device_count();
 // One line naming the current device, its compute capability and memory.
 std::string cuda_device_description();
+// The current device's compute capability as major * 10 + minor (90 for an H100).
+int cuda_compute_capability();
+// The least compute capability with FP8 tensor cores (Ada, sm_89), which --fp8 1 needs.
+constexpr int kFp8ComputeCapability = 89;
 // What MFU is counted against on the current device, for this build's precision:
 // LLMC_PEAK_TFLOPS=<dense TFLOP/s> when set, else the table of llmc/train/mfu.h for its name
 // (cudaDeviceProp::name). Throws std::runtime_error naming LLMC_PEAK_TFLOPS for a bad value.
@@ -138,6 +146,9 @@ class CudaBackend : public Backend {
   void tune_kernels(const int* inputs, const int* targets, int B, int T) override;
   std::vector<uint8_t> kernel_choices() override;
   std::string set_kernel_choices(const std::vector<uint8_t>& choices) override;
+  // --fp8 1: the FP8 scaling state (llmc/cuda/fp8.cuh) and how many micro-steps it has seen.
+  std::vector<uint8_t> scaling_state() override;
+  void set_scaling_state(const std::vector<uint8_t>& state) override;
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass, and the current
   // gradients in parameter layout, both converted to fp32.

@@ -17,6 +17,7 @@
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
 #include "llmc/cuda/encoder.cuh"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/launch_profiler.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
@@ -142,6 +143,16 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   size_t cudnn_workspace_bytes = 0;
   std::unique_ptr<LaunchProfiler> profiler;  // opt.profile's, the active launch timer while it lives
 
+  // --fp8 1 (llmc/cuda/fp8.cuh). The weights' FP8 copies are cast again before the first forward
+  // pass after the parameters change. fp8_micro_steps counts the training micro-steps whose amaxes
+  // the delayed scales have taken in (the history's clock, kept in the checkpoint); until the first
+  // has, the GEMMs stay in floatX (calibration). Only a training micro-step records amaxes
+  // (fp8_recording): evaluation, sampling and the tuning pass read the scales and leave them.
+  bool fp8_weights_stale = true;
+  uint64_t fp8_micro_steps = 0;
+  bool fp8_recording = false;
+  bool tuning = false;  // inside tune_kernels: its FP8 GEMM shapes are timed even before calibration
+
   Impl(const GPT2Config& config, const CudaBackendOptions& options, const OptimizerPartition& partition);
   ~Impl();
 
@@ -185,6 +196,19 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
+  // --fp8 1. Whether this pass's linear layers run their GEMMs in FP8; where tensor (role, linear,
+  // layer l) is cast to (the operand buffer, with its scale; null data without --fp8); that operand
+  // as the GEMM reads it; the weight's copy (as it is, or transposed); the weights' casts; the end
+  // of a training micro-step.
+  bool fp8_gemms() const { return opt.fp8 && (fp8_micro_steps > 0 || tuning); }
+  Fp8Sink fp8_sink(Fp8Role role, Fp8Linear linear, int l) const;
+  Fp8Matrix fp8_operand_of(Fp8Role role, Fp8Linear linear, int l) const;
+  Fp8Matrix fp8_weight(Fp8Linear linear, int l, bool transposed) const;
+  void cast_fp8_weights();
+  void end_fp8_micro_step();
+  // out = inp W^T + b for linear layer `linear` of layer l (W, b: parameter tensors w, b; OC x C):
+  // from the FP8 operand buffer and weight copy when fp8_gemms(), else in floatX.
+  void linear_forward(Fp8Linear linear, int l, floatX* out, const floatX* inp, int w, int b, int BT, int C, int OC);
   void setup_bucket_sync();
   bool overlapping() const { return bucket_order.active() && comm_stream != nullptr; }
   // The backward pass has finished bucket `bucket`'s gradients (kernels queued on `stream`).

@@ -45,6 +45,7 @@ float CudaBackend::Impl::read_scalar(int index) {
 void CudaBackend::set_parameters(const float* params) {
   Impl& d = *impl_;
   d.outside_step();
+  d.fp8_weights_stale = true;
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
@@ -120,6 +121,7 @@ float CudaBackend::grad_sum_of_squares(ElementRange range) {
 
 void CudaBackend::optimizer_step(const OptimizerStep& step) {
   Impl& d = *impl_;
+  d.fp8_weights_stale = true;
   OptimizerSlice<floatX> buffers;
   buffers.params = d.params;
   buffers.master = d.master;
@@ -159,6 +161,7 @@ void CudaBackend::reduce_scatter_gradients(Communicator& host) {
 
 void CudaBackend::all_gather_parameters(Communicator& host) {
   Impl& d = *impl_;
+  d.fp8_weights_stale = true;
   const ZeroLayout& layout = d.partition.layout;
   const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
   if (d.nccl) {
@@ -260,21 +263,26 @@ bool CudaBackend::tunes_kernels() const { return impl_->opt.speed.gemm_search ==
 
 // The tuning pass (why a whole micro-step, and why only there: llmc/cuda/gemm_search.cuh): one
 // forward and backward pass in which every GEMM shape is timed the first time it is met; then the
-// gradients and the loss it accumulated are dropped. Parameters and optimizer state are only read.
+// gradients and the loss it accumulated are dropped. Parameters, optimizer state and the FP8 scaling
+// state are only read (with --fp8 1 its FP8 GEMMs are timed even before the first micro-step has
+// calibrated the scales: their values do not matter here).
 // It is no training step: LLMC_PROFILE neither times nor counts it.
 void CudaBackend::tune_kernels(const int* inputs, const int* targets, int B, int T) {
   Impl& d = *impl_;
   if (!tunes_kernels()) return Backend::tune_kernels(inputs, targets, B, T);
   d.outside_step();
   d.blas->begin_search();
+  d.tuning = true;
   try {
     d.clear_gradients();
     forward_backward(inputs, targets, B, T, 1.0f);
   } catch (...) {
     d.blas->end_search();
+    d.tuning = false;
     throw;
   }
   d.blas->end_search();
+  d.tuning = false;
   d.clear_gradients();
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }

@@ -76,6 +76,11 @@ std::string cuda_device_description() {
                      double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
+int cuda_compute_capability() {
+  const cudaDeviceProp prop = current_device_properties();
+  return prop.major * 10 + prop.minor;
+}
+
 PeakFlops cuda_device_peak() {
   return device_peak_flops(current_device_properties().name, cuda_precision() == Precision::kBf16,
                            std::getenv("LLMC_PEAK_TFLOPS"));

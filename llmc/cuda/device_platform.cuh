@@ -117,12 +117,12 @@ __device__ inline T* dynamic_shared() {
 }
 #endif
 
-// A 16-byte vector access at p: the GPU faults with "misaligned address" unless p is 16-byte
-// aligned, and so does the emulated one, whose CPU would not.
-template <class P>
+// A vector access of kBytes (16 unless said) at p: the GPU faults with "misaligned address" unless p
+// is kBytes-aligned, and so does the emulated one, whose CPU would not.
+template <int kBytes = 16, class P>
 __device__ inline P* vector_address(P* p) {
 #if defined(LLMC_CUDA_EMULATOR)
-  emu::check_aligned(p, 16, std::is_const<P>::value ? "load" : "store");
+  emu::check_aligned(p, kBytes, std::is_const<P>::value ? "load" : "store");
 #endif
   return p;
 }

@@ -15,6 +15,7 @@
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fast_math.cuh"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/gpt2_constants.h"
 
 namespace llmc {
@@ -53,50 +54,64 @@ __device__ inline float gelu_derivative(float x) {
   }
 }
 
+// With fp8.data, the output's FP8 copy too (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
 template <class Real, bool kFast>
-__global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n) {
+__global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n, Fp8Sink fp8) {
   constexpr int S = Packed128<Real>::size;
-  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
-  if (i >= n) return;
-  const Packed128<Real> x = load128cs(inp + i);
-  Packed128<Real> y;
+  const size_t thread = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t i = thread * S;
+  float amax = 0.0f;
+  if (i < n) {
+    const Packed128<Real> x = load128cs(inp + i);
+    Packed128<Real> y;
 #pragma unroll
-  for (int k = 0; k < S; ++k) y[k] = Real(gelu_value<kFast>(float(x[k])));
-  store128(out + i, y);
+    for (int k = 0; k < S; ++k) y[k] = Real(gelu_value<kFast>(float(x[k])));
+    store128(out + i, y);
+    if (fp8.data) amax = fp8_store_vector(fp8, i, y);
+  }
+  if (fp8.amax) fp8_record_amax(fp8.amax, amax, static_cast<long long>(thread / kWarpSize));
 }
 
 // dinp = gelu'(inp) * dout; dinp may alias dout (each thread reads its vector before writing it).
+// With fp8.data, dinp's FP8 copy too.
 template <class Real, bool kFast>
-__global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* dout, size_t n) {
+__global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* dout, size_t n, Fp8Sink fp8) {
   constexpr int S = Packed128<Real>::size;
-  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
-  if (i >= n) return;
-  const Packed128<Real> x = load128cs(inp + i);
-  const Packed128<Real> d = load128cs(dout + i);
-  Packed128<Real> g;
+  const size_t thread = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t i = thread * S;
+  float amax = 0.0f;
+  if (i < n) {
+    const Packed128<Real> x = load128cs(inp + i);
+    const Packed128<Real> d = load128cs(dout + i);
+    Packed128<Real> g;
 #pragma unroll
-  for (int k = 0; k < S; ++k) g[k] = Real(gelu_derivative<kFast>(float(x[k])) * float(d[k]));
-  store128(dinp + i, g);
+    for (int k = 0; k < S; ++k) g[k] = Real(gelu_derivative<kFast>(float(x[k])) * float(d[k]));
+    store128(dinp + i, g);
+    if (fp8.data) amax = fp8_store_vector(fp8, i, g);
+  }
+  if (fp8.amax) fp8_record_amax(fp8.amax, amax, static_cast<long long>(thread / kWarpSize));
 }
 
-// fast_math: LLMC_FAST_MATH's form of the two functions.
-inline void gelu_forward(floatX* out, const floatX* inp, size_t n, FastMath fast_math, cudaStream_t stream) {
+// fast_math: LLMC_FAST_MATH's form of the two functions; fp8: where the output's FP8 copy goes, if
+// anywhere.
+inline void gelu_forward(floatX* out, const floatX* inp, size_t n, FastMath fast_math, cudaStream_t stream,
+                         const Fp8Sink& fp8 = {}) {
   require_whole_vectors("gelu_forward", "size", n);
   constexpr int block = 256;
   with_fast_math(fast_math, [&](auto fast) {
     launch<gelu_forward_kernel<floatX, decltype(fast)::value>>(
-        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, out, inp, n);
+        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, out, inp, n, fp8);
   });
   CUDA_CHECK_LAST();
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, FastMath fast_math,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, const Fp8Sink& fp8 = {}) {
   require_whole_vectors("gelu_backward", "size", n);
   constexpr int block = 256;
   with_fast_math(fast_math, [&](auto fast) {
     launch<gelu_backward_kernel<floatX, decltype(fast)::value>>(
-        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, dinp, inp, dout, n);
+        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, dinp, inp, dout, n, fp8);
   });
   CUDA_CHECK_LAST();
 }

@@ -12,24 +12,35 @@ namespace llmc {
 namespace {
 
 constexpr size_t kHeaderWords = 4;
-constexpr size_t kKeyWords = 10;
-constexpr size_t kEntryWords = kKeyWords + std::tuple_size<GemmAlgoWords>::value;
+constexpr size_t kKeyWords = 12;
+constexpr size_t kVersion1KeyWords = 10;  // no operand types
+constexpr size_t kAlgoWords = std::tuple_size<GemmAlgoWords>::value;
 
 std::array<uint64_t, kKeyWords> key_words(const GemmKey& k) {
   return {uint64_t(k.m), uint64_t(k.n), uint64_t(k.k), k.trans_a, k.trans_b, uint64_t(k.epilogue), k.accumulate,
-          k.align_a, k.align_b, k.align_d};
+          k.align_a, k.align_b, k.align_d, uint64_t(int64_t(k.a_type)), uint64_t(int64_t(k.b_type))};
+}
+
+// -1, or a cudaDataType (all below 256).
+bool is_operand_type(uint64_t word) {
+  const int64_t t = int64_t(word);
+  return t >= -1 && t < 256;
 }
 
 bool is_alignment(uint64_t bytes) { return bytes >= 1 && bytes <= 256 && (bytes & (bytes - 1)) == 0; }
 
-// The key in words w[0..kKeyWords); throws naming `source` when a field cannot be one of ours.
-GemmKey key_from_words(const uint64_t* w, const std::string& source, size_t entry) {
+// The key in words w[0..key_words) (kKeyWords, or kVersion1KeyWords: no types); throws naming
+// `source` when a field cannot be one of ours.
+GemmKey key_from_words(const uint64_t* w, size_t key_words, const std::string& source, size_t entry) {
   const auto positive_int = [](uint64_t x) { return x >= 1 && x <= uint64_t(INT32_MAX); };
+  const bool typed = key_words == kKeyWords;
   if (!positive_int(w[0]) || !positive_int(w[1]) || !positive_int(w[2]) || w[3] > 1 || w[4] > 1 ||
-      w[5] > uint64_t(INT32_MAX) || w[6] > 1 || !is_alignment(w[7]) || !is_alignment(w[8]) || !is_alignment(w[9]))
+      w[5] > uint64_t(INT32_MAX) || w[6] > 1 || !is_alignment(w[7]) || !is_alignment(w[8]) || !is_alignment(w[9]) ||
+      (typed && (!is_operand_type(w[10]) || !is_operand_type(w[11]))))
     throw std::runtime_error(fmt::format("{}: GEMM algorithm table entry {} is not a GEMM shape", source, entry));
   return GemmKey{int(w[0]), int(w[1]), int(w[2]), w[3] == 1, w[4] == 1, int(w[5]), w[6] == 1,
-                 uint32_t(w[7]), uint32_t(w[8]), uint32_t(w[9])};
+                 uint32_t(w[7]), uint32_t(w[8]), uint32_t(w[9]), typed ? int(int64_t(w[10])) : -1,
+                 typed ? int(int64_t(w[11])) : -1};
 }
 
 }  // namespace
@@ -51,9 +62,11 @@ GemmTable gemm_table_from_bytes(const std::vector<uint8_t>& bytes, const std::st
     throw std::runtime_error(fmt::format("{}: {} bytes are not a GEMM algorithm table", source, bytes.size()));
   std::vector<uint64_t> w(bytes.size() / sizeof(uint64_t));
   std::memcpy(w.data(), bytes.data(), bytes.size());
-  if (w[0] != kGemmTableMagic || w[1] != kGemmTableVersion)
-    throw std::runtime_error(fmt::format("{}: not a GEMM algorithm table of version {} (magic {:#x}, version {})",
+  if (w[0] != kGemmTableMagic || w[1] < 1 || w[1] > kGemmTableVersion)
+    throw std::runtime_error(fmt::format("{}: not a GEMM algorithm table of version 1 to {} (magic {:#x}, version {})",
                                          source, kGemmTableVersion, w[0], w[1]));
+  const size_t key_words = w[1] == 1 ? kVersion1KeyWords : kKeyWords;
+  const size_t kEntryWords = key_words + kAlgoWords;
   const uint64_t count = w[3];
   if ((w.size() - kHeaderWords) / kEntryWords != count || (w.size() - kHeaderWords) % kEntryWords != 0)
     throw std::runtime_error(fmt::format("{}: GEMM algorithm table of {} entries in {} bytes", source, count,
@@ -63,8 +76,8 @@ GemmTable gemm_table_from_bytes(const std::vector<uint8_t>& bytes, const std::st
   for (size_t e = 0; e < count; ++e) {
     const uint64_t* entry = w.data() + kHeaderWords + e * kEntryWords;
     GemmAlgoWords algo;
-    std::copy(entry + kKeyWords, entry + kEntryWords, algo.begin());
-    if (!table.algos.emplace(key_from_words(entry, source, e), algo).second)
+    std::copy(entry + key_words, entry + kEntryWords, algo.begin());
+    if (!table.algos.emplace(key_from_words(entry, key_words, source, e), algo).second)
       throw std::runtime_error(fmt::format("{}: GEMM algorithm table entry {} repeats a shape", source, e));
   }
   return table;

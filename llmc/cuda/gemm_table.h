@@ -7,8 +7,10 @@
 // serializable and valid again with the same library version, so the table stores the words as
 // they are, with the version of the cuBLASLt that chose them. Bytes, all uint64 little-endian:
 //   [0] kGemmTableMagic [1] kGemmTableVersion [2] cublasLtGetVersion() of the chooser [3] count
-//   then per entry 18 words: m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b,
-//   align_d (GemmKey), then the 8 words of the algorithm.
+//   then per entry 20 words: m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b,
+//   align_d, a_type, b_type (GemmKey; the types as int64, -1 in two's complement), then the 8 words
+//   of the algorithm. Version 1 tables (18 words an entry, before FP8 operands: no types) are still
+//   read, their types -1.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -26,15 +28,19 @@ constexpr int kGemmSearchCandidates = 16;
 // Every parameter that can change cuBLASLt's choice of kernel for our GEMMs. The alignments (in
 // bytes, powers of two up to 256) of A, B and D are part of it: a kernel chosen for 256-byte-aligned
 // buffers may not run on a per-layer tensor that starts only 16 bytes past such a boundary.
+// A and B's types are part of it too: -1 where they are D's (every floatX GEMM), else their
+// cudaDataType (FP8 operands, --fp8 1).
 struct GemmKey {
   int m, n, k;
   bool trans_a, trans_b;
   int epilogue;
   bool accumulate;
   uint32_t align_a, align_b, align_d;
+  int a_type = -1, b_type = -1;
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b, align_d) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.accumulate, o.align_a, o.align_b, o.align_d);
+    return std::tie(m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b, align_d, a_type, b_type) <
+           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.accumulate, o.align_a, o.align_b, o.align_d,
+                    o.a_type, o.b_type);
   }
   bool operator==(const GemmKey& o) const { return !(*this < o) && !(o < *this); }
 };
@@ -43,7 +49,7 @@ struct GemmKey {
 using GemmAlgoWords = std::array<uint64_t, 8>;
 
 constexpr uint64_t kGemmTableMagic = 0x3142544D4D4547ull;  // "GEMMTB1"
-constexpr uint64_t kGemmTableVersion = 1;
+constexpr uint64_t kGemmTableVersion = 2;
 
 struct GemmTable {
   uint64_t library_version = 0;  // cublasLtGetVersion() of the library that chose the algorithms

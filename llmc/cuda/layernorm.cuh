@@ -13,6 +13,7 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
 #include "llmc/gpt2_constants.h"
@@ -23,10 +24,12 @@ constexpr float kLayerNormEpsF = float(kLayerNormEps);
 constexpr int kLayerNormSharedBudget = 48 * 1024;  // the default per-block limit, no opt-in needed
 
 // With kResidual, x = a + b (rounded to Real, the stored residual stream) is also written to
-// residual_out; otherwise x = a. mean/rstd may be null (inference).
+// residual_out; otherwise x = a. mean/rstd may be null (inference). With fp8.data, the output's FP8
+// copy too (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
 template <class Real, bool kResidual>
 __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* mean, float* rstd, const Real* a,
-                                         const Real* b, const Real* weight, const Real* bias, int N, int C) {
+                                         const Real* b, const Real* weight, const Real* bias, int N, int C,
+                                         Fp8Sink fp8) {
   constexpr int S = Packed128<Real>::size;
   const int warps = blockDim.x / kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
@@ -64,6 +67,7 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   }
   const float s = rsqrtf(warp_reduce_sum(sq) / C + kLayerNormEpsF);
 
+  float amax = 0.0f;
   for (int v = lane; v < vectors; v += kWarpSize) {
     const Packed128<Real> xv = load128(x + v * S);
     const Packed128<Real> w = load128(weight + v * S);
@@ -72,7 +76,9 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
 #pragma unroll
     for (int k = 0; k < S; ++k) o[k] = Real((float(xv[k]) - m) * s * float(w[k]) + float(bb[k]));
     store128(out + base + v * S, o);
+    if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), o));
   }
+  if (fp8.amax) fp8_record_amax(fp8.amax, amax, row);
   if (lane == 0) {
     if (mean) mean[row] = m;
     if (rstd) rstd[row] = s;
@@ -86,24 +92,26 @@ inline int layernorm_forward_warps(int C) {
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
 
-// out, inp: N x C with C a multiple of 8; mean, rstd: N floats or null.
+// out, inp: N x C with C a multiple of 8; mean, rstd: N floats or null; fp8: where out's FP8 copy
+// goes, if anywhere.
 inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                              const floatX* bias, int N, int C, cudaStream_t stream) {
+                              const floatX* bias, int N, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
   launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out, nullptr,
-                                                  mean, rstd, inp, nullptr, weight, bias, N, C);
+                                                  mean, rstd, inp, nullptr, weight, bias, N, C, fp8);
   CUDA_CHECK_LAST();
 }
 
 // residual_out = a + b; out = LayerNorm(residual_out). residual_out may alias a or b.
 inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, float* mean, float* rstd,
                                              const floatX* a, const floatX* b, const floatX* weight,
-                                             const floatX* bias, int N, int C, cudaStream_t stream) {
+                                             const floatX* bias, int N, int C, cudaStream_t stream,
+                                             const Fp8Sink& fp8 = {}) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
   launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out,
-                                                 residual_out, mean, rstd, a, b, weight, bias, N, C);
+                                                 residual_out, mean, rstd, a, b, weight, bias, N, C, fp8);
   CUDA_CHECK_LAST();
 }
 

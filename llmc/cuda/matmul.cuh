@@ -18,6 +18,7 @@
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 
@@ -38,7 +39,16 @@ struct LtGemm {
   void* aux = nullptr;   // the GELU pre-activation, m x n: written by GELU_AUX_BIAS, read by DGELU
   int aux_ld = 0;        // aux's leading dimension
   bool accumulate = false;
+  // FP8 operands (--fp8 1): A and B hold FP8 values, each multiplied by its scale_inv (cuBLASLt's
+  // A/B scale pointers) in the product; D and the bias stay floatX. cuBLASLt takes them only with A
+  // transposed and B not ("TN").
+  bool fp8 = false;
+  Fp8Matrix a8, b8;
 };
+
+inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
+  return format == __NV_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+}
 
 // The name LLMC_PROFILE's table gives the GEMM `g` (cuBLASLt's column-major shape, the operands'
 // transposes, the epilogue): "cublasLt m=2304 n=65536 k=768 TN bias".
@@ -62,6 +72,8 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   if ((reinterpret_cast<uintptr_t>(g.bias) | reinterpret_cast<uintptr_t>(g.aux)) % 16 != 0)
     throw std::invalid_argument("lt_gemm: bias and GELU aux pointers must be 16-byte aligned");
   const cudaDataType_t type = floatX_cuda_type();
+  const cudaDataType_t a_type = g.fp8 ? fp8_cuda_type(g.a8.format) : type;
+  const cudaDataType_t b_type = g.fp8 ? fp8_cuda_type(g.b8.format) : type;
   LtGemmDescs descs;
   // floatX operands, always accumulated in full fp32: CUBLAS_COMPUTE_32F never uses TF32, which the
   // FP32 build's 1e-4 parity needs.
@@ -86,17 +98,27 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
         cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
   }
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
+  if (g.fp8) {
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a8.scale_inv,
+                                                sizeof(g.a8.scale_inv)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b8.scale_inv,
+                                                sizeof(g.b8.scale_inv)));
+  }
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, a_type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, b_type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.d, type, g.m, g.n, g.ldd));
 
   constexpr long long e = sizeof(floatX);
+  const long long e_ab = g.fp8 ? 1 : e;
+  const void* a = g.fp8 ? static_cast<const void*>(g.a8.data) : g.a;
+  const void* b = g.fp8 ? static_cast<const void*>(g.b8.data) : g.b;
   const GemmKey key{g.m, g.n, g.k, g.transpose_a, g.transpose_b, int(g.epilogue), g.accumulate,
-                    lt_alignment(g.a, g.lda * e), lt_alignment(g.b, g.ldb * e), lt_alignment(g.d, g.ldd * e)};
+                    lt_alignment(a, g.lda * e_ab), lt_alignment(b, g.ldb * e_ab), lt_alignment(g.d, g.ldd * e),
+                    g.fp8 ? int(a_type) : -1, g.fp8 ? int(b_type) : -1};
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
   return ctx.run(key, descs, [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, g.a, descs.a, g.b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
+    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
                           &algo, ctx.workspace(), ctx.workspace_bytes(), stream);
   }, stream);
 }
@@ -119,6 +141,21 @@ inline LtGemm forward_gemm(floatX* out, const floatX* inp, const floatX* weight,
 inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, const floatX* weight, const floatX* bias,
                            int BT, int C, int OC, cudaStream_t stream) {
   LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
+  if (bias) {
+    g.epilogue = CUBLASLT_EPILOGUE_BIAS;
+    g.bias = const_cast<floatX*>(bias);
+  }
+  lt_gemm(ctx, g, stream);
+}
+
+// The same product from FP8 copies (--fp8 1): out = (inp8 / s_inp) (weight8 / s_w)^T + bias, E4M3
+// both, the forward mapping's TN layout as it is.
+inline void matmul_forward_fp8(BlasContext& ctx, floatX* out, const Fp8Matrix& inp, const Fp8Matrix& weight,
+                               const floatX* bias, int BT, int C, int OC, cudaStream_t stream) {
+  LtGemm g = forward_gemm(out, nullptr, nullptr, BT, C, OC);
+  g.fp8 = true;
+  g.a8 = weight;
+  g.b8 = inp;
   if (bias) {
     g.epilogue = CUBLASLT_EPILOGUE_BIAS;
     g.bias = const_cast<floatX*>(bias);
@@ -169,15 +206,30 @@ struct MatmulBackward {
   FastMath fast_math = FastMath::kOff;
   // dbias through the weight-gradient GEMM's BGRADB epilogue rather than the bias-gradient kernels.
   bool bias_grad_epilogue = false;
+  // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
+  // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
+  Fp8Matrix dout8, weight_t8;
+  // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
+  // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
+  Fp8Sink dinp_fp8;
 };
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
 // dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
-// place. Reads only dinp, dout, weight, pre_gelu, the sizes and dgelu_epilogue of `p`.
+// place. Reads only dinp, dout, weight, pre_gelu, the sizes, dgelu_epilogue and the FP8 fields of `p`.
 inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
            .ldd = p.C};
-  if (p.pre_gelu && p.dgelu_epilogue) {
+  if (p.dout8.data) {
+    // dinp_c (C x BT) = (weight^T)_c^T dout_c: A = weight_t8 stored OC x C column-major, op T.
+    g.a = g.b = nullptr;
+    g.transpose_a = true;
+    g.lda = p.OC;
+    g.fp8 = true;
+    g.a8 = p.weight_t8;
+    g.b8 = p.dout8;
+  }
+  if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
     LtGemm dgelu = g;
     dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
     dgelu.aux = const_cast<floatX*>(p.pre_gelu);
@@ -185,7 +237,7 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     if (try_lt_gemm(ctx, dgelu, stream)) return;
   }
   lt_gemm(ctx, g, stream);
-  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream);
+  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
 }
 
 // The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "llmc/backend.h"
+#include "llmc/cuda/fp8_layout.h"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/dist/gradient_buckets.h"
 
@@ -69,6 +70,8 @@ void check_plan_inputs(const MemoryPlanInputs& in) {
     throw std::invalid_argument(fmt::format("memory plan: recompute {} is not 0, 1 or 2", in.recompute));
   if (in.attention == AttentionKind::kCudnn && in.precision != Precision::kBf16)
     throw std::invalid_argument("memory plan: cuDNN attention is bf16 only");
+  if (in.fp8 && in.precision != Precision::kBf16)
+    throw std::invalid_argument("memory plan: FP8 matmuls (--fp8 1) need the bf16 build");
 }
 
 namespace {
@@ -110,6 +113,7 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   plan_facts.host_staging = in.host_staging;
   plan_facts.overlap_buckets = in.overlap_buckets;
   plan_facts.cudnn = in.attention == AttentionKind::kCudnn;
+  plan_facts.fp8 = in.fp8;
   MemoryPlan plan;
 #define LLMC_BUFFER(id, field, element, when, name, elements, depends_on) \
   if (plan_facts.satisfy(BufferCondition::when))                          \

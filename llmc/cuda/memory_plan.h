@@ -30,7 +30,7 @@ enum class BufferId {
 };
 
 // When a rank allocates a buffer (the table's `when` column).
-enum class BufferCondition { kAlways, kBf16, kHostStaging, kOverlapBuckets, kCudnn, kFallback };
+enum class BufferCondition { kAlways, kBf16, kHostStaging, kOverlapBuckets, kCudnn, kFallback, kFp8 };
 
 // What the conditions test. The plan takes these facts from its inputs; the backend's allocation
 // sequence takes the precision and the attention kind from its own build and options instead, so
@@ -40,6 +40,7 @@ struct BufferFacts {
   bool host_staging = false;     // MemoryPlanInputs::host_staging
   bool overlap_buckets = false;  // MemoryPlanInputs::overlap_buckets
   bool cudnn = false;            // cuDNN attention, else the fallback
+  bool fp8 = false;              // FP8 matmuls (--fp8 1)
 
   bool satisfy(BufferCondition condition) const {
     switch (condition) {
@@ -49,6 +50,7 @@ struct BufferFacts {
       case BufferCondition::kOverlapBuckets: return overlap_buckets;
       case BufferCondition::kCudnn: return cudnn;
       case BufferCondition::kFallback: return !cudnn;
+      case BufferCondition::kFp8: return fp8;
     }
     return false;
   }
@@ -95,6 +97,8 @@ struct MemoryPlanInputs {
   size_t cudnn_workspace_bytes = 0;
   // cuDNN's attention backward graph (LLMC_CUDNN_BACKWARD), on which its workspace depends.
   CudnnBackward cudnn_backward = CudnnBackward::kDefault;
+  // FP8 matmuls (--fp8 1): the weights' FP8 copies, an FP8 operand buffer and the scaling state.
+  bool fp8 = false;
 };
 
 // Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
@@ -138,7 +142,7 @@ struct MemoryPlan {
 };
 
 // Throws std::invalid_argument for inputs the backend rejects (non-positive B or T, T above
-// max_seq_len, recompute outside 0..2, cuDNN attention in fp32); the backend checks them so too.
+// max_seq_len, recompute outside 0..2, cuDNN attention or FP8 in fp32); the backend checks them so too.
 void check_plan_inputs(const MemoryPlanInputs& inputs);
 // Checks the inputs (check_plan_inputs), then lists the buffers.
 MemoryPlan plan_memory(const MemoryPlanInputs& inputs);

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int kChecksumWord = 20;
 constexpr int kKernelChoicesWord = 21;
+constexpr int kScalingStateWord = 22;
 
 // The arrays after the header, in file order: pointers to const for a TrainState that is.
 template <class State>
@@ -34,6 +35,7 @@ uint64_t state_checksum(const uint64_t (&header)[kStateHeaderWords], const Train
   checksum.update(h, sizeof h);
   for (const auto* p : payload_of(s)) checksum.update(p->data(), p->size() * sizeof(float));
   if (!s.kernel_choices.empty()) checksum.update(s.kernel_choices.data(), s.kernel_choices.size());
+  if (!s.scaling_state.empty()) checksum.update(s.scaling_state.data(), s.scaling_state.size());
   return checksum.digest();
 }
 
@@ -52,6 +54,9 @@ void write_train_state(const std::string& path, const TrainState& s) {
   if (s.kernel_choices.size() > kMaxKernelChoiceBytes)
     throw std::invalid_argument(fmt::format("{}: {} bytes of kernel choices, more than the {} a state file holds", path,
                                             s.kernel_choices.size(), kMaxKernelChoiceBytes));
+  if (s.scaling_state.size() > kMaxScalingStateBytes)
+    throw std::invalid_argument(fmt::format("{}: {} bytes of scaling state, more than the {} a state file holds", path,
+                                            s.scaling_state.size(), kMaxScalingStateBytes));
   uint64_t h[kStateHeaderWords] = {};
   h[0] = kStateMagic;
   h[1] = kStateVersion;
@@ -74,13 +79,15 @@ void write_train_state(const std::string& path, const TrainState& s) {
   h[18] = s.loss_window.size();
   h[19] = s.norm_window.size();
   h[kKernelChoicesWord] = s.kernel_choices.size();
+  h[kScalingStateWord] = s.scaling_state.size();
   h[kChecksumWord] = state_checksum(h, s);
   write_file_atomically(path, [&](FILE* f) {
     bool ok = std::fwrite(h, 1, sizeof h, f) == sizeof h;
     for (const auto* p : payload_of(s))
       ok = ok && std::fwrite(p->data(), sizeof(float), p->size(), f) == p->size();
-    const std::vector<uint8_t>& choices = s.kernel_choices;
-    return ok && (choices.empty() || std::fwrite(choices.data(), 1, choices.size(), f) == choices.size());
+    for (const std::vector<uint8_t>* bytes : {&s.kernel_choices, &s.scaling_state})
+      ok = ok && (bytes->empty() || std::fwrite(bytes->data(), 1, bytes->size(), f) == bytes->size());
+    return ok;
   });
 }
 
@@ -99,15 +106,19 @@ TrainState read_train_state(const std::string& path, const std::vector<std::stri
   if (h[3] < 1 || h[4] >= h[3] || h[5] < 1 || h[6] < 1 || h[7] > 1 || h[15] > h[14] || n > h[14] - h[15] ||
       h[2] > uint64_t(INT32_MAX) || h[5] > uint64_t(INT32_MAX) || h[6] > uint64_t(INT32_MAX) ||
       h[3] > uint64_t(INT32_MAX) || h[18] > 100 || h[19] > 100 || (h[1] == 1 && (windows != 0 || h[17] != 0)) ||
-      h[kKernelChoicesWord] > kMaxKernelChoiceBytes || (h[1] < 3 && h[kKernelChoicesWord] != 0))
+      h[kKernelChoicesWord] > kMaxKernelChoiceBytes || (h[1] < 3 && h[kKernelChoicesWord] != 0) ||
+      h[kScalingStateWord] > kMaxScalingStateBytes || (h[1] < 4 && h[kScalingStateWord] != 0))
     throw std::runtime_error(fmt::format("{}: inconsistent train state header", path));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) throw std::runtime_error(fmt::format("{}: cannot seek", path));
   const long size = std::ftell(f.get());
-  const uint64_t expected = sizeof h + (state_names.size() * n + windows) * sizeof(float) + h[kKernelChoicesWord];
+  const uint64_t expected = sizeof h + (state_names.size() * n + windows) * sizeof(float) + h[kKernelChoicesWord] +
+                            h[kScalingStateWord];
   if (size < 0 || uint64_t(size) != expected)
-    throw std::runtime_error(fmt::format("{}: header says {} tensor(s) of optimizer state over {} parameters and {} "
-                                         "bytes of kernel choices ({} bytes in all) but the file has {} bytes",
-                                         path, state_names.size(), n, h[kKernelChoicesWord], expected, size));
+    throw std::runtime_error(fmt::format("{}: header says {} tensor(s) of optimizer state over {} parameters, {} "
+                                         "bytes of kernel choices and {} of scaling state ({} bytes in all) but the "
+                                         "file has {} bytes",
+                                         path, state_names.size(), n, h[kKernelChoicesWord], h[kScalingStateWord],
+                                         expected, size));
   std::fseek(f.get(), long(sizeof h), SEEK_SET);
   TrainState s;
   s.step = int64_t(h[2]);
@@ -130,8 +141,10 @@ TrainState read_train_state(const std::string& path, const std::vector<std::stri
   s.loss_window.resize(h[18]);
   s.norm_window.resize(h[19]);
   s.kernel_choices.resize(h[kKernelChoicesWord]);
+  s.scaling_state.resize(h[kScalingStateWord]);
   for (std::vector<float>* p : payload_of(s)) read_bytes(f.get(), p->data(), p->size() * sizeof(float), path);
   read_bytes(f.get(), s.kernel_choices.data(), s.kernel_choices.size(), path);
+  read_bytes(f.get(), s.scaling_state.data(), s.scaling_state.size(), path);
   if (h[1] >= 2) {
     const uint64_t stored = h[kChecksumWord], computed = state_checksum(h, s);
     if (computed != stored)

@@ -6,16 +6,20 @@
 //     [15]=first parameter of this rank's optimizer state [16]=number n of parameters it covers
 //     [17]=Checksum64 of the checkpoint's model file (0 = none) [18]=number of loss-window values a
 //     [19]=number of grad-norm-window values b [20]=Checksum64 of this file's bytes with word [20]
-//     read as 0 [21]=number of bytes c of the backend's kernel choices; the rest 0
+//     read as 0 [21]=number of bytes c of the backend's kernel choices [22]=number of bytes d of the
+//     backend's scaling state; the rest 0
 //   then the optimizer's state tensors, n fp32 each, in the order of its registration
 //   (llmc/optim/registry.h; AdamW: m, then v), the loss outlier window (a fp32, oldest first), the
 //   grad-norm outlier window (b fp32), then the kernel choices (c bytes, Backend::kernel_choices:
 //   the CUDA backend's GEMM algorithm table of llmc/cuda/gemm_table.h with LLMC_GEMM_SEARCH=timed;
-//   only rank 0's file holds them, c = 0 elsewhere and without timed choices). The file does not
-//   name the optimizer: the reader says which tensors it expects.
+//   only rank 0's file holds them, c = 0 elsewhere and without timed choices), then the scaling state
+//   (d bytes, Backend::scaling_state: the CUDA backend's FP8 scales and amax history with --fp8 1,
+//   each rank's own in its own file; d = 0 without). The file does not name the optimizer: the
+//   reader says which tensors it expects.
 // With one rank (or ZeRO off) a file holds the state of all parameters: offset 0, n = their number.
-// Version 2 files (word 21 zero, no kernel choices) and version 1 files (words 17-21 zero, no
-// windows) are still read; version 1 files carry no checksums.
+// Version 3 files (word 22 zero, no scaling state), version 2 files (words 21-22 zero, no kernel
+// choices) and version 1 files (words 17-22 zero, no windows) are still read; version 1 files carry
+// no checksums.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,11 +31,13 @@
 namespace llmc {
 
 constexpr uint64_t kStateMagic = 20240527;
-constexpr uint64_t kStateVersion = 3;
+constexpr uint64_t kStateVersion = 4;
 constexpr int kStateHeaderWords = 64;
 // A bound on TrainState::kernel_choices, so that a corrupt header cannot ask for any size: a GEMM
-// algorithm table holds a few dozen shapes of 144 bytes.
+// algorithm table holds a few dozen shapes of 160 bytes.
 constexpr uint64_t kMaxKernelChoiceBytes = uint64_t(1) << 20;
+// Likewise for TrainState::scaling_state: the FP8 state of a 48-layer model is about 60 KiB.
+constexpr uint64_t kMaxScalingStateBytes = uint64_t(1) << 24;
 
 struct TrainState {
   int64_t step = 0;  // the next step to run
@@ -53,6 +59,8 @@ struct TrainState {
   std::vector<float> loss_window, norm_window;  // OutlierDetector::values(), at most 100 each
   // Backend::kernel_choices() (rank 0's file; empty: none), at most kMaxKernelChoiceBytes.
   std::vector<uint8_t> kernel_choices;
+  // Backend::scaling_state() of this file's rank (empty: none), at most kMaxScalingStateBytes.
+  std::vector<uint8_t> scaling_state;
 };
 
 // Writes crash-safely (write_file_atomically); throws std::runtime_error naming the file, and

@@ -53,6 +53,13 @@ TrainState Trainer::load_checkpoint(int step) {
     for (size_t i = 0; i < state_names.size(); ++i)
       copy_overlap(state.optimizer_state[i].values.data(), range, resumed_state_[i].values.data(), owned);
   }
+  // The scaling state is per rank: this rank's own file's, or rank 0's where the checkpoint had
+  // fewer ranks than this run.
+  if (rank_ < head.world_size)
+    resumed_scaling_state_ =
+        rank_ == 0 ? head.scaling_state : read_train_state(checkpoint_state_path(dir, step, rank_), state_names).scaling_state;
+  else
+    resumed_scaling_state_ = head.scaling_state;
   if (covered != owned.size())
     throw std::runtime_error(fmt::format("{}: the state files of its {} rank(s) hold the optimizer state of {} of the "
                                          "{} parameters [{}, {}) rank {} needs", head_file, head.world_size, covered,
@@ -182,6 +189,7 @@ void Trainer::save_checkpoint(Backend& backend, int step) {
   state.norm_window = norm_outliers_.values();
   // The same on every rank (rank 0's, sent to all): rank 0's file keeps them.
   if (lead_) state.kernel_choices = backend.kernel_choices();
+  state.scaling_state = backend.scaling_state();
   write_train_state(checkpoint_state_path(dir, step, rank_), state);
   // The marker goes last, once every rank's state file is in place: a checkpoint without it is
   // incomplete and resume skips it.

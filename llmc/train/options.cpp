@@ -227,6 +227,10 @@ const std::vector<FlagSpec>& train_flags() {
        "activation recompute; auto: the least whose memory plan fits the GPU; the CPU backend has nothing to "
        "recompute",
        [](TrainOptions& o, Arg f, Arg v) { o.recompute = recompute_value(f, v); }},
+      {"--fp8", "<0|1>", "0",
+       "FP8 matmuls for the layers' linear layers (the CUDA trainer, bf16 build, GPUs of compute capability 8.9 "
+       "and up)",
+       [](TrainOptions& o, Arg f, Arg v) { o.fp8 = boolean(f, v); }},
       {"-a", "<0|1>", "0", "overfit a single batch",
        [](TrainOptions& o, Arg f, Arg v) { o.overfit_single_batch = boolean(f, v); }},
       {"-h", "<0|1>", "0", "HellaSwag accuracy at every -v and at the end",

@@ -51,6 +51,7 @@ struct TrainOptions {
   int zero_stage;                  // -z
   bool overlap;                    // --overlap
   int recompute;                   // -r: 0, 1, 2 or kRecomputeAuto
+  bool fp8;                        // --fp8: FP8 matmuls for the layers' linear layers (CUDA, sm_89+)
   bool overfit_single_batch;       // -a
   bool hellaswag;                  // -h
   std::string hellaswag_file;      // --hellaswag-file

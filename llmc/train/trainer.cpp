@@ -254,7 +254,11 @@ void Trainer::choose_kernels(Backend& backend) {
 
 void Trainer::train(Backend& backend) {
   backend.set_parameters(params_.data());
-  if (resumed_step_ >= 0) backend.set_optimizer_state(resumed_state_);
+  if (resumed_step_ >= 0) {
+    backend.set_optimizer_state(resumed_state_);
+    blame("-y", [&] { backend.set_scaling_state(resumed_scaling_state_); });
+  }
+  resumed_scaling_state_ = {};
   params_ = {};
   resumed_state_ = {};
   choose_kernels(backend);

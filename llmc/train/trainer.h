@@ -95,6 +95,7 @@ class Trainer {
   std::vector<float> params_;  // the initial parameters, handed to the backend by train()
   std::vector<OptimizerTensor> resumed_state_;  // the optimizer's, of the owned range
   std::vector<uint8_t> resumed_kernel_choices_;  // the checkpoint's Backend::kernel_choices (empty: none)
+  std::vector<uint8_t> resumed_scaling_state_;   // this rank's Backend::scaling_state from the checkpoint
   int accum_ = 1;
   int64_t step_tokens_ = 0;
   int max_steps_ = 0;

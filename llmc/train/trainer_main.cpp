@@ -53,13 +53,17 @@ namespace {
   group.abort_from_any_thread(kStepTimeoutExitCode);
 }
 
-// The CPU trainer has no device memory: its flags belong to train_gpt2cu, which plans without a GPU.
+// The CPU trainer has no device memory and no FP8 tensor cores: these flags belong to train_gpt2cu, which
+// plans without a GPU.
 void reject_device_flags(const TrainOptions& o) {
   if (o.dry_run_ranks > 0)
     throw FlagError("--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N prints the GPU "
                     "memory plan per rank, and runs without a GPU");
   if (o.device_memory > 0)
     throw FlagError("--device-memory: this trainer runs on the CPU, without device memory; the flag is train_gpt2cu's");
+  if (o.fp8)
+    throw FlagError("--fp8: FP8 matmuls run on a GPU's FP8 tensor cores (train_gpt2cu); this trainer computes in "
+                    "fp32: leave --fp8 at 0");
 }
 
 }  // namespace

@@ -97,10 +97,12 @@ expect_error "-n: checkpoints need an output dir" "${common[@]}" -n 5
 expect_error "-t: sequence length 64 exceeds the model's max_seq_len 32" "${common[@]}" -t 64
 expect_error "-d: total batch of 100 tokens is not divisible" "${common[@]}" -d 100
 expect_error "--device-memory: '80' has no unit" "${common[@]}" --device-memory 80
+expect_error "--fp8: 'yes'" "${common[@]}" --fp8 yes
 if [ "$trainer" = ./train_gpt2 ]; then
   # GPU memory is train_gpt2cu's business: the CPU trainer points there instead of ignoring the flags.
   expect_error "--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N" "${common[@]}" --dry-run 8
   expect_error "--device-memory: this trainer runs on the CPU" "${common[@]}" --device-memory 40GiB
+  expect_error "--fp8: FP8 matmuls run on a GPU's FP8 tensor cores" "${common[@]}" --fp8 1
 else
   # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1

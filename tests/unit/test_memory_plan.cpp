@@ -137,10 +137,11 @@ class RecordingAllocator : public DeviceAllocator {
 
 // The allocation sequence the backend runs, with FloatX standing in for its floatX.
 template <class FloatX>
-std::vector<Allocation> run_backend_sequence(const MemoryPlan& plan, AttentionKind attention, RecordingAllocator& device) {
+std::vector<Allocation> run_backend_sequence(const MemoryPlan& plan, AttentionKind attention, RecordingAllocator& device,
+                                             bool fp8 = false) {
   PlannedAllocator allocator(plan, device);
   BackendBuffers<FloatX> buffers;
-  allocate_backend_buffers<FloatX>(allocator, buffers, attention);
+  allocate_backend_buffers<FloatX>(allocator, buffers, attention, fp8);
   CHECK(buffers.params != nullptr);
   CHECK(buffers.blas_workspace != nullptr);
   return allocator.allocations();
@@ -347,7 +348,7 @@ TEST_CASE("memory plan: regrowing cuDNN's workspace keeps the list and the devic
   {
     PlannedAllocator allocator(plan, device);
     BackendBuffers<uint16_t> buffers;
-    allocate_backend_buffers<uint16_t>(allocator, buffers, AttentionKind::kCudnn);
+    allocate_backend_buffers<uint16_t>(allocator, buffers, AttentionKind::kCudnn, false);
     const size_t planned = plan.find(BufferId::kCudnnWorkspace)->bytes();
     CHECK(allocator.regrow(BufferId::kCudnnWorkspace, planned - 1) == buffers.cudnn_workspace);  // big enough
     CHECK(device.released == 0);
@@ -357,4 +358,30 @@ TEST_CASE("memory plan: regrowing cuDNN's workspace keeps the list and the devic
     CHECK(device.asked.back().bytes == planned + 1000);
   }
   CHECK(device.released == int(plan.buffers.size()) + 1);
+}
+
+TEST_CASE("memory plan: --fp8 1 adds the weight copies, one operand buffer and the scaling state") {
+  MemoryPlanInputs in = d12_for_ranks(1, 0, 1);
+  const MemoryPlan bf16 = plan_memory(in);
+  in.fp8 = true;
+  const MemoryPlan fp8 = plan_memory(in);
+  // d12: 12 layers of C = 768 at B=4, T=64. Weights: 12 C^2 values a layer, each as it is and
+  // transposed, one byte each: 2 * 12 * 12 * 768^2 = 169,869,312. The operand: B*T*4C = 256 * 3072
+  // bytes. The state: 3 roles * 4 linears * 12 layers = 144 tensors of 2 + 64 + 16 floats.
+  REQUIRE(fp8.find(BufferId::kFp8Weights) != nullptr);
+  CHECK(fp8.find(BufferId::kFp8Weights)->bytes() == 169869312ull);
+  CHECK(fp8.find(BufferId::kFp8Operand)->bytes() == 786432ull);
+  CHECK(fp8.find(BufferId::kFp8State)->bytes() == 144ull * 82 * 4);
+  CHECK(fp8.total_bytes() - bf16.total_bytes() == 169869312ull + 786432ull + 144ull * 82 * 4);
+  CHECK(bf16.find(BufferId::kFp8State) == nullptr);
+  // The backend's sequence takes exactly these buffers with FP8 on, and refuses a plan without them.
+  RecordingAllocator device;
+  const std::vector<Allocation> taken = run_backend_sequence<uint16_t>(fp8, AttentionKind::kCudnn, device, true);
+  CHECK(taken.size() == fp8.buffers.size());
+  CHECK_THROWS_AS(run_backend_sequence<uint16_t>(bf16, AttentionKind::kCudnn, device, true), std::logic_error);
+  // FP8 needs the bf16 build.
+  in.precision = Precision::kFp32;
+  in.attention = AttentionKind::kFallback;
+  CHECK(test_support::contains(test_support::thrown_message<std::invalid_argument>([&] { plan_memory(in); }),
+                               "--fp8 1"));
 }

@@ -77,6 +77,51 @@ TEST_CASE("train state: write then read gives back every field") {
   CHECK(r.loss_window == s.loss_window);
   CHECK(r.norm_window == s.norm_window);
   CHECK(r.kernel_choices.empty());
+  CHECK(r.scaling_state.empty());
+}
+
+TEST_CASE("train state: the scaling state round-trips after the kernel choices, checksummed; version 3 files still load") {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/scaling.bin";
+  llmc::TrainState s = example();
+  s.kernel_choices = {1, 2, 3};
+  s.scaling_state = {9, 8, 7, 6, 5};
+  llmc::write_train_state(path, s);
+  CHECK(std::filesystem::file_size(path) == 64 * 8 + (2 * 250 + 3 + 2) * 4 + 3 + 5);
+  const llmc::TrainState r = llmc::read_train_state(path, {"m", "v"});
+  CHECK(r.kernel_choices == s.kernel_choices);
+  CHECK(r.scaling_state == s.scaling_state);
+
+  std::string bytes = test_support::read_bytes(path);
+  bytes.back() ^= 0x01;
+  test_support::write_bytes(dir + "/flipped_scaling.bin", bytes);
+  CHECK(error_of(dir + "/flipped_scaling.bin").find("checksum mismatch") != std::string::npos);
+  // A header claiming more scaling bytes than the file has.
+  std::string longer = test_support::read_bytes(path);
+  const uint64_t more = 6;
+  std::memcpy(&longer[22 * 8], &more, sizeof more);
+  test_support::write_bytes(dir + "/short_scaling.bin", longer);
+  CHECK(error_of(dir + "/short_scaling.bin").find("6 of scaling state") != std::string::npos);
+
+  // A version 3 file: kernel choices, no scaling state, version word 3, checksum recomputed.
+  llmc::TrainState v3 = example();
+  v3.kernel_choices = {4, 5};
+  llmc::write_train_state(dir + "/v4.bin", v3);
+  std::string v3_bytes = test_support::read_bytes(dir + "/v4.bin");
+  const auto set_word = [&](std::string& b, size_t word, uint64_t value) {
+    std::memcpy(&b[word * 8], &value, sizeof value);
+  };
+  set_word(v3_bytes, 1, 3);
+  set_word(v3_bytes, 20, 0);
+  set_word(v3_bytes, 20, llmc::checksum_of(v3_bytes.data(), v3_bytes.size()));
+  test_support::write_bytes(dir + "/v3.bin", v3_bytes);
+  const llmc::TrainState old = llmc::read_train_state(dir + "/v3.bin", {"m", "v"});
+  CHECK(old.kernel_choices == v3.kernel_choices);
+  CHECK(old.scaling_state.empty());
+  // A version 3 header that claims a scaling state is inconsistent.
+  set_word(v3_bytes, 22, 2);
+  test_support::write_bytes(dir + "/v3_scaling.bin", v3_bytes + "12");
+  CHECK(error_of(dir + "/v3_scaling.bin").find("inconsistent") != std::string::npos);
 }
 
 TEST_CASE("train state: the kernel choices round-trip and are checksummed; version 2 files still load") {

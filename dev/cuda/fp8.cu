@@ -1,0 +1,273 @@
+// FP8 casts (llmc/cuda/fp8.cuh, --fp8 1): checked against cuda_fp8.h's host conversion of the same
+// floatX values at the same scale, byte for byte, then timed.
+//   cast    fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's
+//           range saturate; the amax is the largest |x|, whatever the scale)
+//   scale   the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))
+//   fused   the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same
+//           bytes and amax as fp8_cast of the floatX output they store
+//   weight  fp8_cast_weight: the weight's amax, its E4M3 copy and its transpose
+#include <functional>
+#include <tuple>
+
+#include "dev/cuda/common.cuh"
+#include "llmc/cuda/fp8.cuh"
+#include "llmc/cuda/gelu.cuh"
+#include "llmc/cuda/layernorm.cuh"
+
+using llmc::floatX;
+
+namespace {
+
+constexpr size_t kN = size_t(8) * 1024 * 4 * 768;    // the fc activations of GPT-2 124M at B=8, T=1024
+constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
+constexpr int kRows = 100, kChannels = 96;           // a small LayerNorm: a row tail, C = 96
+
+// One layer's scaling state on the device, every scale 1.
+float* new_state() {
+  std::vector<float> state(llmc::fp8_state_floats(1), 0.0f);
+  for (int i = 0; i < llmc::fp8_tensors(1); ++i)
+    state[llmc::fp8_scale_offset(i)] = state[llmc::fp8_scale_inv_offset(i)] = 1.0f;
+  float* dev = nullptr;
+  CUDA_CHECK(cudaMalloc(&dev, state.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dev, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return dev;
+}
+
+float state_at(const float* state, size_t offset) {
+  float v = 0.0f;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(&v, state + offset, sizeof v, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+void set_state(float* state, size_t offset, float v) {
+  CUDA_CHECK(cudaMemcpy(state + offset, &v, sizeof v, cudaMemcpyHostToDevice));
+}
+
+std::vector<uint8_t> bytes_from_device(const __nv_fp8_storage_t* dev, size_t n) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint8_t> out(n);
+  CUDA_CHECK(cudaMemcpy(out.data(), dev, n, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// cuda_fp8.h's host conversion of each value at `scale`, saturating.
+std::vector<uint8_t> host_fp8(const std::vector<float>& x, float scale, __nv_fp8_interpretation_t format) {
+  std::vector<uint8_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = __nv_cvt_float_to_fp8(x[i] * scale, __NV_SATFINITE, format);
+  return out;
+}
+
+float max_abs(const std::vector<float>& x) {
+  float m = 0.0f;
+  for (float v : x) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+bool check_bytes(const std::string& what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref) {
+  size_t differ = got.size() == ref.size() ? 0 : std::max(got.size(), ref.size());
+  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) differ += got[i] != ref[i];
+  fmt::print("{}  {}  {} of {} bytes differ\n", differ == 0 ? "PASS" : "FAIL", what, differ, ref.size());
+  return differ == 0;
+}
+
+bool check_value(const std::string& what, float got, float ref) {
+  const bool ok = got == ref;
+  fmt::print("{}  {}  {:.9g} (expected {:.9g})\n", ok ? "PASS" : "FAIL", what, got, ref);
+  return ok;
+}
+
+// Tensor 0 of the state records: the amax its slots hold, read through the delayed update (which
+// moves it into history entry 0).
+float recorded_amax(float* state) {
+  llmc::fp8_update_delayed(state, 1, 0, 1, 0);
+  return state_at(state, llmc::fp8_history_offset(0));
+}
+
+llmc::Fp8Sink sink_of(__nv_fp8_storage_t* data, float* state, int tensor, __nv_fp8_interpretation_t format) {
+  return {data, state + llmc::fp8_scale_offset(tensor),
+          reinterpret_cast<unsigned*>(state + llmc::fp8_amax_offset(tensor)), format};
+}
+
+bool check_cast(size_t n, const std::string& tag) {
+  bool ok = true;
+  // Wide enough that E4M3 at scale 64 saturates its largest values (|x| * 64 > 448 for |x| > 7).
+  const auto x = bench::round_through<floatX>(bench::random_vector(n, 31, -9.0f, 9.0f));
+  floatX* d_x = bench::to_device<floatX>(x);
+  __nv_fp8_storage_t* d_q = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_q, n));
+  for (const auto& [format, scale, name] : {std::tuple{__NV_E4M3, 64.0f, "e4m3"}, std::tuple{__NV_E5M2, 1024.0f, "e5m2"}}) {
+    float* state = new_state();
+    set_state(state, llmc::fp8_scale_offset(0), scale);
+    bench::poison(d_q, n);
+    llmc::fp8_cast(sink_of(d_q, state, 0, format), d_x, n, 0);
+    ok &= check_bytes(fmt::format("{}cast {} at scale {}", tag, name, scale), bytes_from_device(d_q, n),
+                      host_fp8(x, scale, format));
+    ok &= check_value(fmt::format("{}cast {} amax", tag, name), recorded_amax(state), max_abs(x));
+    bench::free_device({state});
+  }
+  bench::free_device({d_x, d_q});
+  return ok;
+}
+
+// Scale updates on amaxes worked out by hand.
+bool check_scales() {
+  bool ok = true;
+  // Delayed tensors of one layer: 0..3 inputs (E4M3), 4..7 gradients (E5M2).
+  struct Case {
+    int tensor;
+    float amax;
+    float scale;  // 2^floor(log2(fp8_max / amax))
+  };
+  const Case cases[] = {
+      {0, 3.7f, 64.0f},                 // 448 / 3.7 = 121.1: 64
+      {1, 448.0f, 1.0f},                // exactly the largest E4M3 value
+      {2, 449.0f, 0.5f},                // just past it
+      {3, 0.001f, 262144.0f},           // 448000: 2^18 = 262144 <= 448000 < 2^19
+      {4, 0.001f, 33554432.0f},         // E5M2: 57344000: 2^25 = 33554432 <= it < 2^26
+      {5, 57344.0f, 1.0f},              // the largest E5M2 value
+      {6, 0.0f, 1.0f},                  // nothing seen: the previous scale (1) stays
+  };
+  float* state = new_state();
+  for (const Case& c : cases) {
+    const unsigned bits = [&] {
+      unsigned b;
+      std::memcpy(&b, &c.amax, sizeof b);
+      return b;
+    }();
+    CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(c.tensor) + 5, &bits, sizeof bits, cudaMemcpyHostToDevice));
+  }
+  llmc::fp8_update_delayed(state, 1, 0, 1, 0);
+  for (const Case& c : cases) {
+    ok &= check_value(fmt::format("scale of tensor {} at amax {}", c.tensor, c.amax),
+                      state_at(state, llmc::fp8_scale_offset(c.tensor)), c.scale);
+    ok &= check_value(fmt::format("scale_inv of tensor {}", c.tensor), state_at(state, llmc::fp8_scale_inv_offset(c.tensor)),
+                      1.0f / c.scale);
+  }
+  // A history: entry 1 takes amax 7 while entry 0 still holds 3.7; the scale follows the larger.
+  const float seven = 7.0f;
+  CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0), &seven, sizeof seven, cudaMemcpyHostToDevice));
+  llmc::fp8_update_delayed(state, 1, 1, 2, 0);
+  ok &= check_value("scale after amaxes 3.7 then 7 (448 / 7 = 64)", state_at(state, llmc::fp8_scale_offset(0)), 64.0f);
+  ok &= check_value("the slots are cleared for the next micro-step", state_at(state, llmc::fp8_amax_offset(0)), 0.0f);
+  // Entry 0 overwritten by 100 (the ring wrapped) while entry 1 holds 7: 448 / 100 = 4.48, 4.
+  const float hundred = 100.0f;
+  CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0) + 63, &hundred, sizeof hundred, cudaMemcpyHostToDevice));
+  llmc::fp8_update_delayed(state, 1, 0, 2, 0);
+  ok &= check_value("scale after amax 100 replaces 3.7", state_at(state, llmc::fp8_scale_offset(0)), 4.0f);
+  bench::free_device({state});
+  return ok;
+}
+
+// The kernels that write an FP8 copy of their output: the same bytes and amax as fp8_cast of it.
+bool check_fused(size_t n, const std::string& tag) {
+  bool ok = true;
+  const float scale = 16.0f;
+  __nv_fp8_storage_t* d_q = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_q, std::max(n, size_t(kRows) * kChannels)));
+  const auto expect = [&](const std::string& what, const floatX* d_out, size_t count,
+                          const std::function<void(const llmc::Fp8Sink&)>& write, __nv_fp8_interpretation_t format) {
+    float* state = new_state();
+    set_state(state, llmc::fp8_scale_offset(0), scale);
+    bench::poison(d_q, count);
+    write(sink_of(d_q, state, 0, format));
+    const std::vector<float> out = bench::from_device(d_out, count);
+    ok &= check_bytes(tag + what + ": FP8 copy = the cast of its output", bytes_from_device(d_q, count),
+                      host_fp8(out, scale, format));
+    ok &= check_value(tag + what + ": amax", recorded_amax(state), max_abs(out));
+    bench::free_device({state});
+  };
+
+  const auto inp = bench::round_through<floatX>(bench::random_vector(n, 41, -4.0f, 4.0f));
+  const auto dout = bench::round_through<floatX>(bench::random_vector(n, 42));
+  floatX* d_inp = bench::to_device<floatX>(inp);
+  floatX* d_dout = bench::to_device<floatX>(dout);
+  floatX* d_out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
+  for (llmc::FastMath fast : {llmc::FastMath::kOff, llmc::FastMath::kOn}) {
+    const std::string form = fast == llmc::FastMath::kOn ? " (fast math)" : "";
+    expect("gelu forward" + form, d_out, n,
+           [&](const llmc::Fp8Sink& s) { llmc::gelu_forward(d_out, d_inp, n, fast, 0, s); }, __NV_E4M3);
+    expect("gelu backward" + form, d_out, n,
+           [&](const llmc::Fp8Sink& s) { llmc::gelu_backward(d_out, d_inp, d_dout, n, fast, 0, s); }, __NV_E5M2);
+  }
+
+  const size_t rows_c = size_t(kRows) * kChannels;
+  const auto x = bench::round_through<floatX>(bench::random_vector(rows_c, 43, -3.0f, 3.0f));
+  const auto y = bench::round_through<floatX>(bench::random_vector(rows_c, 44));
+  const auto w = bench::round_through<floatX>(bench::random_vector(kChannels, 45, 0.5f, 1.5f));
+  const auto b = bench::round_through<floatX>(bench::random_vector(kChannels, 46));
+  floatX* d_x = bench::to_device<floatX>(x);
+  floatX* d_y = bench::to_device<floatX>(y);
+  floatX* d_w = bench::to_device<floatX>(w);
+  floatX* d_b = bench::to_device<floatX>(b);
+  floatX* d_ln = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
+  floatX* d_res = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
+  expect("layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::layernorm_forward(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
+  }, __NV_E4M3);
+  expect("fused residual layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::fused_residual_layernorm_forward(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels, 0, s);
+  }, __NV_E4M3);
+  bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res});
+  return ok;
+}
+
+bool check_weight() {
+  bool ok = true;
+  // A weight of 3C x C rows at C = 96: tiles with tails in neither direction, and one of 40 x 72
+  // (both cut inside a 32 x 32 tile).
+  for (const auto& [rows, cols] : {std::pair{288, 96}, std::pair{40, 72}}) {
+    const size_t n = size_t(rows) * cols;
+    // Values within +-0.2 and one of -0.3 (-0.30078125 in bf16): the scale is 2^floor(log2(448 /
+    // 0.30078125)) = 2^floor(log2(1489.5)) = 1024.
+    std::vector<float> w = bench::round_through<floatX>(bench::random_vector(n, 51, -0.2f, 0.2f));
+    w[n / 3] = float(floatX(-0.3f));
+    floatX* d_w = bench::to_device<floatX>(w);
+    __nv_fp8_storage_t *d_w8 = nullptr, *d_wt8 = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_w8, n));
+    CUDA_CHECK(cudaMalloc(&d_wt8, n));
+    bench::poison(d_w8, n);
+    bench::poison(d_wt8, n);
+    float* state = new_state();
+    const int tensor = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
+    llmc::fp8_cast_weight(d_w8, d_wt8, state, tensor, d_w, rows, cols, 0);
+    const float scale = 1024.0f;
+    ok &= check_value(fmt::format("weight {}x{} scale (amax {:.6f})", rows, cols, max_abs(w)),
+                      state_at(state, llmc::fp8_scale_offset(tensor)), scale);
+    const std::vector<uint8_t> ref = host_fp8(w, scale, __NV_E4M3);
+    std::vector<uint8_t> ref_t(n);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) ref_t[size_t(c) * rows + r] = ref[size_t(r) * cols + c];
+    ok &= check_bytes(fmt::format("weight {}x{} E4M3 copy", rows, cols), bytes_from_device(d_w8, n), ref);
+    ok &= check_bytes(fmt::format("weight {}x{} transposed E4M3 copy", rows, cols), bytes_from_device(d_wt8, n), ref_t);
+    bench::free_device({d_w, d_w8, d_wt8, state});
+  }
+  return ok;
+}
+
+bool run(const bench::Args& args) {
+  bool ok = true;
+  if (bench::selected(args, "cast")) {
+    if (!args.small) ok &= check_cast(kN, "");
+    ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
+  }
+  if (bench::selected(args, "scale")) ok &= check_scales();
+  if (bench::selected(args, "fused")) ok &= check_fused(args.small ? kSmallN : kN, "");
+  if (bench::selected(args, "weight")) ok &= check_weight();
+  if (!args.small && !args.check_only && ok && bench::selected(args, "cast")) {
+    // A cast reads n floatX and writes n bytes.
+    floatX* d_x = bench::to_device<floatX>(bench::random_vector(kN, 61));
+    __nv_fp8_storage_t* d_q = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_q, kN));
+    float* state = new_state();
+    bench::report("cast e4m3 (recording amax)",
+                  bench::time_ms([&] { llmc::fp8_cast(sink_of(d_q, state, 0, __NV_E4M3), d_x, kN, 0); }),
+                  double(kN) * (sizeof(floatX) + 1), 0);
+    bench::free_device({d_x, d_q, state});
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"cast", "scale", "fused", "weight"}, run); }

@@ -1,0 +1,44 @@
+// Where the FP8 scaling state (--fp8 1, llmc/cuda/fp8.cuh) keeps each tensor's scale and amax, and
+// the sizes the memory plan needs: plain C++, so that the plan and the unit tests can include it.
+#pragma once
+#include <cstddef>
+
+namespace llmc {
+
+constexpr float kE4M3Max = 448.0f;
+constexpr float kE5M2Max = 57344.0f;
+// Micro-steps of amax history behind each delayed scale.
+constexpr int kFp8History = 16;
+// Each tensor's amax is recorded into this many slots (a warp's atomicMax goes to slot
+// warp-index % kFp8AmaxSlots), so that thousands of warps do not queue on one address; the scale
+// update takes the largest.
+constexpr int kFp8AmaxSlots = 64;
+
+// The scaled tensors of a layer, each with its own scale: the four linear layers' inputs (E4M3,
+// delayed), their output gradients (E5M2, delayed) and their weights (E4M3, current).
+enum class Fp8Linear { kQkv, kAttproj, kFc, kFcproj };
+constexpr int kFp8Linears = 4;
+enum class Fp8Role { kInput, kGradient, kWeight };
+constexpr int kFp8Roles = 3;
+
+// The FP8 scaling state in one device buffer of fp8_state_floats(L) floats, per tensor index i
+// (fp8_tensor_index): scale[i] (the cast's multiplier), scale_inv[i] (the GEMM's), kFp8AmaxSlots
+// amax slots (float bits, atomicMax'ed as unsigned: for x >= 0 the order of the bits is the order of
+// the values) and kFp8History amax entries. Tensors [0, fp8_delayed_tensors(L)) are delayed.
+constexpr int fp8_tensors(int L) { return kFp8Roles * kFp8Linears * L; }
+constexpr int fp8_delayed_tensors(int L) { return 2 * kFp8Linears * L; }
+constexpr size_t kFp8FloatsPerTensor = 2 + kFp8AmaxSlots + kFp8History;
+constexpr size_t fp8_state_floats(int L) { return size_t(fp8_tensors(L)) * kFp8FloatsPerTensor; }
+inline int fp8_tensor_index(Fp8Role role, Fp8Linear linear, int layer, int L) {
+  return (int(role) * kFp8Linears + int(linear)) * L + layer;
+}
+inline size_t fp8_scale_offset(int i) { return size_t(i) * kFp8FloatsPerTensor; }
+inline size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + 1; }
+inline size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2; }
+inline size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots; }
+
+// The bytes of the layers' FP8 weight copies: each linear weight (12 C^2 values a layer) once as it
+// is and once transposed, one byte a value.
+constexpr size_t fp8_weight_bytes(size_t L, size_t C) { return 2 * 12 * L * C * C; }
+
+}  // namespace llmc
