@@ -107,6 +107,14 @@ for san in address thread racecheck; do
     fi
   done
 
+  # A malformed LLMC_EMU_COMPUTE_CAPABILITY stops the program (exit 2), naming the variable.
+  log="$logs/$san-compute-capability.log"
+  rc=0
+  LLMC_EMU_COMPUTE_CAPABILITY=9 "build/emu-$san/tests/test_emulator" --test-case='the device*' >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "LLMC_EMU_COMPUTE_CAPABILITY is '9'; it must be major.minor" "$log"
+  then echo "ok    $san LLMC_EMU_COMPUTE_CAPABILITY=9 refused"
+  else fail "$san LLMC_EMU_COMPUTE_CAPABILITY=9: exit $rc (log: $log)"; fi
+
   case $san in
     address) runtime_faults "$san"; memcheck_faults ;;
     thread) runtime_faults "$san"; tsan_faults ;;
