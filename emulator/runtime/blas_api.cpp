@@ -2,10 +2,12 @@
 // cublas_api.h and cublasLt.h, implemented from NVIDIA's documented semantics (docs/cuda-emulator.md
 // lists them). Matrices are column-major: element (r, c) of a rows x cols matrix with leading
 // dimension ld is at r + c * ld. D = alpha op(A) op(B) + beta C, then the epilogue, every product
-// and sum in fp32 and each output rounded once to its type. A call the real library rejects returns
-// the status the documentation gives for it; one it would run but the emulator does not implement
-// returns CUBLAS_STATUS_NOT_SUPPORTED. Every failure is printed on stderr with the call and why.
-// A call is checked when it is made; its arithmetic is queued on its stream, as a GPU's kernels.
+// and sum in fp32 and each output rounded once to its type; FP8 matmuls (A and B in E4M3 or E5M2)
+// scale as cublasLtMatmul documents, D = alpha scale_A scale_B op(A) op(B) + beta scale_C C. A call
+// the real library rejects returns the status the documentation gives for it; one it would run but
+// the emulator does not implement returns CUBLAS_STATUS_NOT_SUPPORTED. Every failure is printed on
+// stderr with the call and why. A call is checked when it is made; its arithmetic is queued on its
+// stream, as a GPU's kernels.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -46,6 +48,10 @@ struct LtDesc {
   int32_t bias_type = -1;
   void* aux = nullptr;
   int64_t aux_ld = 0;
+  // CUBLASLT_MATMUL_DESC_{A,B,C,D}_SCALE_POINTER and _AMAX_D_POINTER: device floats, null meaning
+  // a scale of 1 and no amax. Only FP8 matmuls take them (check_scales).
+  const float* scales[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
+  float* amax_d = nullptr;
 };
 struct LtLayout {
   cudaDataType_t type;
@@ -63,7 +69,7 @@ struct LtAlgo {
   uint64_t magic;
   uint32_t epilogue;
   int32_t trans_a, trans_b;
-  int32_t type;
+  uint8_t types[4];  // of A, B, C and D (cudaDataType_t, every value of which fits a byte)
   uint32_t align[4];
   uint32_t vector_align;  // bias and aux, capped at 16 bytes
   uint32_t variant;       // which of kAlgoVariants
@@ -133,7 +139,16 @@ LtLayout* layout_of(cublasLtMatrixLayout_t l) { return reinterpret_cast<LtLayout
 LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPreference*>(p); }
 
 bool supported_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
-size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
+size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : is_fp8(t) ? 1 : 2; }
+ElementType element_type(cudaDataType_t t) {
+  switch (t) {
+    case CUDA_R_16BF: return ElementType::bf16;
+    case CUDA_R_8F_E4M3: return ElementType::e4m3;
+    case CUDA_R_8F_E5M2: return ElementType::e5m2;
+    default: return ElementType::fp32;
+  }
+}
 
 // The largest power of two up to 256 that divides the address.
 uint32_t alignment_of(const void* p) {
@@ -206,6 +221,37 @@ bool uses_aux(EpilogueKind k) {
          k == EpilogueKind::dgelu_bgrad;
 }
 
+// cublasLtMatmul's FP8 rules (cuBLAS documentation, cublasLtMatmul, FP8): compute capability 8.9
+// or newer; A and B both FP8, but not both E5M2; the "TN" layout, A transposed and B not; leading
+// dimensions of A and B multiples of 16 elements. Of the documented C and D types the emulator has
+// BF16 (FP8 with BF16 output), and of the epilogues DEFAULT and BIAS. Each refusal is
+// NOT_SUPPORTED: the library has no kernel for it, or the emulator does not emulate it.
+cublasStatus_t check_fp8(const char* call, const LtDesc& o, const LtLayout& la, const LtLayout& lb, const LtLayout& lc,
+                         const LtLayout& ld) {
+  const std::string fp8 = std::string(call) + ": FP8 matmul: ";
+  const int capability = compute_capability();
+  if (capability < 89)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "needs compute capability 8.9 or newer, the device has " +
+                                                 std::to_string(capability / 10) + "." +
+                                                 std::to_string(capability % 10));
+  if (!is_fp8(la.type) || !is_fp8(lb.type))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "A and B must both be FP8 (E4M3 or E5M2)");
+  if (la.type == CUDA_R_8F_E5M2 && lb.type == CUDA_R_8F_E5M2)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                fp8 + "A and B both E5M2 has no kernel (E4M3 x E4M3, E4M3 x E5M2 and E5M2 x E4M3 have)");
+  if (o.trans_a != CUBLAS_OP_T || o.trans_b != CUBLAS_OP_N)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "A must be transposed and B not (the TN layout)");
+  if (la.ld % 16 != 0 || lb.ld % 16 != 0)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "the leading dimensions of A and B (" + std::to_string(la.ld) +
+                                                 ", " + std::to_string(lb.ld) + ") must be multiples of 16");
+  if (lc.type != CUDA_R_16BF || ld.type != CUDA_R_16BF)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "C and D other than BF16 are not emulated");
+  if (o.epilogue != CUBLASLT_EPILOGUE_DEFAULT && o.epilogue != CUBLASLT_EPILOGUE_BIAS)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                fp8 + "epilogue " + std::to_string(o.epilogue) + " is not emulated for FP8 (DEFAULT and BIAS are)");
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 // The shape checks common to the heuristic query and the matmul: op(A) is m x k, op(B) k x n, C and
 // D m x n; types, leading dimensions and the epilogue's extra operands as documented.
 struct LtShape {
@@ -220,9 +266,12 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
   const LtLayout &la = *layout_of(a), &lb = *layout_of(b), &lc = *layout_of(c), &ld = *layout_of(d);
   if (o.compute != CUBLAS_COMPUTE_32F || o.scale != CUDA_R_32F)
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": only CUBLAS_COMPUTE_32F with fp32 scale is emulated");
-  if (!supported_type(la.type) || la.type != lb.type || la.type != lc.type || la.type != ld.type)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                std::string(call) + ": A, B, C and D must all be fp32 or all bf16 (the combinations emulated)");
+  if (is_fp8(la.type) || is_fp8(lb.type)) {
+    if (cublasStatus_t s = check_fp8(call, o, la, lb, lc, ld)) return s;
+  } else if (!supported_type(la.type) || la.type != lb.type || la.type != lc.type || la.type != ld.type) {
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": A, B, C and D must all be fp32 or all bf16, " +
+                                                 "or A and B FP8 with C and D bf16 (the combinations emulated)");
+  }
   for (const LtLayout* l : {&la, &lb, &lc, &ld})
     if (l->ld < int64_t(l->rows) || l->ld < 1)
       return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": leading dimension " + std::to_string(l->ld) +
@@ -247,13 +296,14 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
   if (uses_bias(shape.kind) && o.bias == nullptr)
     return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the epilogue needs CUBLASLT_MATMUL_DESC_BIAS_POINTER");
   // cublasLt.h (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE): the bias, and the bias gradient
-  // the BGRAD epilogues write, are in D's type; the documented exceptions are IMMA (int8) and fp8
-  // kernels, neither of which the emulator has. Another type is refused as having no kernel.
+  // the BGRAD epilogues write, are in D's type; the documented exceptions are IMMA (int8) kernels
+  // and fp8 kernels with FP32 or FP8 output, none of which the emulator has (an fp8 kernel with bf16
+  // output takes a bf16 bias). Another type is refused as having no kernel.
   if (uses_bias(shape.kind) && o.bias_type != -1 && o.bias_type != int32_t(ld.type))
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE " +
                                                  std::to_string(o.bias_type) + " with D of type " +
                                                  std::to_string(int(ld.type)) +
-                                                 " (for fp32 and bf16 GEMMs the bias is in D's type)");
+                                                 " (the emulated GEMMs take the bias in D's type)");
   if (uses_aux(shape.kind)) {
     if (o.aux == nullptr)
       return fail(CUBLAS_STATUS_INVALID_VALUE,
@@ -267,13 +317,36 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// D = alpha op(A) op(B) + beta C and the epilogue, on host-visible device memory. `c` may equal
-// `d` (the product is formed in full before D is written).
+// Documented for every scale and amax pointer: set on a GEMM whose types do not take it, it makes
+// cublasLtMatmul return INVALID_VALUE. The A, B and C scales and amax_D are FP8 matmuls'; the D
+// scale converts the result to D's range when D is FP8, which no emulated GEMM's D is.
+cublasStatus_t check_scales(const char* call, const LtDesc& o, bool fp8) {
+  const char* names[] = {"CUBLASLT_MATMUL_DESC_A_SCALE_POINTER", "CUBLASLT_MATMUL_DESC_B_SCALE_POINTER",
+                         "CUBLASLT_MATMUL_DESC_C_SCALE_POINTER", "CUBLASLT_MATMUL_DESC_D_SCALE_POINTER"};
+  for (int i = 0; i < 4; ++i)
+    if (o.scales[i] && (!fp8 || i == 3))
+      return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": " + names[i] + " is set, but " +
+                                                   (fp8 ? "D is not FP8" : "A and B are not FP8"));
+  if (o.amax_d && !fp8)
+    return fail(CUBLAS_STATUS_INVALID_VALUE,
+                std::string(call) + ": CUBLASLT_MATMUL_DESC_AMAX_D_POINTER is set, but A and B are not FP8");
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// D = alpha scale_A scale_B op(A) op(B) + beta scale_C C and the epilogue, on host-visible device
+// memory, each scale 1 unless set; amax_D, when set, gets the largest |x| over D's elements x as
+// computed in fp32 after the epilogue, before their rounding to D's type. `c` may equal `d` (the
+// product is formed in full before D is written).
 void run_lt(const LtDesc& o, const LtShape& s, float alpha, const void* a, const LtLayout& la, const void* b,
             const LtLayout& lb, float beta, const void* c, const LtLayout& lc, void* d, const LtLayout& ld) {
   const cudaDataType_t t = ld.type;
-  const bool bf16 = t == CUDA_R_16BF;
-  const GemmOperand ga{a, bf16, la.ld, o.trans_a == CUBLAS_OP_T}, gb{b, bf16, lb.ld, o.trans_b == CUBLAS_OP_T};
+  const GemmOperand ga{a, element_type(la.type), la.ld, o.trans_a == CUBLAS_OP_T},
+      gb{b, element_type(lb.type), lb.ld, o.trans_b == CUBLAS_OP_T};
+  // The scales are read now, when the GEMM runs on its stream, as the library's kernel reads them.
+  const auto scale_value = [](const float* p) { return p ? *p : 1.0f; };
+  const float ab_factor = alpha * scale_value(o.scales[0]) * scale_value(o.scales[1]);
+  const float c_factor = beta * scale_value(o.scales[2]);
+  float amax = 0.0f;
   std::vector<float> acc;
   gemm_fp32(acc, ga, gb, int(s.m), int(s.n), int(s.k));
   const EpilogueKind kind = s.kind;
@@ -302,8 +375,8 @@ void run_lt(const LtDesc& o, const LtShape& s, float alpha, const void* a, const
   for (uint64_t j = 0; j < s.n; ++j)
     for (uint64_t i = 0; i < s.m; ++i) {
       const size_t at = size_t(i + j * ld.ld);
-      float x = alpha * acc[size_t(i + j * s.m)];
-      if (beta != 0.0f) x += beta * load(c, t, size_t(i + j * lc.ld));
+      float x = ab_factor * acc[size_t(i + j * s.m)];
+      if (beta != 0.0f) x += c_factor * load(c, t, size_t(i + j * lc.ld));
       if (add_bias) x += load(o.bias, t, i);
       const size_t aux_at = size_t(i + j * uint64_t(o.aux_ld));
       if (write_aux) store(o.aux, t, aux_at, x);
@@ -312,10 +385,12 @@ void run_lt(const LtDesc& o, const LtShape& s, float alpha, const void* a, const
         x *= gelu_grad(load(o.aux, t, aux_at));
         row_sums[i] += x;
       }
+      amax = std::max(amax, std::fabs(x));
       store(d, t, at, x);
     }
   if (kind == EpilogueKind::dgelu_bgrad)
     for (uint64_t i = 0; i < s.m; ++i) store(o.bias, t, i, row_sums[i]);
+  if (o.amax_d) *o.amax_d = amax;
 }
 
 }  // namespace
@@ -367,7 +442,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
   if (!alive(desc)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescSetAttribute: no such descriptor");
   LtDesc& d = *desc_of(desc);
   void* field = nullptr;
-  size_t size = 0;
+  size_t size = sizeof(float*);
+  // Accepted and not kept: the emulator always accumulates in fp32, whichever FP8 accumulation
+  // (periodically promoted, or the faster one that is not) the flag asks for.
+  int8_t fast_accum = 0;
   switch (attr) {
     case CUBLASLT_MATMUL_DESC_TRANSA: field = &d.trans_a, size = sizeof d.trans_a; break;
     case CUBLASLT_MATMUL_DESC_TRANSB: field = &d.trans_b, size = sizeof d.trans_b; break;
@@ -376,6 +454,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: field = &d.bias_type, size = sizeof d.bias_type; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: field = &d.aux, size = sizeof d.aux; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: field = &d.aux_ld, size = sizeof d.aux_ld; break;
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: field = &d.scales[0]; break;
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: field = &d.scales[1]; break;
+    case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER: field = &d.scales[2]; break;
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER: field = &d.scales[3]; break;
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER: field = &d.amax_d; break;
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: field = &fast_accum, size = sizeof fast_accum; break;
     default:
       return fail(CUBLAS_STATUS_NOT_SUPPORTED,
                   "cublasLtMatmulDescSetAttribute: attribute " + std::to_string(int(attr)) + " is not emulated");
@@ -435,8 +519,22 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   if (cublasStatus_t s = check_lt(call, op, a, b, c, d, shape)) return s;
   const LtDesc& o = *desc_of(op);
   const LtPreference& p = *pref_of(pref);
-  LtAlgo algo{kAlgoMagic, o.epilogue, o.trans_a, o.trans_b, int32_t(layout_of(d)->type),
-              {p.align[0], p.align[1], p.align[2], p.align[3]}, 16, 0, 0};
+  const LtLayout &la = *layout_of(a), &lb = *layout_of(b), &lc = *layout_of(c), &ld = *layout_of(d);
+  // FP8 (cublasLtMatmul's documentation): A and B 16-byte aligned, which a preference promising less
+  // cannot ensure.
+  if (is_fp8(la.type) && std::min(p.align[0], p.align[1]) < 16)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": FP8 matmul: A and B must be 16-byte aligned, " +
+                                                 "the preference promises " + std::to_string(p.align[0]) + " and " +
+                                                 std::to_string(p.align[1]) + " bytes");
+  LtAlgo algo{kAlgoMagic,
+              o.epilogue,
+              o.trans_a,
+              o.trans_b,
+              {uint8_t(la.type), uint8_t(lb.type), uint8_t(lc.type), uint8_t(ld.type)},
+              {p.align[0], p.align[1], p.align[2], p.align[3]},
+              16,
+              0,
+              0};
   for (const void* v : {static_cast<const void*>(o.bias), static_cast<const void*>(o.aux)})
     if (v) algo.vector_align = std::min(algo.vector_align, alignment_of(v));
   int found = 0;
@@ -469,6 +567,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   if (cublasStatus_t s = check_lt(call, op, adesc, bdesc, cdesc, ddesc, shape)) return s;
   const LtDesc& o = *desc_of(op);
   const LtLayout &la = *layout_of(adesc), &lb = *layout_of(bdesc), &lc = *layout_of(cdesc), &ld = *layout_of(ddesc);
+  const bool fp8 = is_fp8(la.type);
+  if (cublasStatus_t s = check_scales(call, o, fp8)) return s;
   const float alpha_value = *static_cast<const float*>(alpha), beta_value = *static_cast<const float*>(beta);
   if (beta_value != 0.0f && c == nullptr) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": beta != 0, C null");
   // The algorithm must come from a query for this kind of GEMM, and the operands must be as aligned
@@ -476,8 +576,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   if (algo != nullptr) {
     LtAlgo chosen;
     std::memcpy(&chosen, algo, sizeof chosen);
+    const uint8_t types[4] = {uint8_t(la.type), uint8_t(lb.type), uint8_t(lc.type), uint8_t(ld.type)};
     if (chosen.magic != kAlgoMagic || chosen.epilogue != o.epilogue || chosen.trans_a != o.trans_a ||
-        chosen.trans_b != o.trans_b || chosen.type != int32_t(ld.type) || chosen.variant >= std::size(kAlgoVariants))
+        chosen.trans_b != o.trans_b || std::memcmp(chosen.types, types, sizeof types) != 0 ||
+        chosen.variant >= std::size(kAlgoVariants))
       return fail(CUBLAS_STATUS_INVALID_VALUE,
                   std::string(call) + ": the algorithm was chosen for another epilogue, transpose or type");
     // Documented: INVALID_VALUE "when workspaceSizeInBytes is less than workspace required by the
@@ -506,10 +608,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   if (context_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   const cudaDataType_t t = ld.type;
   const size_t e = type_bytes(t);
-  bool ok = check_device(call, "A", a, matrix_bytes(la.rows, la.cols, la.ld, t)) &&
-            check_device(call, "B", b, matrix_bytes(lb.rows, lb.cols, lb.ld, t)) &&
+  bool ok = check_device(call, "A", a, matrix_bytes(la.rows, la.cols, la.ld, la.type)) &&
+            check_device(call, "B", b, matrix_bytes(lb.rows, lb.cols, lb.ld, lb.type)) &&
             check_device(call, "D", d, matrix_bytes(ld.rows, ld.cols, ld.ld, t)) &&
             (beta_value == 0.0f || check_device(call, "C", c, matrix_bytes(lc.rows, lc.cols, lc.ld, t)));
+  const char* scale_names[] = {"the A scale", "the B scale", "the C scale"};
+  for (int i = 0; i < 3; ++i)
+    if (ok && o.scales[i]) ok = check_device(call, scale_names[i], o.scales[i], sizeof(float));
+  if (ok && o.amax_d) ok = check_device(call, "amax_D", o.amax_d, sizeof(float));
   const EpilogueKind kind = shape.kind;
   const size_t bias_count = kind == EpilogueKind::bgradb ? shape.n : shape.m;
   if (ok && uses_bias(kind)) ok = check_device(call, "the bias vector", o.bias, bias_count * e);
@@ -594,12 +700,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
           !check_device(call, (std::string(names[x]) + " of batch entry " + std::to_string(i)).c_str(),
                         static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
         return CUBLAS_STATUS_EXECUTION_FAILED;
-  const bool bf16 = a_type == CUDA_R_16BF;
+  const ElementType type = element_type(a_type);
   device_work(handle->stream, [=] { with_device_memory([&] {
     std::vector<float> acc;
     for (int i = 0; i < batch; ++i) {
-      const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, bf16, lda, ta};
-      const GemmOperand gb{static_cast<const char*>(b) + i * stride_b * e, bf16, ldb, tb};
+      const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, type, lda, ta};
+      const GemmOperand gb{static_cast<const char*>(b) + i * stride_b * e, type, ldb, tb};
       void* ci = static_cast<char*>(c) + i * stride_c * e;
       gemm_fp32(acc, ga, gb, m, n, k);
       for (int j = 0; j < n; ++j)

@@ -1,6 +1,7 @@
 // What the libraries on the emulated GPU (cuBLAS/cuBLASLt in blas_api.cpp, NCCL in nccl_api.cpp)
-// need of the emulated runtime (runtime_state.h): its device memory, its streams and its sticky
-// error, so that library calls are checked, queued and fail the way the runtime's own calls do.
+// need of the emulated runtime (runtime_state.h): its device memory, its streams, its sticky error
+// and the device's compute capability, so that library calls are checked, queued and fail the way
+// the runtime's own calls do.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,6 +28,10 @@ void library_fault(cudaError_t code, const std::string& what);
 // Queues `work` on `stream` in the emulated stream order (stream_order.h); once the context has
 // faulted, queued work no longer runs, as on a GPU.
 void device_work(cudaStream_t stream, std::function<void()> work);
+
+// The compute capability cudaGetDeviceProperties reports, major * 10 + minor: 90 (an H100) unless
+// LLMC_EMU_COMPUTE_CAPABILITY says otherwise (device_properties.cpp).
+int compute_capability();
 
 // Runs `work` with all device memory usable (it is poisoned for the host otherwise, under ASan).
 void with_device_memory(const std::function<void()>& work);

@@ -5,7 +5,9 @@
 // caller has checked the operands' device ranges), run in parallel on the emulator's workers.
 #include "emulator/runtime/gemm.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "emulator/runtime/block_runner.h"
 
@@ -46,10 +48,31 @@ std::vector<float> pack(const GemmOperand& x, bool outer_is_row, long long outer
 
 }  // namespace
 
+float fp8_to_float(uint8_t bits, bool e5m2) {
+  const int mantissa_bits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  const int exponent = (bits & 0x7f) >> mantissa_bits, mantissa = bits & ((1 << mantissa_bits) - 1);
+  const int all_ones = (1 << (7 - mantissa_bits)) - 1;
+  float magnitude;
+  if (e5m2 && exponent == all_ones)
+    magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  else if (!e5m2 && exponent == all_ones && mantissa == 7)
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  else if (exponent == 0)  // m / 2^mbits * 2^(1 - bias)
+    magnitude = std::ldexp(float(mantissa), 1 - bias - mantissa_bits);
+  else  // (1 + m / 2^mbits) * 2^(e - bias)
+    magnitude = std::ldexp(float((1 << mantissa_bits) + mantissa), exponent - bias - mantissa_bits);
+  return bits & 0x80 ? -magnitude : magnitude;
+}
+
 float operand_at(const GemmOperand& x, long long r, long long c) {
   const long long at = r + c * x.ld;
-  if (x.bf16) return bf16_bits_to_float(static_cast<const uint16_t*>(x.data)[at]);
-  return static_cast<const float*>(x.data)[at];
+  switch (x.type) {
+    case ElementType::fp32: return static_cast<const float*>(x.data)[at];
+    case ElementType::bf16: return bf16_bits_to_float(static_cast<const uint16_t*>(x.data)[at]);
+    case ElementType::e4m3: return fp8_to_float(static_cast<const uint8_t*>(x.data)[at], false);
+    case ElementType::e5m2: return fp8_to_float(static_cast<const uint8_t*>(x.data)[at], true);
+  }
+  return std::numeric_limits<float>::quiet_NaN();  // unreachable: every ElementType is above
 }
 
 void gemm_fp32(std::vector<float>& acc, const GemmOperand& a, const GemmOperand& b, int m, int n, int k) {

@@ -3,7 +3,8 @@
 // a caller and the emulation cannot share one misreading. Matrices are column-major: a rows x cols
 // matrix with leading dimension ld holds element (r, c) at r + c * ld. The GELU values are the tanh
 // approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its derivative, computed
-// separately in double precision.
+// separately in double precision. FP8 codes are worked out from the OCP 8-bit floating point
+// specification: E4M3 is S.EEEE.MMM with bias 7, E5M2 S.EEEEE.MM with bias 15.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "emulator/tests/device_vectors.h"
+#include "emulator/tests/scoped_env.h"
 #include "llmc/cuda/common.cuh"
 
 namespace {
@@ -23,6 +25,7 @@ constexpr float kSentinel = 99.0f;  // in the padding rows a leading dimension s
 // One cublasLtMatmul, D = alpha op(A) op(B) + beta D (C is D), with its descriptors.
 struct LtCall {
   cudaDataType_t type = CUDA_R_32F;
+  int32_t a_type = -1, b_type = -1;  // A's and B's types where not -1, else `type`
   bool trans_a = false, trans_b = false;
   uint64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0, d_rows = 0, d_cols = 0;
   int64_t lda = 0, ldb = 0, ldd = 0;
@@ -33,6 +36,11 @@ struct LtCall {
   int64_t aux_ld = 0;
   float alpha = 1.0f, beta = 0.0f;
   uint32_t alignment = 256;  // what the heuristic query promises for A, B, C and D
+  // CUBLASLT_MATMUL_DESC_{A,B,C,D}_SCALE_POINTER and _AMAX_D_POINTER, set where not null.
+  const float* scales[4] = {nullptr, nullptr, nullptr, nullptr};
+  float* amax = nullptr;
+  bool fast_accum = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM set to 1
+  bool heuristic = true;    // else cublasLtMatmul chooses the algorithm (a null one)
 
   // The status of the heuristic query, then (if it succeeded) of the matmul.
   cublasStatus_t run(const void* a, const void* b, void* d, const void* run_d = nullptr) const {
@@ -57,9 +65,26 @@ struct LtCall {
       REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld) ==
               CUBLAS_STATUS_SUCCESS);
     }
+    const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
+        CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};
+    for (int i = 0; i < 4; ++i)
+      if (scales[i])
+        REQUIRE(cublasLtMatmulDescSetAttribute(op, scale_attrs[i], &scales[i], sizeof scales[i]) ==
+                CUBLAS_STATUS_SUCCESS);
+    if (amax)
+      REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax) ==
+              CUBLAS_STATUS_SUCCESS);
+    if (fast_accum) {
+      const int8_t on = 1;
+      REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on) ==
+              CUBLAS_STATUS_SUCCESS);
+    }
+    const cudaDataType_t at = a_type == -1 ? type : cudaDataType_t(a_type);
+    const cudaDataType_t bt = b_type == -1 ? type : cudaDataType_t(b_type);
     cublasLtMatrixLayout_t la, lb, ld;
-    REQUIRE(cublasLtMatrixLayoutCreate(&la, type, a_rows, a_cols, lda) == CUBLAS_STATUS_SUCCESS);
-    REQUIRE(cublasLtMatrixLayoutCreate(&lb, type, b_rows, b_cols, ldb) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&la, at, a_rows, a_cols, lda) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&lb, bt, b_rows, b_cols, ldb) == CUBLAS_STATUS_SUCCESS);
     REQUIRE(cublasLtMatrixLayoutCreate(&ld, type, d_rows, d_cols, ldd) == CUBLAS_STATUS_SUCCESS);
     cublasLtMatmulPreference_t pref;
     REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
@@ -68,11 +93,13 @@ struct LtCall {
       REQUIRE(cublasLtMatmulPreferenceSetAttribute(pref, attr, &alignment, sizeof alignment) == CUBLAS_STATUS_SUCCESS);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &result, &found);
+    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+    if (heuristic) status = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &result, &found);
     if (status == CUBLAS_STATUS_SUCCESS) {
-      REQUIRE(found == 1);
+      REQUIRE(found == int(heuristic));
       void* target = run_d ? const_cast<void*>(run_d) : d;
-      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, ld, target, ld, &result.algo, nullptr, 0, 0);
+      const cublasLtMatmulAlgo_t* algo = heuristic ? &result.algo : nullptr;
+      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, ld, target, ld, algo, nullptr, 0, 0);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(ld);
@@ -95,6 +122,17 @@ LtCall plain_2x3x2() {
   c.b_rows = 3, c.b_cols = 2, c.ldb = 3;
   c.d_rows = 2, c.d_cols = 2, c.ldd = 2;
   return c;
+}
+
+std::vector<__nv_bfloat16> bf16_vector(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> out;
+  for (float x : v) out.push_back(__float2bfloat16(x));
+  return out;
+}
+std::vector<float> float_vector(const std::vector<__nv_bfloat16>& v) {
+  std::vector<float> out;
+  for (__nv_bfloat16 x : v) out.push_back(__bfloat162float(x));
+  return out;
 }
 
 TEST_CASE("cublasLtMatmul: column-major D = A B") {
@@ -198,13 +236,8 @@ TEST_CASE("cublasLtMatmul: BGRADB sums op(B) over k (one per column of D), BGRAD
 TEST_CASE("cublasLtMatmul: the bias and BGRADB's bias gradient are in D's type, as cublasLt.h documents") {
   // bf16 BGRADB, op(B) = B^T of the 2 x 3 matrix [[1, 2, 3], [4, 5, 6]] (ld 2), column sums [6, 15];
   // A = [[1, 0, 0], [0, 1, 0]] so D = [[1, 4], [2, 5]].
-  auto bf16 = [](const std::vector<float>& v) {
-    std::vector<__nv_bfloat16> out;
-    for (float x : v) out.push_back(__float2bfloat16(x));
-    return out;
-  };
-  __nv_bfloat16 *a = upload(bf16({1, 0, 0, 1, 0, 0})), *b = upload(bf16(kA)), *d = upload(bf16({0, 0, 0, 0}));
-  __nv_bfloat16* bias = upload(bf16({kSentinel, kSentinel, kSentinel}));
+  __nv_bfloat16 *a = upload(bf16_vector({1, 0, 0, 1, 0, 0})), *b = upload(bf16_vector(kA));
+  __nv_bfloat16 *d = upload(bf16_vector({0, 0, 0, 0})), *bias = upload(bf16_vector({kSentinel, kSentinel, kSentinel}));
   float* bias32 = upload(std::vector<float>{kSentinel, kSentinel, kSentinel});
   LtCall c = plain_2x3x2();
   c.type = CUDA_R_16BF;
@@ -414,6 +447,199 @@ TEST_CASE("cublasGemmStridedBatchedEx: each batch entry at its stride, beta accu
   }
   cublasDestroy(h);
   cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(workspace);
+}
+
+// ---- FP8 (cuBLAS documentation, cublasLtMatmul, FP8): A and B in E4M3 or E5M2, C and D bf16 here ----
+
+constexpr uint8_t kFp8Padding = 0x7F;  // NaN in both formats: a product that reads padding is NaN
+
+// A stored FP8 matrix with leading dimension 16 (FP8's leading dimensions are multiples of 16),
+// given by its columns of codes; the rows past them are padding.
+uint8_t* fp8_columns(const std::vector<std::vector<uint8_t>>& columns) {
+  std::vector<uint8_t> host(16 * columns.size(), kFp8Padding);
+  for (size_t c = 0; c < columns.size(); ++c)
+    for (size_t r = 0; r < columns[c].size(); ++r) host[r + 16 * c] = columns[c][r];
+  return upload(host);
+}
+
+// The FP8 layout, "TN": op(A) = A^T (m x k) from A stored k x m, op(B) = B stored k x n, D m x n.
+LtCall fp8_call(uint64_t m, uint64_t k, uint64_t n) {
+  LtCall c;
+  c.type = CUDA_R_16BF, c.a_type = CUDA_R_8F_E4M3, c.b_type = CUDA_R_8F_E4M3;
+  c.trans_a = true, c.a_rows = k, c.a_cols = m, c.lda = 16;
+  c.b_rows = k, c.b_cols = n, c.ldb = 16;
+  c.d_rows = m, c.d_cols = n, c.ldd = int64_t(m);
+  return c;
+}
+
+// E4M3 codes: 1 = 0.0111.000 = 0x38, 2 = 0x40, 0.5 = 0x30, 1.5 = 0.0111.100 = 0x3C,
+// -3 = 1.1000.100 = 0xC4, -2 = 0xC0. op(A) = [[1, 2], [-3, -2]]: A's columns are op(A)'s rows.
+// B = [[1, 0.5], [2, 1.5]]. op(A) B = [[1 + 4, 0.5 + 3], [-3 - 4, -1.5 - 3]] = [[5, 3.5], [-7, -4.5]].
+TEST_CASE("cublasLtMatmul FP8 E4M3: D = alpha scale_A scale_B A^T B + beta scale_C C, the bias, amax_D") {
+  uint8_t *a = fp8_columns({{0x38, 0x40}, {0xC4, 0xC0}}), *b = fp8_columns({{0x38, 0x40}, {0x30, 0x3C}});
+  __nv_bfloat16* d = upload(bf16_vector(std::vector<float>(4, kSentinel)));
+  float *scale_a = upload(std::vector<float>{0.5f}), *scale_b = upload(std::vector<float>{4.0f});
+  float *scale_c = upload(std::vector<float>{3.0f}), *amax = upload(std::vector<float>{kSentinel});
+  LtCall c = fp8_call(2, 2, 2);
+  c.amax = amax;
+  SUBCASE("no scales set: each is 1; amax_D is the largest |x|, here of a negative x") {
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{5, -7, 3.5f, -4.5f});
+    CHECK(download(amax, 1)[0] == 7.0f);
+  }
+  SUBCASE("scale_A 0.5 and scale_B 4 multiply the product by 2; FAST_ACCUM changes nothing here") {
+    c.scales[0] = scale_a, c.scales[1] = scale_b, c.fast_accum = true;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{10, -14, 7, -9});
+    CHECK(download(amax, 1)[0] == 14.0f);
+  }
+  SUBCASE("beta 1 and scale_C 3 on C = D = [[1, 1], [1, 1]]: 2 A^T B + 3") {
+    REQUIRE(cudaMemcpy(d, bf16_vector({1, 1, 1, 1}).data(), 4 * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice) ==
+            cudaSuccess);
+    c.scales[0] = scale_a, c.scales[1] = scale_b, c.scales[2] = scale_c, c.beta = 1.0f;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{13, -11, 10, -6});
+    CHECK(download(amax, 1)[0] == 13.0f);
+  }
+  SUBCASE("the BIAS epilogue adds a bf16 bias per row; amax_D is taken after it (13, not 14)") {
+    __nv_bfloat16* bias = upload(bf16_vector({0.25f, 1.0f}));
+    c.scales[0] = scale_a, c.scales[1] = scale_b;
+    c.epilogue = CUBLASLT_EPILOGUE_BIAS, c.bias = bias;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{10.25f, -13, 7.25f, -8});
+    CHECK(download(amax, 1)[0] == 13.0f);
+    c.bias_type = CUDA_R_16BF;  // said explicitly: the same
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{10.25f, -13, 7.25f, -8});
+    cudaFree(bias);
+  }
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(scale_a), cudaFree(scale_b), cudaFree(scale_c), cudaFree(amax);
+}
+
+// E4M3 240 = 0.1110.111 = 0x77 ((1 + 7/8) 2^7), 16 = 0.1011.000 = 0x58, 1 = 0x38, 3 = 0x44.
+// op(A) = [[240, 16, 1], [240, 16, 3]], B = [1, 1, 1]^T: D = [257, 259], exact in fp32. bf16 keeps 8
+// significant bits, so between 256 and 512 its step is 2: 257 is a tie between 256 (significand
+// 1.0000000, even) and 258 (odd), 259 a tie between 258 (odd) and 260 (even).
+TEST_CASE("cublasLtMatmul FP8: fp32 sums rounded once to bf16, to nearest even; amax_D before the rounding") {
+  uint8_t *a = fp8_columns({{0x77, 0x58, 0x38}, {0x77, 0x58, 0x44}}), *b = fp8_columns({{0x38, 0x38, 0x38}});
+  __nv_bfloat16* d = upload(bf16_vector({kSentinel, kSentinel}));
+  float* amax = upload(std::vector<float>{kSentinel});
+  LtCall c = fp8_call(2, 3, 1);
+  c.amax = amax;
+  REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+  CHECK(float_vector(download(d, 2)) == std::vector<float>{256, 260});
+  CHECK(download(amax, 1)[0] == 259.0f);
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(amax);
+}
+
+// One op(A) row of codes {0x44, 0x3C} and one B column {0x38, 0x48}, read in either format:
+// E4M3 0x44 = 0.1000.100 = 3, 0x3C = 1.5, 0x38 = 1, 0x48 = 0.1001.000 = 4;
+// E5M2 0x44 = 0.10001.00 = 4, 0x3C = 0.01111.00 = 1, 0x38 = 0.5, 0x48 = 0.10010.00 = 8.
+TEST_CASE("cublasLtMatmul FP8: E4M3 x E5M2 and E5M2 x E4M3, each operand decoded in its own format") {
+  uint8_t *a = fp8_columns({{0x44, 0x3C}}), *b = fp8_columns({{0x38, 0x48}});
+  __nv_bfloat16* d = upload(bf16_vector({kSentinel}));
+  LtCall c = fp8_call(1, 2, 1);
+  c.b_type = CUDA_R_8F_E5M2;  // [3, 1.5] . [0.5, 8] = 1.5 + 12
+  REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+  CHECK(__bfloat162float(download(d, 1)[0]) == 13.5f);
+  c.a_type = CUDA_R_8F_E5M2, c.b_type = CUDA_R_8F_E4M3;  // [4, 1] . [1, 4] = 4 + 4
+  REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+  CHECK(__bfloat162float(download(d, 1)[0]) == 8.0f);
+  cudaFree(a), cudaFree(b), cudaFree(d);
+}
+
+TEST_CASE("cublasLtMatmul FP8 refuses what the documentation rules out or the emulator lacks, in both calls") {
+  uint8_t *a = fp8_columns({{0x38, 0x40}, {0xC4, 0xC0}}), *b = fp8_columns({{0x38, 0x40}, {0x30, 0x3C}});
+  const std::vector<float> untouched(4, kSentinel);
+  __nv_bfloat16* d = upload(bf16_vector(untouched));
+  float* one = upload(std::vector<float>{1.0f});
+  LtCall c = fp8_call(2, 2, 2);
+  // The heuristic query refuses it, and so does cublasLtMatmul with no algorithm; D is not written.
+  const auto refused = [&](LtCall call, cublasStatus_t want) {
+    CHECK(call.run(a, b, d) == want);
+    call.heuristic = false;
+    CHECK(call.run(a, b, d) == want);
+    CHECK(float_vector(download(d, 4)) == untouched);
+  };
+  SUBCASE("the accepted call, for comparison") {
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    c.heuristic = false;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(float_vector(download(d, 4)) == std::vector<float>{5, -7, 3.5f, -4.5f});
+  }
+  SUBCASE("NN: A not transposed") {
+    c.trans_a = false;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("TT: B transposed") {
+    c.trans_b = true;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("E5M2 x E5M2") {
+    c.a_type = c.b_type = CUDA_R_8F_E5M2;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("FP8 A with a bf16 B") {
+    c.b_type = CUDA_R_16BF;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("FP32 C and D") {
+    c.type = CUDA_R_32F;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("a leading dimension of A that is not a multiple of 16 (8), then of B (24)") {
+    c.lda = 8;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+    c.lda = 16, c.ldb = 24;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("a GELU epilogue") {
+    c.epilogue = CUBLASLT_EPILOGUE_GELU;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("an fp32 bias (with bf16 D the bias is bf16)") {
+    float* bias32 = upload(std::vector<float>{0, 0});
+    c.epilogue = CUBLASLT_EPILOGUE_BIAS, c.bias = bias32, c.bias_type = CUDA_R_32F;
+    refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+    cudaFree(bias32);
+  }
+  SUBCASE("a heuristic preference promising A and B less than 16-byte alignment") {
+    c.alignment = 8;
+    CHECK(c.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  SUBCASE("a device of compute capability 8.0 (FP8 needs 8.9)") {
+    {
+      ScopedEnv ampere("LLMC_EMU_COMPUTE_CAPABILITY", "8.0");
+      refused(c, CUBLAS_STATUS_NOT_SUPPORTED);
+    }
+    ScopedEnv ada("LLMC_EMU_COMPUTE_CAPABILITY", "8.9");
+    CHECK(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+  }
+  SUBCASE("a D scale with a bf16 D: INVALID_VALUE from cublasLtMatmul (the query accepts it)") {
+    c.scales[3] = one;
+    refused(c, CUBLAS_STATUS_INVALID_VALUE);
+  }
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(one);
+}
+
+TEST_CASE("cublasLtMatmul: FP8 scales and amax_D on a bf16 GEMM are INVALID_VALUE, as documented") {
+  __nv_bfloat16 *a = upload(bf16_vector(kA)), *b = upload(bf16_vector(kB));
+  __nv_bfloat16* d = upload(bf16_vector(std::vector<float>(4, kSentinel)));
+  float *one = upload(std::vector<float>{1.0f}), *amax = upload(std::vector<float>{kSentinel});
+  LtCall c = plain_2x3x2();
+  c.type = CUDA_R_16BF;
+  REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);  // A B = [[4, 5], [10, 11]] without them
+  CHECK(float_vector(download(d, 4)) == std::vector<float>{4, 10, 5, 11});
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    LtCall scaled = c;
+    scaled.scales[i] = one;
+    CHECK(scaled.run(a, b, d) == CUBLAS_STATUS_INVALID_VALUE);
+  }
+  c.amax = amax;
+  CHECK(c.run(a, b, d) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(download(amax, 1)[0] == kSentinel);
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(one), cudaFree(amax);
 }
 
 }  // namespace

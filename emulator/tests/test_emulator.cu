@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
 #include "emulator/runtime/stream_order.h"
 #include "emulator/tests/device_vectors.h"
+#include "emulator/tests/scoped_env.h"
 #include "llmc/cuda/common.cuh"
 
 using llmc::launch;
@@ -513,6 +515,13 @@ TEST_CASE("the device is an H100 as the runtime describes one") {
   CHECK(pid == uint32_t(getpid()));
   CHECK(cudaSetDevice(1) == cudaErrorInvalidDevice);
   CHECK(cudaGetLastError() == cudaErrorInvalidDevice);
+  // LLMC_EMU_COMPUTE_CAPABILITY stands the emulated GPU in for another generation.
+  for (const auto& [text, major, minor] : {std::tuple{"8.0", 8, 0}, {"8.9", 8, 9}, {"10.0", 10, 0}}) {
+    ScopedEnv capability("LLMC_EMU_COMPUTE_CAPABILITY", text);
+    REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+    CHECK(prop.major == major);
+    CHECK(prop.minor == minor);
+  }
 }
 
 __global__ void fill_dynamic_kernel(float* out, int floats) {

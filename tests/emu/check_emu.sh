@@ -95,7 +95,7 @@ racecheck_faults() {
 
 for san in address thread racecheck; do
   build "$san" BF16 emu-tests || continue
-  for test in test_emulator test_blas; do
+  for test in test_emulator test_blas test_fp8; do
     log="$logs/$san-$test.log"
     if "build/emu-$san/tests/$test" >"$log" 2>&1; then
       cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
@@ -106,6 +106,14 @@ for san in address thread racecheck; do
       tail -n 20 "$log" | sed 's/^/      /'
     fi
   done
+
+  # A malformed LLMC_EMU_COMPUTE_CAPABILITY stops the program (exit 2), naming the variable.
+  log="$logs/$san-compute-capability.log"
+  rc=0
+  LLMC_EMU_COMPUTE_CAPABILITY=9 "build/emu-$san/tests/test_emulator" --test-case='the device*' >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "LLMC_EMU_COMPUTE_CAPABILITY is '9'; it must be major.minor" "$log"
+  then echo "ok    $san LLMC_EMU_COMPUTE_CAPABILITY=9 refused"
+  else fail "$san LLMC_EMU_COMPUTE_CAPABILITY=9: exit $rc (log: $log)"; fi
 
   case $san in
     address) runtime_faults "$san"; memcheck_faults ;;
