@@ -21,12 +21,6 @@ std::string Backend::set_kernel_choices(const std::vector<uint8_t>&) {
                          "false)");
 }
 
-void Backend::set_scaling_state(const std::vector<uint8_t>& state) {
-  if (!state.empty())
-    throw std::runtime_error("the checkpoint holds a scaling state (FP8, --fp8 1) that this backend does not keep: "
-                             "resume it with the settings that wrote it");
-}
-
 OptimizerPartition optimizer_partition(size_t num_elements, int zero_stage, int world_size, int rank) {
   return zero_stage == 1 ? zero1_partition(num_elements, world_size, rank, kPartitionAlignment)
                          : unsharded_partition(num_elements);

@@ -17,4 +17,9 @@ void test_hook_stall_at_step(int step) {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
+int test_hook_fp8_stale_amax_shift() {
+  static const char* const shift = std::getenv("LLMC_TEST_FP8_STALE_AMAX");
+  return shift == nullptr ? 0 : std::atoi(shift);
+}
+
 }  // namespace llmc

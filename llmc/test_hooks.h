@@ -15,4 +15,10 @@ void test_hook_pause_before_rename();
 // see the watchdog (llmc/train/watchdog.h) end a single process.
 void test_hook_stall_at_step(int step);
 
+// LLMC_TEST_FP8_STALE_AMAX=<k>: --fp8 1's delayed scales (llmc/cuda/fp8.cuh) are taken as if the amax
+// history were stale by a factor 2^k, every amax 2^k times smaller than recorded (the scales 2^k too
+// large: what lags behind tensors that grew), so that scripts/fp8_convergence.sh can show the
+// convergence check catching a wrong scale. 0 without.
+int test_hook_fp8_stale_amax_shift();
+
 }  // namespace llmc

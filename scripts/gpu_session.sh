@@ -244,13 +244,20 @@ fi
 # ---- 4. our settings ----
 # NAME|VARIABLES|FLAGS, the baseline (the defaults) first. Then every other value of every speed switch
 # (llmc/cuda/speed_switches.def), one at a time and all levers on at once, at -r 0: no switch allows
-# less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row.
+# less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row. Then
+# FP8.
 settings=("defaults (-r 1)||-r 1" "-r 0||-r 0" "-r 2||-r 2" "-r auto||-r auto")
 while read -r variable values _; do
   IFS='|' read -r -a choices <<<"$values"
   for value in "${choices[@]:1}"; do settings+=("-r 0 $variable=$value|$variable=$value|-r 0"); done
 done < <(speed_switch_rows)
 settings+=("-r 0 every lever on|$(all_levers_on_env)|-r 0" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
+# FP8 matmuls (docs/cuda-trainer.md "FP8 matmuls"): alone, and with the levers that helped together on
+# an H100 (docs/gpu-runs.md, 855ad8c) but LLMC_GELU=epilogues, which FP8 does without (it runs the
+# GELU as kernels, which write the FP8 copies), at -r 0; and that bf16 setting, to compare with.
+helped="LLMC_GEMM_SEARCH=timed LLMC_FAST_MATH=on LLMC_CUDNN_DQ_CLEAR=auto LLMC_ENCODER_BACKWARD=pieces"
+settings+=("--fp8 1||-r 1 --fp8 1" "-r 0 levers that helped (no GELU epilogues)|$helped|-r 0"
+  "-r 0 --fp8 1 levers that helped|$helped|-r 0 --fp8 1")
 sweep_steps=20
 sweep_runs=()
 if [ -n "$corpus" ] && wanted sweep; then

@@ -9,6 +9,7 @@
 
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/matmul.cuh"
+#include "llmc/test_hooks.h"
 
 namespace llmc {
 
@@ -80,7 +81,7 @@ void CudaBackend::Impl::cast_fp8_weights() {
 
 void CudaBackend::Impl::end_fp8_micro_step() {
   fp8_update_delayed(fp8_state, L(), int(fp8_micro_steps % kFp8History),
-                     int(std::min<uint64_t>(fp8_micro_steps + 1, kFp8History)), stream);
+                     int(std::min<uint64_t>(fp8_micro_steps + 1, kFp8History)), stream, test_hook_fp8_stale_amax_shift());
   ++fp8_micro_steps;
 }
 
@@ -111,10 +112,9 @@ std::vector<uint8_t> CudaBackend::scaling_state() {
 
 void CudaBackend::set_scaling_state(const std::vector<uint8_t>& state) {
   Impl& d = *impl_;
-  if (!d.opt.fp8) return Backend::set_scaling_state(state);
-  if (state.empty())
-    throw std::runtime_error("--fp8 1: the checkpoint holds no FP8 scaling state (it was written without --fp8 1): "
-                             "resume it without --fp8, or start a new run");
+  // Without FP8 there is nothing to scale; a checkpoint written without --fp8 1 has no state, and
+  // the scales start afresh, the next micro-step calibrating them.
+  if (!d.opt.fp8 || state.empty()) return;
   const size_t floats = fp8_state_floats(d.L());
   uint64_t head[3] = {};
   if (state.size() == sizeof head + floats * sizeof(float)) std::memcpy(head, state.data(), sizeof head);

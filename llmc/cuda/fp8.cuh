@@ -119,7 +119,7 @@ __device__ inline float fp8_scale_for(float amax, float fp8_max, float previous)
 // entries). Gradients (the second half of the delayed tensors) use E5M2's range. (A template over the
 // history's length only so that the header may define it in every translation unit.)
 template <int kHistory>
-__global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, int filled) {
+__global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, int filled, int stale_shift) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= delayed) return;
   float* t = state + fp8_scale_offset(i);
@@ -128,14 +128,15 @@ __global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, 
   history[entry] = __uint_as_float(now);
   float amax = 0.0f;
   for (int h = 0; h < filled && h < kHistory; ++h) amax = fmaxf(amax, history[h]);
-  const float scale = fp8_scale_for(amax, i < delayed / 2 ? kE4M3Max : kE5M2Max, t[0]);
+  const float scale = fp8_scale_for(ldexpf(amax, -stale_shift), i < delayed / 2 ? kE4M3Max : kE5M2Max, t[0]);
   t[0] = scale;
   t[1] = 1.0f / scale;
 }
 
-inline void fp8_update_delayed(float* state, int L, int entry, int filled, cudaStream_t stream) {
+inline void fp8_update_delayed(float* state, int L, int entry, int filled, cudaStream_t stream, int stale_shift = 0) {
   const int delayed = fp8_delayed_tensors(L);
-  launch<fp8_update_delayed_kernel<kFp8History>>(ceil_div(delayed, 128), 128, 0, stream, state, delayed, entry, filled);
+  launch<fp8_update_delayed_kernel<kFp8History>>(ceil_div(delayed, 128), 128, 0, stream, state, delayed, entry, filled,
+                                                 stale_shift);
   CUDA_CHECK_LAST();
 }
 

@@ -43,7 +43,7 @@ struct LtGemm {
   // A/B scale pointers) in the product; D and the bias stay floatX. cuBLASLt takes them only with A
   // transposed and B not ("TN").
   bool fp8 = false;
-  Fp8Matrix a8, b8;
+  Fp8Matrix a8{}, b8{};
 };
 
 inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
@@ -208,10 +208,10 @@ struct MatmulBackward {
   bool bias_grad_epilogue = false;
   // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
   // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
-  Fp8Matrix dout8, weight_t8;
+  Fp8Matrix dout8{}, weight_t8{};
   // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
   // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
-  Fp8Sink dinp_fp8;
+  Fp8Sink dinp_fp8{};
 };
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when

@@ -62,10 +62,11 @@ EOF
 cat >"$FAKE/trainer" <<'EOF'
 #!/usr/bin/env bash
 source "$FAKE/hold.sh"
-e=d12 b=4 x=10 o="" y=0 r=1 n=0 dry=0
+e=d12 b=4 x=10 o="" y=0 r=1 n=0 dry=0 fp8=""
 while [ $# -gt 0 ]; do
   case $1 in
     -e) e=$2 ;; -b) b=$2 ;; -x) x=$2 ;; -o) o=$2 ;; -y) y=$2 ;; -r) r=$2 ;; -n) n=$2 ;; --dry-run) dry=1 ;;
+    --fp8) [ "$2" = 1 ] && fp8=" fp8" ;;
   esac
   shift 2
 done
@@ -97,7 +98,7 @@ case "$o:$y:$x:$e" in
   *:*:*:d48) tag=d48 ;;
   *) tag="unexpected $o:$y:$x:$e" ;;
 esac
-echo "$tag ${LLMC_ATTENTION:-cudnn} -b $b" >>"$FAKE/order"
+echo "$tag ${LLMC_ATTENTION:-cudnn} -b $b$fp8" >>"$FAKE/order"
 hold "$mib"
 [ "${FAKE_RANKS:-1}" = 2 ] && echo "train_gpt2cu: 2 ranks over MPI"
 [ "${LLMC_COMMUNICATOR:-}" = nccl ] && echo "train_gpt2cu: 1 rank over NCCL"
@@ -244,7 +245,8 @@ rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
 # The sweep: the defaults, -r 0, -r 2, -r auto, every other value of every speed switch, every lever on (the
-# table counted here by its own rows' values, not by the script's reading of it), then the fallback.
+# table counted here by its own rows' values, not by the script's reading of it), then the fallback,
+# then --fp8 1, the bf16 levers that helped and those with --fp8 1.
 other_values=$(grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def | awk -F'"' '{ n += split($4, v, "|") - 1 } END { print n }')
 sweep_cudnn_runs=$((4 + other_values + 1))
 expected_order="parity-fp32 cudnn
@@ -267,6 +269,9 @@ llmc-theirs
 llmc-ours cudnn -b 64
 $(for _ in $(seq "$sweep_cudnn_runs"); do echo "sweep cudnn -b 64"; done)
 sweep fallback -b 64
+sweep cudnn -b 64 fp8
+sweep cudnn -b 64
+sweep cudnn -b 64 fp8
 profile-run cudnn -b 64
 ncu-run cudnn -b 64
 d48-plan d48 -b 128
