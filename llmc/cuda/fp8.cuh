@@ -122,15 +122,15 @@ template <int kHistory>
 __global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, int filled, int stale_shift) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= delayed) return;
-  float* t = state + fp8_scale_offset(i);
-  const unsigned now = fp8_take_amax(reinterpret_cast<unsigned*>(t + 2));
-  float* history = t + 2 + kFp8AmaxSlots;
+  const unsigned now = fp8_take_amax(reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)));
+  float* history = state + fp8_history_offset(i);
   history[entry] = __uint_as_float(now);
   float amax = 0.0f;
   for (int h = 0; h < filled && h < kHistory; ++h) amax = fmaxf(amax, history[h]);
-  const float scale = fp8_scale_for(ldexpf(amax, -stale_shift), i < delayed / 2 ? kE4M3Max : kE5M2Max, t[0]);
-  t[0] = scale;
-  t[1] = 1.0f / scale;
+  const float scale = fp8_scale_for(ldexpf(amax, -stale_shift), i < delayed / 2 ? kE4M3Max : kE5M2Max,
+                                    state[fp8_scale_offset(i)]);
+  state[fp8_scale_offset(i)] = scale;
+  state[fp8_scale_inv_offset(i)] = 1.0f / scale;
 }
 
 inline void fp8_update_delayed(float* state, int L, int entry, int filled, cudaStream_t stream, int stale_shift = 0) {
@@ -163,11 +163,10 @@ template <int kFormatMax>
 __global__ void fp8_update_current_kernel(float* state, int first, int count) {
   const int i = first + blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= first + count) return;
-  float* t = state + fp8_scale_offset(i);
-  const unsigned now = fp8_take_amax(reinterpret_cast<unsigned*>(t + 2));
+  const unsigned now = fp8_take_amax(reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)));
   const float scale = fp8_scale_for(__uint_as_float(now), float(kFormatMax), 1.0f);
-  t[0] = scale;
-  t[1] = 1.0f / scale;
+  state[fp8_scale_offset(i)] = scale;
+  state[fp8_scale_inv_offset(i)] = 1.0f / scale;
 }
 
 // w (rows x cols, row-major) into w8 (rows x cols) and its transpose wt8 (cols x rows), E4M3 at
@@ -201,14 +200,14 @@ inline void fp8_cast_weight(__nv_fp8_storage_t* w8, __nv_fp8_storage_t* wt8, flo
                             int rows, int cols, cudaStream_t stream) {
   const size_t n = size_t(rows) * cols;
   require_whole_vectors("fp8_cast_weight", "size", n);
-  float* t = state + fp8_scale_offset(i);
   launch<fp8_amax_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), 256), 256, 0, stream,
-                                  reinterpret_cast<unsigned*>(t + 2), w, n);
+                                  reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)), w, n);
   CUDA_CHECK_LAST();
   launch<fp8_update_current_kernel<int(kE4M3Max)>>(1, 1, 0, stream, state, i, 1);
   CUDA_CHECK_LAST();
   const dim3 grid(ceil_div(cols, kFp8Tile), ceil_div(rows, kFp8Tile));
-  launch<fp8_weight_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, w8, wt8, w, t, rows, cols);
+  launch<fp8_weight_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, w8, wt8, w, state + fp8_scale_offset(i),
+                                         rows, cols);
   CUDA_CHECK_LAST();
 }
 

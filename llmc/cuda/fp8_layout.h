@@ -29,13 +29,21 @@ constexpr int fp8_tensors(int L) { return kFp8Roles * kFp8Linears * L; }
 constexpr int fp8_delayed_tensors(int L) { return 2 * kFp8Linears * L; }
 constexpr size_t kFp8FloatsPerTensor = 2 + kFp8AmaxSlots + kFp8History;
 constexpr size_t fp8_state_floats(int L) { return size_t(fp8_tensors(L)) * kFp8FloatsPerTensor; }
+// The offsets are called by kernels too: host and device functions under nvcc, plain functions
+// elsewhere (the host code, and the emulated GPU's kernels, compiled by g++).
+#if defined(__CUDACC__)
+#define LLMC_FP8_ACCESSOR __host__ __device__ inline
+#else
+#define LLMC_FP8_ACCESSOR inline
+#endif
 inline int fp8_tensor_index(Fp8Role role, Fp8Linear linear, int layer, int L) {
   return (int(role) * kFp8Linears + int(linear)) * L + layer;
 }
-inline size_t fp8_scale_offset(int i) { return size_t(i) * kFp8FloatsPerTensor; }
-inline size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + 1; }
-inline size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2; }
-inline size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots; }
+LLMC_FP8_ACCESSOR size_t fp8_scale_offset(int i) { return size_t(i) * kFp8FloatsPerTensor; }
+LLMC_FP8_ACCESSOR size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + 1; }
+LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2; }
+LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots; }
+#undef LLMC_FP8_ACCESSOR
 
 // The bytes of the layers' FP8 weight copies: each linear weight (12 C^2 values a layer) once as it
 // is and once transposed, one byte a value.

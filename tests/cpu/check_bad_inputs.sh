@@ -108,6 +108,9 @@ else
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1
   grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
   grep -q -- "-r 2:" "$tmp/err.txt" || fail "the GPU memory error does not say whether -r 2 fits"
+  # FP8 matmuls need bf16 activations (this is the FP32 build; the bf16 build's FP8 cases are in
+  # tests/emu/check_emu_trainer.sh).
+  expect_error "FP8 matmuls (--fp8 1) need the bf16 build" "${common[@]}" --fp8 1 -x 1
 fi
 expect_error "-b: B*T = 2147483647*2" "${common[@]}" -b 2147483647 -t 2
 # A batch the shards cannot hold: names the shard and the tokens one step needs.

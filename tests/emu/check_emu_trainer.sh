@@ -2,7 +2,8 @@
 # The whole CUDA trainer on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan:
 #  (a) test_gpt2cu, both precisions, against the CPU backend on a small odd-shaped model (below): logits,
 #      loss, every gradient tensor, recompute 0/1/2 bit for bit, the GELU paths, the overlapped
-#      NCCL buckets on one rank, parameters after AdamW steps, the memory plan;
+#      NCCL buckets on one rank, parameters after AdamW steps, the memory plan, (bf16) --fp8 1 at
+#      its derived bars;
 #  (b) train_gpt2cu-emu (FP32) against train_gpt2 on the same model (weight decay, accumulation 2):
 #      per-step losses within the FP32 bar (1e-4 relative);
 #      validation loss, sampling and the HellaSwag eval in the run; MFU in the step lines and
@@ -12,7 +13,10 @@
 #      and with the defaults: main.log and the final model equal to an unbroken run's, bit for bit;
 #      with every lever on the resumed run loads the GEMM algorithm table (LLMC_GEMM_SEARCH=timed)
 #      from the checkpoint instead of timing again;
-#      no MFU anywhere, as the emulated GPU's name is in no table of peaks.
+#      no MFU anywhere, as the emulated GPU's name is in no table of peaks; and with --fp8 1, whose
+#      checkpoint carries the FP8 scaling state;
+#  (d) --fp8 1 refused, naming why, on compute capability 8.0 (LLMC_EMU_COMPUTE_CAPABILITY) and with
+#      LLMC_GELU=epilogues.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
 # streams interleaved by the seed), which finds a missing wait between the compute stream and the
@@ -143,5 +147,25 @@ grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the tab
   fail "the emulated GPU, in no table, showed an MFU or did not say why not"
 [ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16): resumed at step 3, main.log and model bit-identical, no MFU"
 
+before=$failures
+resume_exactly fp8 10 -- --fp8 1
+grep -q '| precision bf16, FP8 matmuls |' "$tmp/full-fp8.out" || fail "the cuda: line does not say FP8: $(grep '^cuda:' "$tmp/full-fp8.out")"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1): resumed at step 3 with its FP8 scaling state, main.log and model bit-identical"
+
+# --- (d) --fp8 1 where it cannot run: a GPU without FP8 tensor cores, the GELU epilogues ----------
+fp8_refused() {  # fp8_refused NAME TEXT VARIABLE=VALUE: the run stops before training, naming TEXT
+  local name=$1 text=$2
+  if env "$3" "$emu/bf16/trainer/train_gpt2cu" "${train[@]}" -x 1 --fp8 1 >"$tmp/fp8-$name.out" 2>&1; then
+    fail "--fp8 1 with $3 ran"
+  else
+    grep -qF "$text" "$tmp/fp8-$name.out" && ! grep -q '^step' "$tmp/fp8-$name.out" ||
+      fail "--fp8 1 with $3: $(tail -n 1 "$tmp/fp8-$name.out")"
+  fi
+}
+before=$failures
+fp8_refused sm80 "--fp8 1 needs FP8 tensor cores (compute capability 8.9 or more" LLMC_EMU_COMPUTE_CAPABILITY=8.0
+fp8_refused epilogues "LLMC_GELU=epilogues is for the bf16 GEMMs" LLMC_GELU=epilogues
+[ "$failures" = "$before" ] && echo "ok    --fp8 1 refused on compute capability 8.0 and with LLMC_GELU=epilogues, naming why"
+
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults and every lever on)"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1), --fp8 1's refusals"
