@@ -256,6 +256,23 @@ std::vector<float> cuda_gradients(CudaBackend& cuda, const Batch& batch, int B, 
   return g;
 }
 
+// Step `step` (from 0) of AdamW as the loop runs it on `b`: micro-batches `first` and `second` of 0.5
+// each, the gradient norm clipped at 1, weight decay 0.1; returns the step's loss.
+float loop_step(Backend& b, const Batch& first, const Batch& second, int B, int T, int step) {
+  b.zero_grad();
+  b.forward_backward(first.inputs.data(), first.targets.data(), B, T, 0.5f);
+  b.forward_backward(second.inputs.data(), second.targets.data(), B, T, 0.5f);
+  const float loss = b.accumulated_loss();
+  const float norm = std::sqrt(b.grad_sum_of_squares());
+  OptimizerStep update;
+  update.weight_decay = 0.1f;
+  update.lr = 3e-4f;
+  update.t = step + 1;
+  update.grad_scale = norm > 1.0f ? 1.0f / norm : 1.0f;
+  b.optimizer_step(update);
+  return loss;
+}
+
 // The tuning pass (LLMC_GEMM_SEARCH=timed) on `batch`: it chooses something, leaves the gradients
 // and the loss at zero, and its choices load back into the backend.
 void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, int B, int T) {
@@ -340,28 +357,14 @@ void check_fp8(Report& report, const GPT2Config& config, const Args& a, Attentio
   }
   check_gradients(report, "--fp8 1 grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
 
-  // AdamW steps with FP8 against the oracle's (two micro-batches of 0.5 each, as the loop).
+  // AdamW steps with FP8 against the oracle's.
   CpuBackend cpu_steps(config);
   cpu_steps.set_parameters(params.data());
-  OptimizerStep update;
-  update.weight_decay = 0.1f;
-  update.lr = 3e-4f;
   for (int step = 0; step < std::min(a.steps, 3); ++step) {
-    float losses[2];
-    Backend* backends[2] = {&fp8, &cpu_steps};
-    for (int k = 0; k < 2; ++k) {
-      Backend& b = *backends[k];
-      b.zero_grad();
-      b.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 0.5f);
-      b.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 0.5f);
-      losses[k] = b.accumulated_loss();
-      const float step_norm = std::sqrt(b.grad_sum_of_squares());
-      update.t = step + 1;
-      update.grad_scale = step_norm > 1.0f ? 1.0f / step_norm : 1.0f;
-      b.optimizer_step(update);
-    }
-    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, losses[0], losses[1]),
-                 std::fabs(losses[0] - losses[1]), loss_bar, "abs_err");
+    const float ours = loop_step(fp8, batch, batch, B, T, step);
+    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
+    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, ours, oracle),
+                 std::fabs(ours - oracle), loss_bar, "abs_err");
   }
 }
 
@@ -575,27 +578,12 @@ int run(const Args& a) {
   // AdamW steps as the loop runs them: two micro-batches of 0.5, norm clipping at 1, weight decay.
   const int steps = a.quick ? std::min(a.steps, 2) : a.steps;
   const Batch second = random_batch(rng, B, T, config.vocab_size);
-  OptimizerStep update;
-  update.weight_decay = 0.1f;
-  update.lr = 3e-4f;
   auto fresh = make_cuda(config, a, 1, attention, params);
   CpuBackend cpu_steps(config);
   cpu_steps.set_parameters(params.data());
   for (int step = 0; step < steps; ++step) {
-    float losses[2];
-    Backend* backends[2] = {fresh.get(), &cpu_steps};
-    for (int k = 0; k < 2; ++k) {
-      Backend& b = *backends[k];
-      b.zero_grad();
-      b.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 0.5f);
-      b.forward_backward(second.inputs.data(), second.targets.data(), B, T, 0.5f);
-      losses[k] = b.accumulated_loss();
-      const float step_norm = std::sqrt(b.grad_sum_of_squares());
-      update.t = step + 1;
-      update.grad_scale = step_norm > 1.0f ? 1.0f / step_norm : 1.0f;
-      b.optimizer_step(update);
-    }
-    report.loss(fmt::format("AdamW step {} loss", step + 1), losses[0], losses[1]);
+    const float ours = loop_step(*fresh, batch, second, B, T, step);
+    report.loss(fmt::format("AdamW step {} loss", step + 1), ours, loop_step(cpu_steps, batch, second, B, T, step));
   }
   if (steps > 0) {
     std::vector<float> cuda_params(n), cpu_params(n);

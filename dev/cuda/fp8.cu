@@ -1,5 +1,8 @@
 // FP8 casts (llmc/cuda/fp8.cuh, --fp8 1): checked against cuda_fp8.h's host conversion of the same
 // floatX values at the same scale, byte for byte, then timed.
+//   encode  fp8_encode on the device (the GPU's conversion instruction; on the emulated GPU,
+//           cuda_fp8.h's host code) against codes worked out by hand from the OCP FP8 formats:
+//           rounding to nearest even, subnormals, saturation of large values and infinities, NaN
 //   cast    fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's
 //           range saturate; the amax is the largest |x|, whatever the scale)
 //   scale   the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))
@@ -7,6 +10,7 @@
 //           bytes and amax as fp8_cast of the floatX output they store
 //   weight  fp8_cast_weight: the weight's amax, its E4M3 copy and its transpose
 #include <functional>
+#include <iterator>
 #include <tuple>
 
 #include "dev/cuda/common.cuh"
@@ -87,6 +91,79 @@ float recorded_amax(float* state) {
 llmc::Fp8Sink sink_of(__nv_fp8_storage_t* data, float* state, int tensor, __nv_fp8_interpretation_t format) {
   return {data, state + llmc::fp8_scale_offset(tensor),
           reinterpret_cast<unsigned*>(state + llmc::fp8_amax_offset(tensor)), format};
+}
+
+__global__ void encode_kernel(__nv_fp8_storage_t* out, const float* x, const float* scale,
+                              const __nv_fp8_interpretation_t* format, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = llmc::fp8_encode(x[i], scale[i], format[i]);
+}
+
+// Codes by hand. E4M3 is S.EEEE.MMM (bias 7, largest 448 = 0x7E, S.1111.111 NaN, subnormals m/8
+// 2^-6); E5M2 is S.EEEEE.MM (bias 15, largest 57344 = 0x7B, subnormals m/4 2^-14).
+bool check_encode() {
+  struct Case {
+    float x, scale;
+    __nv_fp8_interpretation_t format;
+    int code;  // -1: any NaN code (S.1111.111 in E4M3, S.11111.{01,10,11} in E5M2)
+    const char* why;
+  };
+  const Case cases[] = {
+      {1.0f, 1.0f, __NV_E4M3, 0x38, "1 = 0.0111.000"},
+      {3.0f, 0.5f, __NV_E4M3, 0x3C, "3 x 0.5 = 1.5 = 0.0111.100"},
+      {-3.0f, 1.0f, __NV_E4M3, 0xC4, "-3 = 1.1000.100"},
+      {1.0625f, 1.0f, __NV_E4M3, 0x38, "1 + 1/16, halfway between 1 and 1.125: to the even 1"},
+      {1.1875f, 1.0f, __NV_E4M3, 0x3A, "1 + 3/16, halfway between 1.125 and 1.25: to the even 1.25"},
+      {448.0f, 1.0f, __NV_E4M3, 0x7E, "the largest"},
+      {500.0f, 1.0f, __NV_E4M3, 0x7E, "past the largest: saturates"},
+      {-1e6f, 1.0f, __NV_E4M3, 0xFE, "far past: saturates to -448"},
+      {INFINITY, 1.0f, __NV_E4M3, 0x7E, "infinity saturates too (SATFINITE)"},
+      {0x1p-9f, 1.0f, __NV_E4M3, 0x01, "the smallest subnormal"},
+      {0x1.8p-10f, 1.0f, __NV_E4M3, 0x01, "0.75 of it: up to it"},
+      {0x1p-10f, 1.0f, __NV_E4M3, 0x00, "half of it: to the even 0"},
+      {0x1.8p-9f, 1.0f, __NV_E4M3, 0x02, "1.5 of it: halfway between 1 and 2 subnormal steps, to the even 2"},
+      {NAN, 1.0f, __NV_E4M3, -1, "NaN stays NaN"},
+      {1.0f, 1.0f, __NV_E5M2, 0x3C, "1 = 0.01111.00"},
+      {1.125f, 1.0f, __NV_E5M2, 0x3C, "1 + 1/8, halfway between 1 and 1.25: to the even 1"},
+      {1.375f, 1.0f, __NV_E5M2, 0x3E, "1 + 3/8, halfway between 1.25 and 1.5: to the even 1.5"},
+      {57344.0f, 1.0f, __NV_E5M2, 0x7B, "the largest"},
+      {61440.0f, 1.0f, __NV_E5M2, 0x7B, "halfway to the next binade's first value: saturates"},
+      {-INFINITY, 1.0f, __NV_E5M2, 0xFB, "-infinity saturates to -57344"},
+      {0x1p-16f, 1.0f, __NV_E5M2, 0x01, "the smallest subnormal"},
+      {0x1p-26f, 0x1p10f, __NV_E5M2, 0x01, "scaled by 2^10 into the smallest subnormal"},
+      {NAN, 1.0f, __NV_E5M2, -1, "NaN stays NaN"},
+  };
+  const int n = int(std::size(cases));
+  std::vector<float> x(n), scale(n);
+  std::vector<__nv_fp8_interpretation_t> format(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = cases[i].x;
+    scale[i] = cases[i].scale;
+    format[i] = cases[i].format;
+  }
+  float* d_x = bench::to_device<float>(x);
+  float* d_scale = bench::to_device<float>(scale);
+  __nv_fp8_interpretation_t* d_format = nullptr;
+  __nv_fp8_storage_t* d_out = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_format, n * sizeof(__nv_fp8_interpretation_t)));
+  CUDA_CHECK(cudaMemcpy(d_format, format.data(), n * sizeof(__nv_fp8_interpretation_t), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMalloc(&d_out, n));
+  llmc::launch<encode_kernel>(1, 64, 0, 0, d_out, d_x, d_scale, d_format, n);
+  CUDA_CHECK_LAST();
+  const std::vector<uint8_t> got = bytes_from_device(d_out, size_t(n));
+  bool ok = true;
+  for (int i = 0; i < n; ++i) {
+    const Case& c = cases[i];
+    const bool e5m2 = c.format == __NV_E5M2;
+    const int magnitude = got[i] & 0x7F;
+    const bool nan = e5m2 ? magnitude > 0x7C : magnitude == 0x7F;
+    const bool pass = c.code < 0 ? nan : got[i] == c.code;
+    fmt::print("{}  encode {} {:g} x {:g}: {:#04x} (expected {}) {}\n", pass ? "PASS" : "FAIL", e5m2 ? "e5m2" : "e4m3",
+               c.x, c.scale, got[i], c.code < 0 ? std::string("NaN") : fmt::format("{:#04x}", c.code), c.why);
+    ok &= pass;
+  }
+  bench::free_device({d_x, d_scale, d_format, d_out});
+  return ok;
 }
 
 bool check_cast(size_t n, const std::string& tag) {
@@ -247,6 +324,7 @@ bool check_weight() {
 
 bool run(const bench::Args& args) {
   bool ok = true;
+  if (bench::selected(args, "encode")) ok &= check_encode();
   if (bench::selected(args, "cast")) {
     if (!args.small) ok &= check_cast(kN, "");
     ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
@@ -270,4 +348,4 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"cast", "scale", "fused", "weight"}, run); }
+int main(int argc, char** argv) { return bench::run_main(argc, argv, {"encode", "cast", "scale", "fused", "weight"}, run); }

@@ -11,7 +11,10 @@
 // dbias_epilogue (LLMC_BIAS_GRAD=epilogue: the dweight GEMM's BGRADB epilogue into scratch, then
 // added; dweight and dbias both accumulate); fwd_bias_timed and bwd_dweight_timed (the algorithm chosen by
 // the timed search of LLMC_GEMM_SEARCH=timed, llmc/cuda/gemm_search.cuh, instead of the heuristic's
-// first).
+// first); fwd_bias_fp8 and bwd_dinp_fp8 (--fp8 1: the operands cast to E4M3 / E5M2 by the
+// trainer's kernels, llmc/cuda/fp8.cuh, the weight also transposed, then cuBLASLt's FP8 GEMM with
+// their scales; checked against the CPU layer run on the very values the FP8 copies hold, so only
+// the accumulation and the bf16 output round; bf16 build only).
 //
 // usage: ./matmul [VERSION|all] [--check]
 #include <cuda_runtime.h>
@@ -25,6 +28,7 @@
 #include "dev/cuda/common.cuh"
 #include "llmc/cpu/gelu.h"
 #include "llmc/cpu/matmul.h"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/matmul.cuh"
 
 using llmc::floatX;
@@ -134,6 +138,16 @@ struct DeviceBuffers {
   }
 };
 
+// The value an FP8 code stands for, divided by the scale it was cast at (cuda_fp8.h's host decode).
+std::vector<float> fp8_values(const std::vector<float>& x, float scale, __nv_fp8_interpretation_t format) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const __nv_fp8_storage_t q = __nv_cvt_float_to_fp8(x[i] * scale, __NV_SATFINITE, format);
+    out[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(q, format))) / scale;
+  }
+  return out;
+}
+
 struct Runner {
   bench::Args args;
   llmc::BlasContext& ctx;
@@ -163,6 +177,63 @@ struct Runner {
     const bool one = timed.searched().algos.size() == 1 && timed.cached_algorithms() == 1;
     fmt::print("{}  {}  the search chose one algorithm for its one shape\n", one ? "PASS" : "FAIL", label);
     ok(one);
+  }
+
+  // The FP8 GEMMs of --fp8 1 on this shape's inputs: activations and weights E4M3, the output
+  // gradient E5M2, at powers of two that fit the inputs' ranges (|inp|, |dout| < 1: 2^8 and 2^15;
+  // the weight's own, from its amax). FP8 needs bf16 activations and leading dimensions that are
+  // multiples of 16.
+  void run_fp8(const Shape& s, const Reference& r, const DeviceBuffers& d) {
+    if (!std::is_same<floatX, __nv_bfloat16>::value || s.C % 16 != 0 || s.OC % 16 != 0) {
+      fmt::print("UNSUPPORTED  fp8 {}  FP8 GEMMs need the bf16 build and C, OC multiples of 16\n", s.name);
+      return;
+    }
+    const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC, n_w = size_t(s.OC) * s.C;
+    const int input = llmc::fp8_tensor_index(llmc::Fp8Role::kInput, llmc::Fp8Linear::kQkv, 0, 1);
+    const int gradient = llmc::fp8_tensor_index(llmc::Fp8Role::kGradient, llmc::Fp8Linear::kQkv, 0, 1);
+    const int weight = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
+    const float inp_scale = 256.0f, dout_scale = 32768.0f;
+    std::vector<float> state(llmc::fp8_state_floats(1), 0.0f);
+    for (const auto& [i, scale] : {std::pair{input, inp_scale}, std::pair{gradient, dout_scale}}) {
+      state[llmc::fp8_scale_offset(i)] = scale;
+      state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;
+    }
+    float* d_state = nullptr;
+    __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_state, state.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d_state, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&inp8, n_in));
+    CUDA_CHECK(cudaMalloc(&dout8, n_out));
+    CUDA_CHECK(cudaMalloc(&w8, n_w));
+    CUDA_CHECK(cudaMalloc(&wt8, n_w));
+    llmc::fp8_cast({inp8, d_state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, n_in, 0);
+    llmc::fp8_cast({dout8, d_state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, n_out, 0);
+    llmc::fp8_cast_weight(w8, wt8, d_state, weight, d.weight, s.OC, s.C, 0);
+    float w_scale = 0.0f;
+    CUDA_CHECK(cudaMemcpy(&w_scale, d_state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
+    const std::vector<float> inp = fp8_values(r.inp, inp_scale, __NV_E4M3), w = fp8_values(r.weight, w_scale, __NV_E4M3);
+    const llmc::Fp8Matrix a{inp8, d_state + llmc::fp8_scale_inv_offset(input), __NV_E4M3};
+    const llmc::Fp8Matrix wm{w8, d_state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
+    const double gemm_flops = 2.0 * s.BT * s.C * s.OC, e = sizeof(floatX);
+    auto tag = [&](const char* v) { return fmt::format("{} {}", v, s.name); };
+    if (bench::selected(args, "fwd_bias_fp8")) {
+      std::vector<float> ref(n_out);
+      llmc::matmul_forward(ref.data(), inp.data(), w.data(), r.bias.data(), s.BT, s.C, s.OC);
+      check_and_time(tag("fwd_bias_fp8"), d.out, n_out, ref, double(n_in + n_w) + e * n_out, gemm_flops,
+                     [&] { llmc::matmul_forward_fp8(ctx, d.out, a, wm, d.bias, s.BT, s.C, s.OC, 0); });
+    }
+    if (bench::selected(args, "bwd_dinp_fp8")) {
+      const std::vector<float> dout = fp8_values(r.dout, dout_scale, __NV_E5M2);
+      std::vector<float> ref(n_in), dweight(n_w, 0.0f), dbias(size_t(s.OC), 0.0f);
+      llmc::matmul_backward(ref.data(), dweight.data(), dbias.data(), dout.data(), r.inp.data(), w.data(), s.BT, s.C,
+                            s.OC);
+      llmc::MatmulBackward p{.dinp = d.dinp, .BT = s.BT, .C = s.C, .OC = s.OC};
+      p.dout8 = {dout8, d_state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
+      p.weight_t8 = {wt8, d_state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
+      check_and_time(tag("bwd_dinp_fp8"), d.dinp, n_in, ref, double(n_out + n_w) + e * n_in, gemm_flops,
+                     [&] { llmc::matmul_backward_input(ctx, p, 0); });
+    }
+    bench::free_device({d_state, inp8, dout8, w8, wt8});
   }
 
   void run_shape(const Shape& s, uint64_t seed) {
@@ -264,6 +335,7 @@ struct Runner {
       ok(same);
       time_it(tag(version), run, e * (n_out + 2.0 * s.OC), 0.0);
     }
+    if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "bwd_dinp_fp8")) run_fp8(s, r, d);
     if (bench::selected(args, "dbias_epilogue")) {
       bench::upload(d.dweight, r.dweight0);
       bench::upload(d.dbias, r.dbias0);
@@ -295,7 +367,8 @@ bool run(const bench::Args& args) {
                           {"fcproj", 8192, 3072, 768},
                           // Tails everywhere: BT not a multiple of the bias kernel's 64-row slices,
                           // OC not a multiple of its 256 columns, matrices not 256-byte aligned.
-                          {"odd", 200, 96, 264, 8}};
+                          // OC = 272 = 17 x 16: the least FP8 takes (leading dimensions of 16).
+                          {"odd", 200, 96, 272, 8}};
   uint64_t seed = 1000;
   for (const Shape& s : shapes)
     if (!args.small || s.offset != 0) runner.run_shape(s, seed += 100);
@@ -311,6 +384,7 @@ int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
       {"fwd", "fwd_bias", "fwd_gelu", "fwd_gelu_kernel", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dinp_gelu_kernel",
-       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue", "fwd_bias_timed", "bwd_dweight_timed"},
+       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue", "fwd_bias_timed", "bwd_dweight_timed",
+       "fwd_bias_fp8", "bwd_dinp_fp8"},
       run);
 }

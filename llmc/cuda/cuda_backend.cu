@@ -98,6 +98,10 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   if (optimizer.state_names.size() > 2)
     throw std::runtime_error(fmt::format("CUDA backend: optimizer {} keeps {} state tensors; the memory plan has two",
                                          optimizer.name, optimizer.state_names.size()));
+  if (opt.fp8 && C % 16 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: --fp8 1 needs channels C a multiple of 16 (cuBLASLt's FP8 "
+                                         "GEMMs take leading dimensions of 16 elements), got C = {}",
+                                         C));
   if (opt.fp8 && opt.speed.gelu == GeluPath::kEpilogues)
     throw std::runtime_error("CUDA backend: --fp8 1 runs the GELU as a kernel, which also writes its output's FP8 copy "
                              "for the next GEMM; LLMC_GELU=epilogues is for the bf16 GEMMs (unset it with --fp8 1)");

@@ -23,6 +23,7 @@
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fp8_layout.h"
+#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
 
@@ -47,10 +48,10 @@ __device__ inline __nv_fp8_storage_t fp8_encode(float x, float scale, __nv_fp8_i
   return __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, format);
 }
 
-// The largest |x| over the warp into slot (warp % kFp8AmaxSlots) of `amax`; every lane calls it.
+// The largest |x| over the warp into slot (warp % kFp8AmaxSlots) of `amax`; every lane of the warp
+// calls it (blocks of one dimension). A NaN is not the largest (fmaxf), an infinity is.
 __device__ inline void fp8_record_amax(unsigned* amax, float x, long long warp) {
-  float m = fabsf(x);
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  const float m = warp_reduce_max(fabsf(x));
   if (threadIdx.x % kWarpSize == 0) atomicMax(amax + warp % kFp8AmaxSlots, __float_as_uint(m));
 }
 
@@ -171,11 +172,14 @@ __global__ void fp8_update_current_kernel(float* state, int first, int count) {
 
 // w (rows x cols, row-major) into w8 (rows x cols) and its transpose wt8 (cols x rows), E4M3 at
 // *scale, through a 32 x 32 tile in shared memory so that both writes are coalesced. Block (32, 8).
+// The tile keeps a word per code (a row of 33 words: the transposed reads fall in distinct banks),
+// so that no two threads write parts of one shared word, which the emulated GPU's race check, at
+// word granularity, would report.
 constexpr int kFp8Tile = 32;
 template <class Real>
 __global__ void fp8_weight_cast_kernel(__nv_fp8_storage_t* w8, __nv_fp8_storage_t* wt8, const Real* w,
                                        const float* scale, int rows, int cols) {
-  LLMC_SHARED(__nv_fp8_storage_t, tile, [kFp8Tile][kFp8Tile + 1]);
+  LLMC_SHARED(unsigned, tile, [kFp8Tile][kFp8Tile + 1]);
   const float s = *scale;
   const int col = blockIdx.x * kFp8Tile + threadIdx.x;
   for (int r = threadIdx.y; r < kFp8Tile; r += blockDim.y) {
@@ -191,7 +195,7 @@ __global__ void fp8_weight_cast_kernel(__nv_fp8_storage_t* w8, __nv_fp8_storage_
   const int row = blockIdx.y * kFp8Tile + threadIdx.x;
   for (int r = threadIdx.y; r < kFp8Tile; r += blockDim.y) {
     const int c = blockIdx.x * kFp8Tile + r;
-    if (row < rows && c < cols) wt8[size_t(c) * rows + row] = tile[threadIdx.x][r];
+    if (row < rows && c < cols) wt8[size_t(c) * rows + row] = __nv_fp8_storage_t(tile[threadIdx.x][r]);
   }
 }
 
