@@ -134,12 +134,13 @@ class Backend {
   // State that the numbers of the next steps depend on beyond the parameters and the optimizer's:
   // the CUDA backend's FP8 scales and amax history (--fp8 1). Opaque bytes to the loop, this rank's
   // own, which each rank's checkpoint state file keeps and a resumed run sets before its first step,
-  // so that it computes what the unbroken run did. Empty: none (the default). A backend that keeps
-  // none ignores what it is given (a run resumed without --fp8 1 has nothing to scale), one that
-  // does starts afresh from an empty state; set_scaling_state throws std::runtime_error for bytes it
-  // cannot use (another model's).
-  virtual std::vector<uint8_t> scaling_state() { return {}; }
-  virtual void set_scaling_state(const std::vector<uint8_t>&) {}
+  // so that it computes what the unbroken run did. Empty: none. A backend that keeps none ignores
+  // what it is given (a run resumed without --fp8 1 has nothing to scale), one that does starts
+  // afresh from an empty state; set_scaling_state throws std::runtime_error for bytes it cannot use
+  // (another model's). No default: a backend that wraps another (WatchedBackend) must forward them,
+  // or a checkpoint would silently lose the state.
+  virtual std::vector<uint8_t> scaling_state() = 0;
+  virtual void set_scaling_state(const std::vector<uint8_t>& state) = 0;
 
  private:
   std::vector<float> losses_;  // forward_loss's per-position losses

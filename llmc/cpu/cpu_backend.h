@@ -40,6 +40,9 @@ class CpuBackend : public Backend {
   void all_gather_parameters(Communicator& host) override;
   void begin_gradient_sync(Communicator& host) override;
   void finish_gradient_sync() override;
+  // fp32 throughout: no scaling state to keep, and one from an FP8 run is ignored.
+  std::vector<uint8_t> scaling_state() override { return {}; }
+  void set_scaling_state(const std::vector<uint8_t>&) override {}
 
   // For the parity tests: the B*T x padded_vocab_size logits of a forward pass (valid until the
   // next call), and the gradient buffer in parameter layout.

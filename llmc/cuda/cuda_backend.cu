@@ -68,6 +68,9 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.config = cfg;
   plan_inputs.batch = opt.max_batch;
   plan_inputs.seq_len = opt.max_seq_len;
+  if (opt.fp8 && opt.speed.gelu == GeluPath::kEpilogues)
+    throw std::runtime_error("CUDA backend: --fp8 1 runs the GELU as a kernel, which also writes its output's FP8 copy "
+                             "for the next GEMM; LLMC_GELU=epilogues is for the bf16 GEMMs (unset it with --fp8 1)");
   // -r auto is planned at the most recompute the switches allow until the budget is known (below).
   const bool auto_recompute = opt.recompute == kRecomputeAuto;
   if (auto_recompute) opt.recompute = max_recompute(opt.speed);
@@ -102,9 +105,6 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     throw std::runtime_error(fmt::format("CUDA backend: --fp8 1 needs channels C a multiple of 16 (cuBLASLt's FP8 "
                                          "GEMMs take leading dimensions of 16 elements), got C = {}",
                                          C));
-  if (opt.fp8 && opt.speed.gelu == GeluPath::kEpilogues)
-    throw std::runtime_error("CUDA backend: --fp8 1 runs the GELU as a kernel, which also writes its output's FP8 copy "
-                             "for the next GEMM; LLMC_GELU=epilogues is for the bf16 GEMMs (unset it with --fp8 1)");
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
   if (opt.fp8 && cuda_compute_capability() < kFp8ComputeCapability)

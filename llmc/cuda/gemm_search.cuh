@@ -149,9 +149,13 @@ inline cublasLtMatmulAlgo_t fastest_algorithm(const GemmKey& key, const std::vec
   size_t best = 0;
   for (size_t i = 1; i < ms.size(); ++i)
     if (ms[i] < ms[best]) best = i;
-  const std::string shape = fmt::format("m={} n={} k={} {}{} epilogue={} beta={}", key.m, key.n, key.k,
+  // FP8 operands (their cudaDataType: CUDA_R_8F_E4M3 or _E5M2) are named after the shape.
+  const auto fp8_name = [](int type) { return type == int(CUDA_R_8F_E4M3) ? "e4m3" : "e5m2"; };
+  const std::string types =
+      key.a_type < 0 ? std::string() : fmt::format(" fp8 {} x {}", fp8_name(key.a_type), fp8_name(key.b_type));
+  const std::string shape = fmt::format("m={} n={} k={} {}{} epilogue={} beta={}{}", key.m, key.n, key.k,
                                         key.trans_a ? "A^T " : "A ", key.trans_b ? "B^T" : "B",
-                                        epilogue_name(key.epilogue), key.accumulate ? 1 : 0);
+                                        epilogue_name(key.epilogue), key.accumulate ? 1 : 0, types);
   if (!(ms[best] < std::numeric_limits<float>::infinity()))
     throw std::runtime_error("gemm search: cuBLASLt ran none of the " + std::to_string(candidates.size()) +
                              " algorithms its heuristic offered for " + shape);

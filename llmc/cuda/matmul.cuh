@@ -51,10 +51,14 @@ inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
 }
 
 // The name LLMC_PROFILE's table gives the GEMM `g` (cuBLASLt's column-major shape, the operands'
-// transposes, the epilogue): "cublasLt m=2304 n=65536 k=768 TN bias".
+// transposes, FP8 operands, the epilogue): "cublasLt m=2304 n=65536 k=768 TN bias",
+// "cublasLt m=768 n=65536 k=2304 TN fp8 e4m3 x e5m2".
 inline std::string lt_gemm_profile_name(const LtGemm& g) {
   std::string name = "cublasLt m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
                      " " + (g.transpose_a ? "T" : "N") + (g.transpose_b ? "T" : "N");
+  if (g.fp8)
+    name += std::string(" fp8 ") + (g.a8.format == __NV_E4M3 ? "e4m3" : "e5m2") + " x " +
+            (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2");
   switch (g.epilogue) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
     case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;

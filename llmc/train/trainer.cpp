@@ -256,6 +256,9 @@ void Trainer::train(Backend& backend) {
   backend.set_parameters(params_.data());
   if (resumed_step_ >= 0) {
     backend.set_optimizer_state(resumed_state_);
+    if (resumed_scaling_state_.empty() && !backend.scaling_state().empty())
+      say("resume: checkpoint step {} holds no FP8 scaling state (written without --fp8 1): the scales calibrate "
+          "afresh\n", resumed_step_);
     blame("-y", [&] { backend.set_scaling_state(resumed_scaling_state_); });
   }
   resumed_scaling_state_ = {};

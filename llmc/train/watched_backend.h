@@ -77,6 +77,12 @@ class WatchedBackend final : public Backend {
   std::string set_kernel_choices(const std::vector<uint8_t>& choices) override {
     return marked("set_kernel_choices", [&] { return inner_.set_kernel_choices(choices); });
   }
+  std::vector<uint8_t> scaling_state() override {
+    return marked("scaling_state", [&] { return inner_.scaling_state(); });
+  }
+  void set_scaling_state(const std::vector<uint8_t>& state) override {
+    marked("set_scaling_state", [&] { inner_.set_scaling_state(state); });
+  }
 
  private:
   // Runs `call` as the backend call `name`: marked while it runs, progress when it returns.

@@ -158,7 +158,7 @@ fp8_refused() {  # fp8_refused NAME TEXT VARIABLE=VALUE: the run stops before tr
   if env "$3" "$emu/bf16/trainer/train_gpt2cu" "${train[@]}" -x 1 --fp8 1 >"$tmp/fp8-$name.out" 2>&1; then
     fail "--fp8 1 with $3 ran"
   else
-    grep -qF "$text" "$tmp/fp8-$name.out" && ! grep -q '^step' "$tmp/fp8-$name.out" ||
+    grep -qF -- "$text" "$tmp/fp8-$name.out" && ! grep -q '^step' "$tmp/fp8-$name.out" ||
       fail "--fp8 1 with $3: $(tail -n 1 "$tmp/fp8-$name.out")"
   fi
 }
