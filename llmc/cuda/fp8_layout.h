@@ -22,12 +22,17 @@ enum class Fp8Role { kInput, kGradient, kWeight };
 constexpr int kFp8Roles = 3;
 
 // The FP8 scaling state in one device buffer of fp8_state_floats(L) floats, per tensor index i
-// (fp8_tensor_index): scale[i] (the cast's multiplier), scale_inv[i] (the GEMM's), kFp8AmaxSlots
-// amax slots (float bits, atomicMax'ed as unsigned: for x >= 0 the order of the bits is the order of
-// the values) and kFp8History amax entries. Tensors [0, fp8_delayed_tensors(L)) are delayed.
+// (fp8_tensor_index), kFp8FloatsPerTensor floats: the scale (the cast's multiplier), the scale_inv
+// (the GEMM's), each first in a 16-byte group of its own, then kFp8AmaxSlots amax slots (float bits,
+// atomicMax'ed as unsigned: for x >= 0 the order of the bits is the order of the values) and
+// kFp8History amax entries. cuBLASLt's FP8 GEMMs refused scale pointers 4 bytes off a 16-byte
+// boundary on an H100 (CUBLAS_STATUS_NOT_SUPPORTED from cublasLtMatmul after its heuristic had
+// offered the algorithm), so every tensor's state starts 16-byte aligned and its scale_inv at
+// float 4. Tensors [0, fp8_delayed_tensors(L)) are delayed.
 constexpr int fp8_tensors(int L) { return kFp8Roles * kFp8Linears * L; }
 constexpr int fp8_delayed_tensors(int L) { return 2 * kFp8Linears * L; }
-constexpr size_t kFp8FloatsPerTensor = 2 + kFp8AmaxSlots + kFp8History;
+constexpr size_t kFp8ScaleGroup = 4;  // floats in 16 bytes
+constexpr size_t kFp8FloatsPerTensor = 2 * kFp8ScaleGroup + kFp8AmaxSlots + kFp8History;
 constexpr size_t fp8_state_floats(int L) { return size_t(fp8_tensors(L)) * kFp8FloatsPerTensor; }
 // The offsets are called by kernels too: host and device functions under nvcc, plain functions
 // elsewhere (the host code, and the emulated GPU's kernels, compiled by g++).
@@ -40,8 +45,8 @@ inline int fp8_tensor_index(Fp8Role role, Fp8Linear linear, int layer, int L) {
   return (int(role) * kFp8Linears + int(linear)) * L + layer;
 }
 LLMC_FP8_ACCESSOR size_t fp8_scale_offset(int i) { return size_t(i) * kFp8FloatsPerTensor; }
-LLMC_FP8_ACCESSOR size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + 1; }
-LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2; }
+LLMC_FP8_ACCESSOR size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + kFp8ScaleGroup; }
+LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2 * kFp8ScaleGroup; }
 LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots; }
 #undef LLMC_FP8_ACCESSOR
 
