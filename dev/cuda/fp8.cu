@@ -212,7 +212,7 @@ bool check_scales() {
       std::memcpy(&b, &c.amax, sizeof b);
       return b;
     }();
-    CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(c.tensor) + 5, &bits, sizeof bits, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(c.tensor) + 5 * llmc::kFp8AmaxSlotStride, &bits, sizeof bits, cudaMemcpyHostToDevice));
   }
   llmc::fp8_update_delayed(state, 1, 0, 1, 0);
   for (const Case& c : cases) {
@@ -229,7 +229,7 @@ bool check_scales() {
   ok &= check_value("the slots are cleared for the next micro-step", state_at(state, llmc::fp8_amax_offset(0)), 0.0f);
   // Entry 0 overwritten by 100 (the ring wrapped) while entry 1 holds 7: 448 / 100 = 4.48, 4.
   const float hundred = 100.0f;
-  CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0) + 63, &hundred, sizeof hundred, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0) + (llmc::kFp8AmaxSlots - 1) * llmc::kFp8AmaxSlotStride, &hundred, sizeof hundred, cudaMemcpyHostToDevice));
   llmc::fp8_update_delayed(state, 1, 0, 2, 0);
   ok &= check_value("scale after amax 100 replaces 3.7", state_at(state, llmc::fp8_scale_offset(0)), 4.0f);
   bench::free_device({state});

@@ -330,6 +330,14 @@ cublasStatus_t check_scales(const char* call, const LtDesc& o, bool fp8) {
   if (o.amax_d && !fp8)
     return fail(CUBLAS_STATUS_INVALID_VALUE,
                 std::string(call) + ": CUBLASLT_MATMUL_DESC_AMAX_D_POINTER is set, but A and B are not FP8");
+  // Not in the documentation, seen on an H100 (cuBLASLt 13.1, docs/gpu-runs.md): an FP8 matmul whose
+  // A or B scale pointer lay 4 bytes off a 16-byte boundary returned NOT_SUPPORTED from
+  // cublasLtMatmul, after the heuristic had offered the algorithm; 16-byte-aligned ones ran.
+  for (int i = 0; i < 3; ++i)
+    if (o.scales[i] && alignment_of(o.scales[i]) < 16)
+      return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": " + names[i] + " is " +
+                                                   std::to_string(alignment_of(o.scales[i])) +
+                                                   "-byte aligned; FP8 kernels take scales on 16-byte boundaries");
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -619,6 +619,18 @@ TEST_CASE("cublasLtMatmul FP8 refuses what the documentation rules out or the em
     c.scales[3] = one;
     refused(c, CUBLAS_STATUS_INVALID_VALUE);
   }
+  SUBCASE("an A or B scale 4 bytes off a 16-byte boundary: NOT_SUPPORTED from cublasLtMatmul (seen on an H100)") {
+    float* four = upload(std::vector<float>{1.0f, 1.0f});  // cudaMalloc's: 256-byte aligned
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      LtCall off = c;
+      off.scales[i] = four + 1;
+      refused(off, CUBLAS_STATUS_NOT_SUPPORTED);
+    }
+    c.scales[0] = c.scales[1] = four;
+    CHECK(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    cudaFree(four);
+  }
   cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(one);
 }
 

@@ -48,11 +48,24 @@ __device__ inline __nv_fp8_storage_t fp8_encode(float x, float scale, __nv_fp8_i
   return __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, format);
 }
 
-// The largest |x| over the warp into slot (warp % kFp8AmaxSlots) of `amax`; every lane of the warp
-// calls it (blocks of one dimension). A NaN is not the largest (fmaxf), an infinity is.
-__device__ inline void fp8_record_amax(unsigned* amax, float x, long long warp) {
+// The largest |x| into slot `index` % kFp8AmaxSlots of a tensor's amax slots. A NaN is not the
+// largest (fmaxf), an infinity is.
+__device__ inline void fp8_record_slot(unsigned* amax, float m, long long index) {
+  atomicMax(amax + (index % kFp8AmaxSlots) * kFp8AmaxSlotStride, __float_as_uint(m));
+}
+
+// The largest |x| over the warp, one atomic per warp; every lane of the warp calls it (blocks of one
+// dimension), `warp` its index.
+__device__ inline void fp8_record_warp_amax(unsigned* amax, float x, long long warp) {
   const float m = warp_reduce_max(fabsf(x));
-  if (threadIdx.x % kWarpSize == 0) atomicMax(amax + warp % kFp8AmaxSlots, __float_as_uint(m));
+  if (threadIdx.x % kWarpSize == 0) fp8_record_slot(amax, m, warp);
+}
+
+// The largest |x| over the block, one atomic per block: every thread calls it (blocks of one
+// dimension, a multiple of the warp size), with kMaxWarpsPerBlock floats of shared `scratch`.
+__device__ inline void fp8_record_block_amax(unsigned* amax, float x, float* scratch) {
+  const float m = block_reduce<warp_reduce_max>(fabsf(x), scratch, 0.0f);
+  if (threadIdx.x == 0) fp8_record_slot(amax, m, blockIdx.x);
 }
 
 // The FP8 copy of one 16-byte vector `v` stored at element `at`; returns max |v[k]| for the amax.
@@ -79,11 +92,12 @@ __device__ inline float fp8_store_vector(const Fp8Sink& sink, size_t at, const P
 
 template <class Real>
 __global__ void fp8_cast_kernel(Fp8Sink sink, const Real* in, size_t n) {
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   constexpr int S = Packed128<Real>::size;
   const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
   float m = 0.0f;
   if (i < n) m = fp8_store_vector(sink, i, load128(in + i));
-  if (sink.amax) fp8_record_amax(sink.amax, m, (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize);
+  if (sink.amax) fp8_record_block_amax(sink.amax, m, scratch);
 }
 
 inline void fp8_cast(const Fp8Sink& sink, const floatX* in, size_t n, cudaStream_t stream) {
@@ -100,8 +114,9 @@ inline void fp8_cast(const Fp8Sink& sink, const floatX* in, size_t n, cudaStream
 __device__ inline unsigned fp8_take_amax(unsigned* slots) {
   unsigned now = 0;
   for (int s = 0; s < kFp8AmaxSlots; ++s) {
-    if (slots[s] > now) now = slots[s];
-    slots[s] = 0;
+    unsigned& slot = slots[s * kFp8AmaxSlotStride];
+    if (slot > now) now = slot;
+    slot = 0;
   }
   return now;
 }
@@ -146,6 +161,7 @@ inline void fp8_update_delayed(float* state, int L, int entry, int filled, cudaS
 // The largest |in| of `n` values into the amax slots `amax`.
 template <class Real>
 __global__ void fp8_amax_kernel(unsigned* amax, const Real* in, size_t n) {
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   constexpr int S = Packed128<Real>::size;
   const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
   float m = 0.0f;
@@ -154,7 +170,7 @@ __global__ void fp8_amax_kernel(unsigned* amax, const Real* in, size_t n) {
 #pragma unroll
     for (int k = 0; k < S; ++k) m = fmaxf(m, fabsf(float(v[k])));
   }
-  fp8_record_amax(amax, m, (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize);
+  fp8_record_block_amax(amax, m, scratch);
 }
 
 // The scale of each weight tensor [first, first + count) from its amax slots, which it clears

@@ -57,6 +57,7 @@ __device__ inline float gelu_derivative(float x) {
 // With fp8.data, the output's FP8 copy too (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
 template <class Real, bool kFast>
 __global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n, Fp8Sink fp8) {
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   constexpr int S = Packed128<Real>::size;
   const size_t thread = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t i = thread * S;
@@ -69,13 +70,14 @@ __global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n, Fp8Sin
     store128(out + i, y);
     if (fp8.data) amax = fp8_store_vector(fp8, i, y);
   }
-  if (fp8.amax) fp8_record_amax(fp8.amax, amax, static_cast<long long>(thread / kWarpSize));
+  if (fp8.amax) fp8_record_block_amax(fp8.amax, amax, scratch);
 }
 
 // dinp = gelu'(inp) * dout; dinp may alias dout (each thread reads its vector before writing it).
 // With fp8.data, dinp's FP8 copy too.
 template <class Real, bool kFast>
 __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* dout, size_t n, Fp8Sink fp8) {
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   constexpr int S = Packed128<Real>::size;
   const size_t thread = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t i = thread * S;
@@ -89,7 +91,7 @@ __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* do
     store128(dinp + i, g);
     if (fp8.data) amax = fp8_store_vector(fp8, i, g);
   }
-  if (fp8.amax) fp8_record_amax(fp8.amax, amax, static_cast<long long>(thread / kWarpSize));
+  if (fp8.amax) fp8_record_block_amax(fp8.amax, amax, scratch);
 }
 
 // fast_math: LLMC_FAST_MATH's form of the two functions; fp8: where the output's FP8 copy goes, if

@@ -78,7 +78,7 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
     store128(out + base + v * S, o);
     if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), o));
   }
-  if (fp8.amax) fp8_record_amax(fp8.amax, amax, row);
+  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
   if (lane == 0) {
     if (mean) mean[row] = m;
     if (rstd) rstd[row] = s;

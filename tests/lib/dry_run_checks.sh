@@ -107,11 +107,11 @@ row=$(python3 "$(dirname "$0")/../../scripts/scaling.py" --trainer "$bin" --mode
 
 # --fp8 1 plans three more buffers (llmc/cuda/fp8_layout.h), d12 at B=64 T=1024: the weights' FP8
 # copies, 2 x 12 x 12 x 768^2 = 169,869,312 bytes; one operand of B*T*4C = 65536 x 3072 =
-# 201,326,592 bytes; the scaling state, 144 tensors x 88 floats = 12,672 floats.
+# 201,326,592 bytes; the scaling state, 144 tensors x 1048 floats = 150,912 floats.
 run --dry-run 1 -e d12 -b 64 -t 1024 --fp8 1 "${nodata[@]}"
 expect_out "FP8 weight copies                 169869312   1"
 expect_out "FP8 GEMM operand                  201326592   1"
-expect_out "FP8 scales and amax history           12672   4"
+expect_out "FP8 scales and amax history          150912   4"
 run --dry-run 1 -e d12 -b 64 -t 1024 "${nodata[@]}"
 ! grep -q "FP8" "$tmp/out" || fail "the plan without --fp8 1 lists FP8 buffers: $(grep FP8 "$tmp/out")"
 

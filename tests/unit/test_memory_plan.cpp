@@ -368,12 +368,12 @@ TEST_CASE("memory plan: --fp8 1 adds the weight copies, one operand buffer and t
   // d12: 12 layers of C = 768 at B=4, T=64. Weights: 12 C^2 values a layer, each as it is and
   // transposed, one byte each: 2 * 12 * 12 * 768^2 = 169,869,312. The operand: B*T*4C = 256 * 3072
   // bytes. The state: 3 roles * 4 linears * 12 layers = 144 tensors of 4 + 4 (the scale and its
-  // inverse, each in 16 bytes of its own) + 64 + 16 floats.
+  // inverse, each in 16 bytes of its own) + 32 * 32 (32 amax slots, 128 bytes apart) + 16 floats.
   REQUIRE(fp8.find(BufferId::kFp8Weights) != nullptr);
   CHECK(fp8.find(BufferId::kFp8Weights)->bytes() == 169869312ull);
   CHECK(fp8.find(BufferId::kFp8Operand)->bytes() == 786432ull);
-  CHECK(fp8.find(BufferId::kFp8State)->bytes() == 144ull * 88 * 4);
-  CHECK(fp8.total_bytes() - bf16.total_bytes() == 169869312ull + 786432ull + 144ull * 88 * 4);
+  CHECK(fp8.find(BufferId::kFp8State)->bytes() == 144ull * 1048 * 4);
+  CHECK(fp8.total_bytes() - bf16.total_bytes() == 169869312ull + 786432ull + 144ull * 1048 * 4);
   CHECK(bf16.find(BufferId::kFp8State) == nullptr);
   // The backend's sequence takes exactly these buffers with FP8 on, and refuses a plan without them.
   RecordingAllocator device;
