@@ -8,7 +8,8 @@
 //   scale   the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))
 //   fused   the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same
 //           bytes and amax as fp8_cast of the floatX output they store
-//   weight  fp8_cast_weight: the weight's amax, its E4M3 copy and its transpose
+//   weight  fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and
+//           their transposes
 #include <functional>
 #include <iterator>
 #include <tuple>
@@ -28,9 +29,7 @@ constexpr int kRows = 100, kChannels = 96;           // a small LayerNorm: a row
 
 // One layer's scaling state on the device, every scale 1.
 float* new_state() {
-  std::vector<float> state(llmc::fp8_state_floats(1), 0.0f);
-  for (int i = 0; i < llmc::fp8_tensors(1); ++i)
-    state[llmc::fp8_scale_offset(i)] = state[llmc::fp8_scale_inv_offset(i)] = 1.0f;
+  const std::vector<float> state = llmc::fp8_initial_state(1);
   float* dev = nullptr;
   CUDA_CHECK(cudaMalloc(&dev, state.size() * sizeof(float)));
   CUDA_CHECK(cudaMemcpy(dev, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -291,34 +290,51 @@ bool check_fused(size_t n, const std::string& tag) {
 
 bool check_weight() {
   bool ok = true;
-  // A weight of 3C x C rows at C = 96: tiles with tails in neither direction, and one of 40 x 72
-  // (both cut inside a 32 x 32 tile).
-  for (const auto& [rows, cols] : {std::pair{288, 96}, std::pair{40, 72}}) {
-    const size_t n = size_t(rows) * cols;
-    // Values within +-0.2 and one of -0.3 (-0.30078125 in bf16): the scale is 2^floor(log2(448 /
-    // 0.30078125)) = 2^floor(log2(1489.5)) = 1024.
-    std::vector<float> w = bench::round_through<floatX>(bench::random_vector(n, 51, -0.2f, 0.2f));
-    w[n / 3] = float(floatX(-0.3f));
-    floatX* d_w = bench::to_device<floatX>(w);
+  // Two weights cast together, as the trainer casts a model's (one launch sets every scale): 3C x C
+  // at C = 96 (tiles with tails in neither direction), and 40 x 72 (both cut inside a 32 x 32 tile).
+  // Values within +-0.2 and one outlier each, which sets its weight's scale by hand:
+  // 2^floor(log2(448 / m)): -0.30078125 (-0.3 in bf16) gives 2^floor(log2(1489.5)) = 1024, 5 gives
+  // 2^floor(log2(89.6)) = 64.
+  struct Weight {
+    int rows, cols;
+    float outlier, scale;
+    std::vector<float> w;
+    floatX* d_w = nullptr;
     __nv_fp8_storage_t *d_w8 = nullptr, *d_wt8 = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_w8, n));
-    CUDA_CHECK(cudaMalloc(&d_wt8, n));
-    bench::poison(d_w8, n);
-    bench::poison(d_wt8, n);
-    float* state = new_state();
-    const int tensor = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
-    llmc::fp8_cast_weight(d_w8, d_wt8, state, tensor, d_w, rows, cols, 0);
-    const float scale = 1024.0f;
-    ok &= check_value(fmt::format("weight {}x{} scale (amax {:.6f})", rows, cols, max_abs(w)),
-                      state_at(state, llmc::fp8_scale_offset(tensor)), scale);
-    const std::vector<uint8_t> ref = host_fp8(w, scale, __NV_E4M3);
-    std::vector<uint8_t> ref_t(n);
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) ref_t[size_t(c) * rows + r] = ref[size_t(r) * cols + c];
-    ok &= check_bytes(fmt::format("weight {}x{} E4M3 copy", rows, cols), bytes_from_device(d_w8, n), ref);
-    ok &= check_bytes(fmt::format("weight {}x{} transposed E4M3 copy", rows, cols), bytes_from_device(d_wt8, n), ref_t);
-    bench::free_device({d_w, d_w8, d_wt8, state});
+  };
+  std::vector<Weight> weights = {{288, 96, -0.3f, 1024.0f, {}}, {40, 72, 5.0f, 64.0f, {}}};
+  std::vector<llmc::Fp8WeightCast> casts;
+  // The weight tensors of one layer are consecutive in the state: qkv's, then attproj's.
+  const int first = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
+  for (size_t k = 0; k < weights.size(); ++k) {
+    Weight& x = weights[k];
+    const size_t n = size_t(x.rows) * x.cols;
+    x.w = bench::round_through<floatX>(bench::random_vector(n, 51 + k, -0.2f, 0.2f));
+    x.w[n / 3] = float(floatX(x.outlier));
+    x.d_w = bench::to_device<floatX>(x.w);
+    CUDA_CHECK(cudaMalloc(&x.d_w8, n));
+    CUDA_CHECK(cudaMalloc(&x.d_wt8, n));
+    bench::poison(x.d_w8, n);
+    bench::poison(x.d_wt8, n);
+    casts.push_back({x.d_w, x.rows, x.cols, first + int(k), x.d_w8, x.d_wt8});
   }
+  float* state = new_state();
+  llmc::fp8_cast_weights(casts, state, first, int(casts.size()), 0);
+  for (size_t k = 0; k < weights.size(); ++k) {
+    const Weight& x = weights[k];
+    const size_t n = size_t(x.rows) * x.cols;
+    ok &= check_value(fmt::format("weight {}x{} scale (amax {:.6f})", x.rows, x.cols, max_abs(x.w)),
+                      state_at(state, llmc::fp8_scale_offset(first + int(k))), x.scale);
+    const std::vector<uint8_t> ref = host_fp8(x.w, x.scale, __NV_E4M3);
+    std::vector<uint8_t> ref_t(n);
+    for (int r = 0; r < x.rows; ++r)
+      for (int c = 0; c < x.cols; ++c) ref_t[size_t(c) * x.rows + r] = ref[size_t(r) * x.cols + c];
+    ok &= check_bytes(fmt::format("weight {}x{} E4M3 copy", x.rows, x.cols), bytes_from_device(x.d_w8, n), ref);
+    ok &= check_bytes(fmt::format("weight {}x{} transposed E4M3 copy", x.rows, x.cols), bytes_from_device(x.d_wt8, n),
+                      ref_t);
+    bench::free_device({x.d_w, x.d_w8, x.d_wt8});
+  }
+  bench::free_device({state});
   return ok;
 }
 

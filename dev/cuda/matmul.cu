@@ -193,7 +193,7 @@ struct Runner {
     const int gradient = llmc::fp8_tensor_index(llmc::Fp8Role::kGradient, llmc::Fp8Linear::kQkv, 0, 1);
     const int weight = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
     const float inp_scale = 256.0f, dout_scale = 32768.0f;
-    std::vector<float> state(llmc::fp8_state_floats(1), 0.0f);
+    std::vector<float> state = llmc::fp8_initial_state(1);
     for (const auto& [i, scale] : {std::pair{input, inp_scale}, std::pair{gradient, dout_scale}}) {
       state[llmc::fp8_scale_offset(i)] = scale;
       state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;
@@ -208,7 +208,7 @@ struct Runner {
     CUDA_CHECK(cudaMalloc(&wt8, n_w));
     llmc::fp8_cast({inp8, d_state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, n_in, 0);
     llmc::fp8_cast({dout8, d_state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, n_out, 0);
-    llmc::fp8_cast_weight(w8, wt8, d_state, weight, d.weight, s.OC, s.C, 0);
+    llmc::fp8_cast_weights({{d.weight, s.OC, s.C, weight, w8, wt8}}, d_state, weight, 1, 0);
     float w_scale = 0.0f;
     CUDA_CHECK(cudaMemcpy(&w_scale, d_state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
     const std::vector<float> inp = fp8_values(r.inp, inp_scale, __NV_E4M3), w = fp8_values(r.weight, w_scale, __NV_E4M3);

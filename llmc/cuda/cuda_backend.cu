@@ -185,12 +185,11 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
   // The fused LayerNorm backward's completion counter starts at 0; the kernels leave it there.
   CUDA_CHECK(cudaMemsetAsync(scratch, 0, kScratchCounterFloats * sizeof(float), stream));
-  if (fp8_state) {
-    // Every scale 1 (what the calibrating micro-step casts with), no amax, an empty history.
-    std::vector<float> initial(fp8_state_floats(L()), 0.0f);
-    for (int i = 0; i < fp8_tensors(L()); ++i) initial[fp8_scale_offset(i)] = initial[fp8_scale_inv_offset(i)] = 1.0f;
-    CUDA_CHECK(cudaMemcpyAsync(fp8_state, initial.data(), initial.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-  }
+  // Alive until the synchronization below, which the copy from it must precede.
+  const std::vector<float> fp8_initial = fp8_state ? fp8_initial_state(L()) : std::vector<float>();
+  if (fp8_state)
+    CUDA_CHECK(cudaMemcpyAsync(fp8_state, fp8_initial.data(), fp8_initial.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (opt.profile) {
     if (active_launch_timer() != nullptr)

@@ -204,6 +204,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   Fp8Sink fp8_sink(Fp8Role role, Fp8Linear linear, int l) const;
   Fp8Matrix fp8_operand_of(Fp8Role role, Fp8Linear linear, int l) const;
   Fp8Matrix fp8_weight(Fp8Linear linear, int l, bool transposed) const;
+  __nv_fp8_storage_t* fp8_weight_copy(Fp8Linear linear, int l, bool transposed) const;
   void cast_fp8_weights();
   void end_fp8_micro_step();
   // out = inp W^T + b for linear layer `linear` of layer l (W, b: parameter tensors w, b; OC x C):

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fp8_layout.h"
@@ -215,20 +216,33 @@ __global__ void fp8_weight_cast_kernel(__nv_fp8_storage_t* w8, __nv_fp8_storage_
   }
 }
 
-// Tensor i (an E4M3 weight of rows x cols) into w8 and wt8: its amax, its scale, its copies.
-inline void fp8_cast_weight(__nv_fp8_storage_t* w8, __nv_fp8_storage_t* wt8, float* state, int i, const floatX* w,
-                            int rows, int cols, cudaStream_t stream) {
-  const size_t n = size_t(rows) * cols;
-  require_whole_vectors("fp8_cast_weight", "size", n);
-  launch<fp8_amax_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), 256), 256, 0, stream,
-                                  reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)), w, n);
+// One E4M3 weight (rows x cols, scaling tensor `tensor`) and where its copies go.
+struct Fp8WeightCast {
+  const floatX* w;
+  int rows, cols;
+  int tensor;
+  __nv_fp8_storage_t *w8, *wt8;
+};
+
+// The weights' copies at their own scales: every amax, then every scale in one launch (their
+// tensors must be the consecutive first .. first + count - 1 of the state), then the copies.
+inline void fp8_cast_weights(const std::vector<Fp8WeightCast>& weights, float* state, int first, int count,
+                             cudaStream_t stream) {
+  for (const Fp8WeightCast& w : weights) {
+    const size_t n = size_t(w.rows) * w.cols;
+    require_whole_vectors("fp8_cast_weights", "size", n);
+    launch<fp8_amax_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), 256), 256, 0,
+                                    stream, reinterpret_cast<unsigned*>(state + fp8_amax_offset(w.tensor)), w.w, n);
+    CUDA_CHECK_LAST();
+  }
+  launch<fp8_update_current_kernel<int(kE4M3Max)>>(ceil_div(count, 128), 128, 0, stream, state, first, count);
   CUDA_CHECK_LAST();
-  launch<fp8_update_current_kernel<int(kE4M3Max)>>(1, 1, 0, stream, state, i, 1);
-  CUDA_CHECK_LAST();
-  const dim3 grid(ceil_div(cols, kFp8Tile), ceil_div(rows, kFp8Tile));
-  launch<fp8_weight_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, w8, wt8, w, state + fp8_scale_offset(i),
-                                         rows, cols);
-  CUDA_CHECK_LAST();
+  for (const Fp8WeightCast& w : weights) {
+    const dim3 grid(ceil_div(w.cols, kFp8Tile), ceil_div(w.rows, kFp8Tile));
+    launch<fp8_weight_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, w.w8, w.wt8, w.w,
+                                           state + fp8_scale_offset(w.tensor), w.rows, w.cols);
+    CUDA_CHECK_LAST();
+  }
 }
 
 }  // namespace llmc

@@ -2,6 +2,7 @@
 // the sizes the memory plan needs: plain C++, so that the plan and the unit tests can include it.
 #pragma once
 #include <cstddef>
+#include <vector>
 
 namespace llmc {
 
@@ -53,6 +54,14 @@ LLMC_FP8_ACCESSOR size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i
 LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2 * kFp8ScaleGroup; }
 LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots * kFp8AmaxSlotStride; }
 #undef LLMC_FP8_ACCESSOR
+
+// The state before anything was recorded: every scale and scale_inv 1 (what the calibrating
+// micro-step casts with), the amax slots and the history 0.
+inline std::vector<float> fp8_initial_state(int L) {
+  std::vector<float> state(fp8_state_floats(L), 0.0f);
+  for (int i = 0; i < fp8_tensors(L); ++i) state[fp8_scale_offset(i)] = state[fp8_scale_inv_offset(i)] = 1.0f;
+  return state;
+}
 
 // The bytes of the layers' FP8 weight copies: each linear weight (12 C^2 values a layer) once as it
 // is and once transposed, one byte a value.

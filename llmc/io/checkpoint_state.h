@@ -36,7 +36,7 @@ constexpr int kStateHeaderWords = 64;
 // A bound on TrainState::kernel_choices, so that a corrupt header cannot ask for any size: a GEMM
 // algorithm table holds a few dozen shapes of 160 bytes.
 constexpr uint64_t kMaxKernelChoiceBytes = uint64_t(1) << 20;
-// Likewise for TrainState::scaling_state: the FP8 state of a 48-layer model is about 60 KiB.
+// Likewise for TrainState::scaling_state: the FP8 state of a 48-layer model is about 40 KiB.
 constexpr uint64_t kMaxScalingStateBytes = uint64_t(1) << 24;
 
 struct TrainState {
