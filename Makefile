@@ -161,16 +161,20 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
+# make gpu-session: check and benchmark this GPU in one command (scripts/gpu_session.sh), with
+# GPU_SESSION_BUDGET=540 (seconds), GPU_SESSION_OUT=out/gpu-session (the summary and the logs) and
+# LLMC_DIR=~/llm.c (an llm.c checkout to compare with; else its snapshots, when there are any).
 gpu-session:
-	@bash scripts/gpu_session.sh
+	@GPU_SESSION_BUDGET="$(GPU_SESSION_BUDGET)" GPU_SESSION_OUT="$(GPU_SESSION_OUT)" LLMC_DIR="$(LLMC_DIR)" \
+	  bash scripts/gpu_session.sh
 
 # Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, this machine's Open
 # MPI runtime (scripts/bundle_openmpi.sh: build/gpu-dist/openmpi, started by build/gpu-dist/bin/mpirun;
 # bin/libmpi.so.40 links to its libmpi), fmt's and MPI's headers for a build from source there, the
 # corpus shards (corpus/, `make data`), llm.c's train_gpt2cu built from the snapshots in
 # ../shared/external (llmc/, with its COMMIT; scripts/llmc_snapshot.sh) and our commit
-# (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB; the scripts travel with the
-# working tree. Device command: docs/cuda-trainer.md.
+# (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB: a bundle to copy, with the
+# working tree, to a GPU machine without a toolchain (docs/cuda-trainer.md).
 GPU_DIST_MAX_MIB := 60
 gpu-dist: data
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
@@ -194,10 +198,10 @@ gpu-dist: data
 	@git describe --always --dirty --abbrev=12 > $(GPU_DIST)/PROJECT_COMMIT 2>/dev/null || echo unknown > $(GPU_DIST)/PROJECT_COMMIT
 	@size=$$(du -sm $(GPU_DIST) | cut -f1); \
 	  if [ $$size -gt $(GPU_DIST_MAX_MIB) ]; then \
-	    echo "gpu-dist: $(GPU_DIST) is $$size MiB, over the $(GPU_DIST_MAX_MIB) MiB the device call can carry:"; \
+	    echo "gpu-dist: $(GPU_DIST) is $$size MiB, over the bundle's limit of $(GPU_DIST_MAX_MIB) MiB (GPU_DIST_MAX_MIB):"; \
 	    du -sm $(GPU_DIST)/* | sort -rn; exit 1; fi; \
-	  echo "gpu-dist: $(GPU_DIST) ($$size MiB of at most $(GPU_DIST_MAX_MIB)); on the GPU: make gpu-session"
-	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI carried in $(GPU_DIST)/openmpi)"
+	  echo "gpu-dist: $(GPU_DIST) ($$size MiB of at most $(GPU_DIST_MAX_MIB)); copy it with the working tree to the GPU machine, there: make gpu-session"
+	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI bundled in $(GPU_DIST)/openmpi)"
 
 -include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*/*.d)
 # ==== end of the CUDA trainer section ==========================================================
