@@ -6,7 +6,9 @@
 #  - ./tokenize encode, decode and shard name data/encoder.json, and data/vocab.bpe when only the
 #    encoder is given (--encoder), each with `make setup`;
 #  - the CPU trainer's sample (-s) still prints its token ids, saying that `make setup` installs
-#    the vocabulary to decode them.
+#    the vocabulary to decode them;
+#  - dev/data/fineweb.py without the `datasets` package shows the virtual environment that gets it,
+#    and without ./tokenize says `make setup tokenize`, before it starts anything.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
@@ -46,5 +48,28 @@ want="(cannot decode: vocabulary files missing; \`make setup\` puts the vocabula
 if [ "$rc" -ne 0 ]; then fail "train_gpt2 without the vocabulary: exit $rc: $(tail -n 3 "$clone/train.out")"
 elif ! grep -qxF -- "$want" "$clone/train.out"; then fail "train_gpt2's sample lacks '$want': $(grep -A 2 'sample at' "$clone/train.out")"; fi
 
+# dev/data/fineweb.py without the `datasets` package (the system Python, where it is missing) or
+# without ./tokenize: a clear error, and nothing started.
+if /usr/bin/python3 -c 'import datasets' 2>/dev/null; then
+  echo "note: /usr/bin/python3 has the datasets package: its missing-package error is not checked here"
+else
+  rc=0
+  /usr/bin/python3 dev/data/fineweb.py --output-dir "$clone/fineweb" --limit 1 >"$clone/fw.out" 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -qF "error: no \`datasets\` package in this Python;" "$clone/fw.out" ||
+    ! grep -qF "python3 -m venv ~/venv-fineweb && ~/venv-fineweb/bin/pip install datasets" "$clone/fw.out" ||
+    [ -e "$clone/fineweb" ]; then
+    fail "fineweb.py without datasets: exit $rc: $(cat "$clone/fw.out")"
+  fi
+fi
+mkdir -p "$tmp/fake_datasets/datasets"
+: >"$tmp/fake_datasets/datasets/__init__.py"  # a stand-in: the import succeeds, nothing is streamed
+rc=0
+PYTHONPATH=$root/$tmp/fake_datasets /usr/bin/python3 dev/data/fineweb.py --tokenize "$clone/no-tokenize" \
+  --output-dir "$clone/fineweb" >"$clone/fw.out" 2>&1 || rc=$?
+if [ "$rc" -ne 1 ] || ! grep -qxF "error: --tokenize $clone/no-tokenize: no such program; \`make setup tokenize\` builds ./tokenize" \
+  "$clone/fw.out"; then
+  fail "fineweb.py without ./tokenize: exit $rc: $(cat "$clone/fw.out")"
+fi
+
 exit_if_failed
-echo "without the vocabulary: tokenize encode/decode/shard name the missing file and \`make setup\`; the trainer's sample too"
+echo "without the vocabulary: tokenize encode/decode/shard name the missing file and \`make setup\`, the trainer's sample too; fineweb.py names the venv and ./tokenize"
