@@ -172,7 +172,8 @@ gpu-session:
 # MPI runtime (scripts/bundle_openmpi.sh: build/gpu-dist/openmpi, started by build/gpu-dist/bin/mpirun;
 # bin/libmpi.so.40 links to its libmpi), fmt's and MPI's headers for a build from source there, the
 # corpus shards (corpus/, `make data`), llm.c's train_gpt2cu built from the snapshots in
-# ../shared/external (llmc/, with its COMMIT; scripts/llmc_snapshot.sh) and our commit
+# LLMC_SNAPSHOTS (default ../shared/external) when there are any (llmc/, with its COMMIT;
+# scripts/llmc_snapshot.sh) and our commit
 # (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB: a bundle to copy, with the
 # working tree, to a GPU machine without a toolchain (docs/cuda-trainer.md).
 GPU_DIST_MAX_MIB := 60
@@ -194,7 +195,11 @@ gpu-dist: data
 	@ln -sf libmpi.so.40 $(GPU_DIST)/openmpi/lib/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@mkdir -p $(GPU_DIST)/corpus && cp data/corpus/corpus_*.bin $(GPU_DIST)/corpus/
-	@bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc
+	@snapshots=$${LLMC_SNAPSHOTS:-../shared/external}; \
+	  if [ -d external/llm.c ] || ls $$snapshots/llm.c-*.tar.gz >/dev/null 2>&1; then \
+	    bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc; \
+	  else echo "gpu-dist: no llm.c snapshot in $$snapshots (LLMC_SNAPSHOTS) or external/: the bundle has no llm.c;" \
+	    "there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout"; fi
 	@git describe --always --dirty --abbrev=12 > $(GPU_DIST)/PROJECT_COMMIT 2>/dev/null || echo unknown > $(GPU_DIST)/PROJECT_COMMIT
 	@size=$$(du -sm $(GPU_DIST) | cut -f1); \
 	  if [ $$size -gt $(GPU_DIST_MAX_MIB) ]; then \
