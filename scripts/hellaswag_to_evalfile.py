@@ -60,8 +60,12 @@ def encode_with_ours(strings, tokenize):
         array_path = os.path.join(tmp, "strings.json")
         with open(array_path, "w", encoding="utf-8") as f:
             json.dump(strings, f, ensure_ascii=False)
-        result = subprocess.run([tokenize, "encode", "--json-array", array_path],
-                                capture_output=True, text=True)
+        try:
+            result = subprocess.run([tokenize, "encode", "--json-array", array_path],
+                                    capture_output=True, text=True)
+        except OSError as e:
+            raise SystemExit(f"error: --tokenize {tokenize}: cannot run it ({e.strerror}); "
+                             "`make setup tokenize` builds ./tokenize")
     if result.returncode != 0:
         raise SystemExit(f"error: {tokenize} encode failed: {result.stderr.strip()}")
     lines = result.stdout.split("\n")
