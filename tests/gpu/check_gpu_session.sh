@@ -17,7 +17,8 @@
 #      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) and (h) alone
 #      without it);
 #  (f) a relative GPU_SESSION_OUT is taken from the folder the script runs in, and a main log an
-#      earlier run left there is removed;
+#      earlier run left there is removed; `make gpu-session` passes GPU_SESSION_OUT and
+#      GPU_SESSION_BUDGET on;
 #  (g) no llm.c at all (none in the bundle, no LLMC_DIR, no snapshots): the llm.c step is skipped
 #      with a line saying that LLMC_DIR builds one, and the session passes;
 #  (h) LLMC_DIR names a checkout: llm.c is built from it for this GPU (before the bundle's) and
@@ -421,6 +422,14 @@ if [ "$rc" = 0 ] && [ "$(cd "$tmp/caller/rel/out" && ls | tr '\n' ' ')" = "gpu-s
   grep -qF "in $tmp/caller/rel/out" <<<"$out"; then
   ok "a relative GPU_SESSION_OUT is the caller's folder's; an earlier run's main log is gone"
 else fail "relative GPU_SESSION_OUT: exit $rc, holds: $(ls "$tmp/caller/rel/out" 2>&1 | tr '\n' ' ')"; fi
+
+# ---- (f2) through make: its options reach the script ----
+out=$(env "${session_env[@]}" make --no-print-directory gpu-session GPU_SESSION_OUT="$tmp/via-make" \
+  GPU_SESSION_BUDGET=77 GPU_SESSION_STEPS=devcuda 2>&1 </dev/null)
+rc=$?
+if [ "$rc" = 0 ] && [ -f "$tmp/via-make/summary.txt" ] && grep -q '^== gpu-session: .* of a 77s budget' "$tmp/via-make/summary.txt"; then
+  ok "make gpu-session GPU_SESSION_OUT=... GPU_SESSION_BUDGET=...: both reach the script"
+else fail "through make: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 4; fi
 
 # ---- (g) no llm.c anywhere: skipped, saying how to enable it ----
 cp -r "$dist" "$tmp/dist_without_llmc"
