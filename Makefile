@@ -195,10 +195,10 @@ gpu-dist: data
 	@ln -sf libmpi.so.40 $(GPU_DIST)/openmpi/lib/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@mkdir -p $(GPU_DIST)/corpus && cp data/corpus/corpus_*.bin $(GPU_DIST)/corpus/
-	@snapshots=$${LLMC_SNAPSHOTS:-../shared/external}; \
-	  if [ -d external/llm.c ] || ls $$snapshots/llm.c-*.tar.gz >/dev/null 2>&1; then \
+	@snapshots=$${LLMC_SNAPSHOTS:-../shared/external}; external=$${LLMC_EXTERNAL:-external}; \
+	  if [ -d $$external/llm.c ] || ls $$snapshots/llm.c-*.tar.gz >/dev/null 2>&1; then \
 	    bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc; \
-	  else echo "gpu-dist: no llm.c snapshot in $$snapshots (LLMC_SNAPSHOTS) or external/: the bundle has no llm.c;" \
+	  else echo "gpu-dist: no llm.c snapshot in $$snapshots (LLMC_SNAPSHOTS) or $$external/: the bundle has no llm.c;" \
 	    "there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout"; fi
 	@git describe --always --dirty --abbrev=12 > $(GPU_DIST)/PROJECT_COMMIT 2>/dev/null || echo unknown > $(GPU_DIST)/PROJECT_COMMIT
 	@size=$$(du -sm $(GPU_DIST) | cut -f1); \

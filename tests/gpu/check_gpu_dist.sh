@@ -5,7 +5,8 @@
 # snapshot in ../shared/external), each resolving every library it links; the corpus; the commits
 # (ours and llm.c's, the latter the snapshot's) and the snapshots (to build llm.c there where it
 # does not start); and stay within the bundle's limit of 60 MiB, a bundle over it failing with a
-# clear message. Skips (exit 77) without nvcc.
+# clear message. Without the snapshots, the bundle has no llm.c and says what builds one. Skips
+# (exit 77) without nvcc.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=scripts/cuda_wheels.sh
@@ -59,6 +60,13 @@ if cmp -s <(cd data/corpus && cat corpus_*.bin) <(cd "$dist/corpus" && cat corpu
 else fail "the bundle's corpus differs from data/corpus"; fi
 if git check-ignore -q external/llm.c && [ -z "$(git ls-files external)" ]; then ok "nothing of llm.c is tracked"
 else fail "external/ is not ignored, or holds tracked files"; fi
+
+# Without llm.c's snapshots (a user's clone): a bundle without llm.c, saying how to get one there.
+if LLMC_SNAPSHOTS=$PWD/build/tmp/no_snapshots LLMC_EXTERNAL=$PWD/build/tmp/no_external \
+  make --no-print-directory gpu-dist >"$log.nollmc" 2>&1 && [ ! -e "$dist/llmc" ] && [ -x "$dist/bin/train_gpt2cu-bf16" ] &&
+  grep -qF "gpu-dist: no llm.c snapshot in $PWD/build/tmp/no_snapshots (LLMC_SNAPSHOTS) or $PWD/build/tmp/no_external/: the bundle has no llm.c; there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout" "$log.nollmc"; then
+  ok "without llm.c's snapshots: a bundle without llm.c, naming LLMC_DIR"
+else fail "without llm.c's snapshots: $(grep -m 2 'gpu-dist\|llmc_snapshot' "$log.nollmc")"; fi
 
 # Over the bar: the same bundle against a 1 MiB limit. The size check is the recipe's last step, so
 # the bundle it leaves is complete, as the one checked above.
