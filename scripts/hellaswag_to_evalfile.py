@@ -34,7 +34,12 @@ NUM_COMPLETIONS = 4
 def read_examples(path, limit=None):
     """The (context, endings, label) triples of the JSONL file, checked."""
     examples = []
-    with open(path, encoding="utf-8") as f:
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise SystemExit(f"error: {path}: cannot open: {e.strerror} (hellaswag_val.jsonl: data/ of "
+                         "https://github.com/rowanz/hellaswag)")
+    with f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue

@@ -9,7 +9,7 @@
 #    conventions (y = x W + b) on the exported tensors;
 #  - error paths of the tool;
 #  - scripts/hellaswag_to_evalfile.py writes the documented eval layout with our tokenizer's ids,
-#    creating the output's folder (a clear error where it cannot, and for a missing ./tokenize);
+#    creating the output's folder (clear errors where it cannot, for a missing ./tokenize or JSONL);
 #  - dev/data/fineweb.py's pipe into ./tokenize shard gives the same shards as tokenizing the
 #    same JSONL file directly.
 set -euo pipefail
@@ -276,6 +276,9 @@ if $PY scripts/hellaswag_to_evalfile.py --tokenize "$tmp/no-tokenize" "$tmp/hs/v
 fi
 grep -qxF "error: --tokenize $tmp/no-tokenize: cannot run it (No such file or directory); \`make setup tokenize\` builds ./tokenize" \
   "$tmp/err" || fail "a missing ./tokenize: $(cat "$tmp/err")"
+if $PY scripts/hellaswag_to_evalfile.py "$tmp/hs/none.jsonl" "$tmp/hs/x.bin" 2>"$tmp/err"; then fail "a missing JSONL was accepted"; fi
+grep -qF "error: $tmp/hs/none.jsonl: cannot open: No such file or directory (hellaswag_val.jsonl: data/ of" "$tmp/err" ||
+  fail "a missing JSONL: $(cat "$tmp/err")"
 printf '{"ctx": "a", "endings": ["b", "c"], "label": 0}\n' >"$tmp/hs/bad.jsonl"
 if $PY scripts/hellaswag_to_evalfile.py "$tmp/hs/bad.jsonl" "$tmp/hs/bad.bin" 2>"$tmp/err"; then fail "2 endings accepted"; fi
 grep -q "bad.jsonl: line 1" "$tmp/err" || fail "unexpected error: $(cat "$tmp/err")"
