@@ -381,7 +381,7 @@ fi
 # ---- 7. kernel checks, with what is left ----
 if wanted devcuda; then
   # shellcheck disable=SC2046
-  devcuda_row 600 $(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
+  devcuda_row 600 $(devcuda_benches)
 fi
 
 # ---- summary ----

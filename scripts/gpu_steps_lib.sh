@@ -249,6 +249,20 @@ find_corpus() {
   return 1
 }
 
+# devcuda_benches: the dev/cuda benchmarks beside the binaries in $bin: the bundle's list when $bin is
+# the bundle's, else every dev/cuda/*.cu but compile_fp32 (gpu_binaries built them all).
+devcuda_benches() {
+  local src b
+  if [ "$bin" = "$dist/bin" ]; then
+    cat "$dist/dev_cuda_benches.txt" 2>/dev/null
+  else
+    for src in dev/cuda/*.cu; do
+      b=$(basename "$src" .cu)
+      [ "$b" = compile_fp32 ] || echo "$b"
+    done
+  fi
+}
+
 # devcuda_row SECONDS BENCH...: run_all.sh --check over these dev/cuda benchmarks from $bin, for at
 # most SECONDS; one row, the FAIL lines echoed. No benchmark at all is a FAIL, not 0 checks passed.
 devcuda_row() {

@@ -50,17 +50,8 @@ ldd "$bin/train_gpt2cu-bf16" >"$logs/ldd.txt" 2>&1
 parity_rows
 
 # ---- 3. kernel checks ----
-if [ -f "$dist/dev_cuda_benches.txt" ] && [ "$bin" = "$dist/bin" ]; then
-  benches=$(cat "$dist/dev_cuda_benches.txt")
-else
-  benches=""
-  for src in dev/cuda/*.cu; do
-    b=$(basename "$src" .cu)
-    [ "$b" = compile_fp32 ] || benches="$benches $b"
-  done
-fi
-# shellcheck disable=SC2086
-devcuda_row 150 $benches
+# shellcheck disable=SC2046
+devcuda_row 150 $(devcuda_benches)
 
 # ---- 4. d12 training run ----
 name="train d12, 20 steps (B=16 T=1024)${attention_env:+, fallback attention}"
