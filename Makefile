@@ -161,16 +161,21 @@ test-gpu:
 bench:
 	@bash scripts/bench_gpu.sh
 
+# make gpu-session: check and benchmark this GPU in one command (scripts/gpu_session.sh), with
+# GPU_SESSION_BUDGET=540 (seconds), GPU_SESSION_OUT=out/gpu-session (the summary and the logs) and
+# LLMC_DIR=~/llm.c (an llm.c checkout to compare with; else its snapshots, when there are any).
 gpu-session:
-	@bash scripts/gpu_session.sh
+	@GPU_SESSION_BUDGET="$(GPU_SESSION_BUDGET)" GPU_SESSION_OUT="$(GPU_SESSION_OUT)" LLMC_DIR="$(LLMC_DIR)" \
+	  bash scripts/gpu_session.sh
 
 # Every GPU binary (host code for x86-64-v3) with the libfmt/libgomp it loads, this machine's Open
 # MPI runtime (scripts/bundle_openmpi.sh: build/gpu-dist/openmpi, started by build/gpu-dist/bin/mpirun;
 # bin/libmpi.so.40 links to its libmpi), fmt's and MPI's headers for a build from source there, the
 # corpus shards (corpus/, `make data`), llm.c's train_gpt2cu built from the snapshots in
-# ../shared/external (llmc/, with its COMMIT; scripts/llmc_snapshot.sh) and our commit
-# (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB; the scripts travel with the
-# working tree. Device command: docs/cuda-trainer.md.
+# LLMC_SNAPSHOTS (default ../shared/external) when there are any (llmc/, with its COMMIT;
+# scripts/llmc_snapshot.sh) and our commit
+# (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB: a bundle to copy, with the
+# working tree, to a GPU machine without a toolchain (docs/cuda-trainer.md).
 GPU_DIST_MAX_MIB := 60
 gpu-dist: data
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
@@ -190,14 +195,18 @@ gpu-dist: data
 	@ln -sf libmpi.so.40 $(GPU_DIST)/openmpi/lib/libmpi.so
 	@echo "$(DEV_CUDA_BENCHES)" > $(GPU_DIST)/dev_cuda_benches.txt
 	@mkdir -p $(GPU_DIST)/corpus && cp data/corpus/corpus_*.bin $(GPU_DIST)/corpus/
-	@bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc
+	@snapshots=$${LLMC_SNAPSHOTS:-../shared/external}; external=$${LLMC_EXTERNAL:-external}; \
+	  if [ -d $$external/llm.c ] || ls $$snapshots/llm.c-*.tar.gz >/dev/null 2>&1; then \
+	    bash scripts/llmc_snapshot.sh $(GPU_DIST)/llmc; \
+	  else echo "gpu-dist: no llm.c snapshot in $$snapshots (LLMC_SNAPSHOTS) or $$external/: the bundle has no llm.c;" \
+	    "there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout"; fi
 	@git describe --always --dirty --abbrev=12 > $(GPU_DIST)/PROJECT_COMMIT 2>/dev/null || echo unknown > $(GPU_DIST)/PROJECT_COMMIT
 	@size=$$(du -sm $(GPU_DIST) | cut -f1); \
 	  if [ $$size -gt $(GPU_DIST_MAX_MIB) ]; then \
-	    echo "gpu-dist: $(GPU_DIST) is $$size MiB, over the $(GPU_DIST_MAX_MIB) MiB the device call can carry:"; \
+	    echo "gpu-dist: $(GPU_DIST) is $$size MiB, over the bundle's limit of $(GPU_DIST_MAX_MIB) MiB (GPU_DIST_MAX_MIB):"; \
 	    du -sm $(GPU_DIST)/* | sort -rn; exit 1; fi; \
-	  echo "gpu-dist: $(GPU_DIST) ($$size MiB of at most $(GPU_DIST_MAX_MIB)); on the GPU: make gpu-session"
-	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI carried in $(GPU_DIST)/openmpi)"
+	  echo "gpu-dist: $(GPU_DIST) ($$size MiB of at most $(GPU_DIST_MAX_MIB)); copy it with the working tree to the GPU machine, there: make gpu-session"
+	@echo "  ranks there: $(GPU_DIST)/bin/mpirun -np N ... (Open MPI bundled in $(GPU_DIST)/openmpi)"
 
 -include $(CUDA_HOST_OBJS:.o=.d) $(wildcard $(BUILD)/cuda-*/*.d $(BUILD)/cuda-*/llmc/*/*.d)
 # ==== end of the CUDA trainer section ==========================================================

@@ -4,12 +4,16 @@
 # same initial weights (PyTorch writes them, train_gpt2cu loads them), same data order (-sh 0),
 # same hyperparameters (constant lr 6e-4, weight decay 0.1, clipping at 1). Prints ms/step,
 # tokens/s, MFU, peak GPU memory (nvidia-smi, sampled every 100 ms, same method for both) and
-# the losses after the same steps. Logs in build/bench-logs/, packed into $OUT/bench-logs.tgz (with
-# the summary beside it) when $OUT is set. Needs a GPU.
+# the losses after the same steps. Logs in build/bench-logs/, packed into bench-logs.tgz in
+# BENCH_OUT (default out/bench; a relative path is taken from the folder it is run in), with the
+# summary beside it. Needs a GPU.
 # BENCH_STEPS (default 30) steps per run; timings average the steps after the first 10. Every run
-# has a time limit cut from one budget (BENCH_BUDGET seconds, default 540, for a 600-second device
-# call); a run that fails or runs out of time gets a line in the table and the next one goes on.
+# has a time limit cut from one budget (BENCH_BUDGET seconds, default 540: the whole run stays
+# under 10 minutes); a run that fails or runs out of time gets a line in the table and the next
+# one goes on.
 set -u
+out_dir=${BENCH_OUT:-out/bench}
+[[ "$out_dir" == /* ]] || out_dir=$PWD/$out_dir  # the caller's folder
 cd "$(dirname "$0")/.." || exit 1
 logs=build/bench-logs
 rm -rf "$logs"
@@ -28,7 +32,7 @@ source scripts/gpu_env.sh
 # shellcheck source=scripts/gpu_bench_lib.sh
 source scripts/gpu_bench_lib.sh
 if ! ls data/corpus/corpus_train_*.bin >/dev/null 2>&1; then
-  echo "bench: data/corpus/corpus_train_*.bin missing: run \`make data\` (and carry data/corpus to the GPU machine)" >&2
+  echo "bench: data/corpus/corpus_train_*.bin missing: run \`make data\`" >&2
   exit 1
 fi
 bench_trainer bench || exit 1
@@ -94,8 +98,11 @@ done
 echo
 echo "== bench: GPT-2 d12 on $gpu, T=$T, mean over steps $skip..$((steps - 1)); peak = nvidia-smi memory.used"
 printf '%s\n' "${table[@]}" | tee "$logs/summary.txt"
-if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/bench-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
-  cp "$logs/summary.txt" "$OUT/"
+if mkdir -p "$out_dir"; then
+  tar czf "$out_dir/bench-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
+  cp "$logs/summary.txt" "$out_dir/"
+  echo "bench: the summary and bench-logs.tgz (all the logs) in $out_dir"
+else
+  echo "bench: BENCH_OUT: cannot create the folder $out_dir; the logs are in $logs"
 fi
 [ "$failed" -eq 0 ]

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the GPU scripts (test_gpu.sh, bench_gpu.sh, dev/bench/vs_llmc.sh) from the repository
-# root. The device machine may ship cuDNN, NCCL, cuBLAS and NVRTC only inside Python wheels
+# root. A GPU machine may have cuDNN, NCCL, cuBLAS and NVRTC only inside Python wheels
 # (nvidia-cudnn-cu13, nvidia-nccl-cu13, ...) rather than in the system library path; when the
 # dynamic loader cannot find one of them, put the wheels' lib folders (and the CUDA toolkit's) on
 # LD_LIBRARY_PATH so that the trainer binaries start. libcudnn.so.9 loads its engine libraries and

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# `make gpu-session`: everything a GPU session must learn, in one command of at most 9 minutes, from
-# the bundle `make gpu-dist` builds here (carried: build/gpu-dist). One budget (GPU_SESSION_BUDGET
-# seconds, default 540, for a device call with timeout_s 560) is cut into per-step limits, so that
-# a hang costs only its own step and the summary always prints. The most valuable results first:
+# `make gpu-session`: check and benchmark this GPU in one command. One time budget
+# (GPU_SESSION_BUDGET seconds, default 540: the whole run stays under 10 minutes) is cut into
+# per-step limits, so that a hang costs only its own step and the summary always prints. The
+# binaries: the bundle `make gpu-dist` builds (GPU_SESSION_DIST, default build/gpu-dist) when it is
+# there and runs on this machine, else ours built here from source for this GPU (scripts/gpu_steps_lib.sh).
+# The most valuable results first:
 #   1. facts: the GPU, its memory and driver, the cuBLAS/cuDNN/NCCL libraries the trainer loads, our
 #      commit and llm.c's
 #   2. correctness: test_gpt2cu FP32 and BF16 (cuDNN attention; when cuDNN rejects the graph, once
@@ -13,10 +15,13 @@
 #      and the final model bit-identical), the resume pair with the fallback attention, whose
 #      kernels are deterministic (bit-identical too), compute-sanitizer memcheck on a small config,
 #      NCCL with 1 rank and 2 ranks through the bundled mpirun
-#   3. against llm.c (dev/bench/vs_llmc.sh; the bundle's llm.c, or where it does not start one built
-#      there for the GPU from the snapshots the bundle carries): d12, B=64, T=1024, bf16, -r 1, the
-#      same shards in the same order from the same initial weights, A B A B: ms/step, tok/s, MFU,
-#      peak memory, the losses after the same steps, the ratios
+#   3. against llm.c (dev/bench/vs_llmc.sh): llm.c's train_gpt2cu built here for this GPU from the
+#      checkout LLMC_DIR names (e.g. LLMC_DIR=~/llm.c, with cudnn-frontend beside it or in
+#      ~/cudnn-frontend); else the bundle's, when it starts here; else built here from the snapshots
+#      of llm.c and cudnn-frontend, the bundle's or those in LLMC_SNAPSHOTS (default
+#      ../shared/external); with none of these the step is skipped, saying how to enable it.
+#      d12, B=64, T=1024, bf16, -r 1, the same shards in the same order from the same initial
+#      weights, A B A B: ms/step, tok/s, MFU, peak memory, the losses after the same steps, the ratios
 #   4. our settings: one run per performance setting (-r 0/1/2, every value of every speed switch of
 #      llmc/cuda/speed_switches.def, all of them on, LLMC_ATTENTION=fallback), same shape and
 #      weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest that keeps
@@ -27,16 +32,21 @@
 #   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
 #   7. the dev/cuda kernel checks, with the time that is left
 # Output: the summary table, printed last (every line names the GPU and the commit: the header and
-# the last line; each row its settings), and under $OUT (the device machine's output folder) 7
-# files, so that a copy of the console fits in the 8 that come back: summary.txt, the main logs
-# and gpu-session-logs.tgz with everything.
-# GPU_SESSION_DIST=DIR: the bundle (default build/gpu-dist).
+# the last line; each row its settings); every log in build/gpu-session-logs; and in GPU_SESSION_OUT
+# (default out/gpu-session; a relative path is taken from the folder it is run in) 7 files:
+# summary.txt, the main logs (test_gpt2cu-bf16.log, vs_llmc.log, sweep.txt, kernels.txt, d48.log)
+# and gpu-session-logs.tgz with all the logs.
 # GPU_SESSION_STEPS=a,b,...: only these steps (the facts always), to re-run what failed: correctness
 # (test_gpt2cu, the d12 run), resume, memcheck, ranks, llmc, sweep, kernels, d48, devcuda; default
-# all. Device command: docs/cuda-trainer.md.
+# all. More: docs/cuda-trainer.md, "make gpu-session".
 set -u
+caller_dir=$PWD  # relative paths in the environment are the caller's
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
+# in_caller_dir PATH: PATH, made absolute from the caller's folder when relative.
+in_caller_dir() { if [[ "$1" == /* ]]; then echo "$1"; else echo "$caller_dir/$1"; fi; }
+out_dir=$(in_caller_dir "${GPU_SESSION_OUT:-out/gpu-session}")
+llmc_dir=${LLMC_DIR:+$(in_caller_dir "$LLMC_DIR")}
 dist=${GPU_SESSION_DIST:-build/gpu-dist}
 logs=build/gpu-session-logs
 rm -rf "$logs"
@@ -63,10 +73,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
     "\`make test\` covers what runs without one" >&2
   exit 1
 fi
-if [ ! -d "$dist" ]; then
-  echo "gpu-session: no bundle at $dist: run \`make gpu-dist\` here and carry build/gpu-dist" >&2
-  exit 1
-fi
+mkdir -p "$out_dir" || usage_error "GPU_SESSION_OUT: cannot create the folder $out_dir"
+[ -d "$dist" ] || echo "gpu-session: no bundle at $dist (\`make gpu-dist\`): the binaries are built here from source"
 # shellcheck source=scripts/gpu_env.sh
 source scripts/gpu_env.sh >"$logs/gpu_env.txt"
 
@@ -74,7 +82,11 @@ source scripts/gpu_env.sh >"$logs/gpu_env.txt"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 # The bundle's commit (what runs); the working tree's git, if any, may be older than the bundle.
 commit=$(cat "$dist/PROJECT_COMMIT" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-llmc_commit=$(cat "$dist/llmc/COMMIT" 2>/dev/null || echo "none in the bundle")
+if [ -n "$llmc_dir" ]; then
+  llmc_commit="LLMC_DIR's (built below)"
+else
+  llmc_commit=$(cat "$dist/llmc/COMMIT" 2>/dev/null || echo none)
+fi
 row INFO "GPU" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
   head -n 1)"
 row INFO "commits" "ours $commit, llm.c $llmc_commit"
@@ -193,40 +205,66 @@ if [ "$rc" -ne 0 ]; then
   row FAIL "initial weights d12 (bench_gpt2.py)" "$(status_text "$rc" "$logs/init.log"); runs below start from -e d12"
   init=d12
 fi
-# llm.c: the bundle's when it starts here (a flag without its value gets its usage text: the loader
-# found every library), else built here from the snapshots the bundle carries, for this GPU.
-llmc=$dist/llmc/train_gpt2cu
-if wanted llmc && [ -x "$llmc" ]; then
-  timeout 30 "$llmc" -x >"$logs/llmc_probe.log" 2>&1
-  if grep -q '^Usage:' "$logs/llmc_probe.log"; then row PASS "llm.c binary" "prebuilt bundle $dist/llmc (llm.c $llmc_commit)"
+# llm.c's train_gpt2cu, in the order of the header's step 3; `llmc` stays empty when there is none,
+# its row saying why.
+llmc=""
+llmc_snapshots=""
+for d in "$dist/llmc/snapshots" "${LLMC_SNAPSHOTS:-../shared/external}"; do
+  if ls "$d"/llm.c-*.tar.gz >/dev/null 2>&1; then llmc_snapshots=$d; break; fi
+done
+if wanted llmc && [ -n "$llmc_dir" ]; then
+  cc=$(gpu_compute_cap)
+  limited 300 "$logs/llmc_build.log" env VS_LLMC_BUILD_ONLY=1 VS_LLMC_WORK="$root/build/gpu-local/vs_llmc" \
+    GPU_COMPUTE_CAPABILITY="$cc" bash dev/bench/vs_llmc.sh "$llmc_dir"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    llmc=build/gpu-local/vs_llmc/llm.c/train_gpt2cu
+    llmc_commit=$(cat build/gpu-local/vs_llmc/llm.c/COMMIT)
+    row PASS "llm.c binary" "built here for sm_$cc from LLMC_DIR=$llmc_dir (llm.c $llmc_commit)"
   else
+    row FAIL "llm.c binary" "building LLMC_DIR=$llmc_dir: $(status_text "$rc" "$logs/llmc_build.log")"
+  fi
+elif wanted llmc; then
+  # The bundle's, when it starts here: a flag without its value gets its usage text (the loader
+  # found every library).
+  why="no llm.c in the bundle $dist"
+  if [ -x "$dist/llmc/train_gpt2cu" ]; then
+    timeout 30 "$dist/llmc/train_gpt2cu" -x >"$logs/llmc_probe.log" 2>&1
+    if grep -q '^Usage:' "$logs/llmc_probe.log"; then
+      llmc=$dist/llmc/train_gpt2cu
+      row PASS "llm.c binary" "prebuilt bundle $dist/llmc (llm.c $llmc_commit)"
+    else
+      why="the bundle's did not start: $(tail -n 1 "$logs/llmc_probe.log")"
+    fi
+  fi
+  if [ -z "$llmc" ] && [ -n "$llmc_snapshots" ]; then
     cc=$(gpu_compute_cap)
-    why=$(tail -n 1 "$logs/llmc_probe.log")
-    rm -rf build/gpu-local/external  # the bundle's snapshots, not what an earlier build unpacked
-    limited 300 "$logs/llmc_build.log" env LLMC_SNAPSHOTS="$dist/llmc/snapshots" LLMC_EXTERNAL=build/gpu-local/external \
+    from="the snapshots in $llmc_snapshots"
+    [ "$llmc_snapshots" = "$dist/llmc/snapshots" ] && from="the bundle's snapshots"
+    rm -rf build/gpu-local/external  # these snapshots, not what an earlier build unpacked
+    limited 300 "$logs/llmc_build.log" env LLMC_SNAPSHOTS="$llmc_snapshots" LLMC_EXTERNAL=build/gpu-local/external \
       LLMC_WORK=build/gpu-local/vs_llmc GPU_COMPUTE_CAPABILITY="$cc" bash scripts/llmc_snapshot.sh build/gpu-local/llmc
     rc=$?
     if [ "$rc" -eq 0 ]; then
       llmc=build/gpu-local/llmc/train_gpt2cu
       llmc_commit=$(cat build/gpu-local/llmc/COMMIT)
-      row PASS "llm.c binary" "built here for sm_$cc from the bundle's snapshots (the bundle's did not start: $why)"
+      row PASS "llm.c binary" "built here for sm_$cc from $from ($why)"
     else
-      row FAIL "llm.c binary" "the bundle's did not start ($why); building it here: $(status_text "$rc" \
-        "$logs/llmc_build.log")"
+      row FAIL "llm.c binary" "$why; building it here from $from: $(status_text "$rc" "$logs/llmc_build.log")"
     fi
+  elif [ -z "$llmc" ]; then
+    row SKIP "vs llm.c" "no llm.c to compare with ($why): LLMC_DIR=~/llm.c, a checkout of github.com/karpathy/llm.c, builds one here"
   fi
 fi
 name="vs llm.c $llmc_commit: d12 B=$B T=$T -r 1"
-if ! wanted llmc; then :
-elif [ ! -x "$llmc" ]; then
-  row FAIL "$name" "no llm.c in the bundle ($llmc): \`make gpu-dist\` builds it"
+if ! wanted llmc || [ -z "$llmc" ]; then :
 elif [ -z "$corpus" ]; then
   row FAIL "$name" "$corpus_missing"
 else
   left=$((budget - SECONDS))
   # vs_llmc.sh's own budget: what this step's limit leaves after the script's start and end.
   vs_budget=$(((left < 200 ? left : 200) - 10))
-  limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" OUT= VS_LLMC_THEIRS="$llmc" \
+  limited 200 "$logs/vs_llmc.log" env "${attention_env[@]}" VS_LLMC_OUT= VS_LLMC_THEIRS="$llmc" \
     VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
     VS_LLMC_TRAIN="$(cd "$corpus" && pwd)/corpus_train_*.bin" VS_LLMC_VAL="$(cd "$corpus" && pwd)/corpus_val_*.bin" \
     VS_LLMC_STEPS=30 VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
@@ -343,7 +381,7 @@ fi
 # ---- 7. kernel checks, with what is left ----
 if wanted devcuda; then
   # shellcheck disable=SC2046
-  devcuda_row 600 $(cat "$dist/dev_cuda_benches.txt" 2>/dev/null)
+  devcuda_row 600 $(devcuda_benches)
 fi
 
 # ---- summary ----
@@ -353,13 +391,15 @@ fi
   echo "gpu-session: $(printf '%s\n' "${rows[@]}" | grep -c '^PASS') passed, $failed failed," \
     "$(printf '%s\n' "${rows[@]}" | grep -c '^SKIP') skipped ($gpu, ours $commit)"
 } >"$logs/summary.txt"
+# GPU_SESSION_OUT: this run's files only (a main log an earlier run left there is removed).
+main_logs=(test_gpt2cu-bf16.log vs_llmc.log sweep.txt kernels.txt d48.log)
+(cd "$out_dir" && rm -f summary.txt gpu-session-logs.tgz "${main_logs[@]}")
+cp "$logs/summary.txt" "$out_dir/"
+for f in "${main_logs[@]}"; do
+  [ -f "$logs/$f" ] && cp "$logs/$f" "$out_dir/"
+done
+tar czf "$out_dir/gpu-session-logs.tgz" -C "$(dirname "$logs")" --exclude='*.bin' "$(basename "$logs")"
+echo "gpu-session: the summary, the main logs and gpu-session-logs.tgz (all the logs) in $out_dir"
 echo
 cat "$logs/summary.txt"
-if [ -n "${OUT:-}" ]; then
-  cp "$logs/summary.txt" "$OUT/"
-  for f in test_gpt2cu-bf16.log vs_llmc.log sweep.txt kernels.txt d48.log; do
-    [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"
-  done
-  tar czf "$OUT/gpu-session-logs.tgz" -C "$(dirname "$logs")" --exclude='*.bin' "$(basename "$logs")"
-fi
 [ "$failed" -eq 0 ]

@@ -60,7 +60,7 @@ gpu_compute_cap() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader | h
 
 # gpu_binaries: sets `bin` to the folder of the GPU binaries (train_gpt2cu-{bf16,fp32},
 # test_gpt2cu-{bf16,fp32}, the dev/cuda benchmarks and run_all.sh): the bundle's, $dist/bin (made
-# by `make gpu-dist`, carried), when its binaries run on this machine, else a build from source with
+# by `make gpu-dist`), when its binaries run on this machine, else a build from source with
 # this machine's nvcc into build/gpu-local/bin (fmt header-only from the bundle when the system has
 # no libfmt; cuBLAS, cuDNN and NCCL from Python wheels when the system has them only so,
 # scripts/cuda_wheels.sh), for this GPU's architecture only. One "binaries" row. Needs `dist`,
@@ -241,12 +241,26 @@ multi_rank_rows() {
 # what to do.
 find_corpus() {
   corpus=""
-  corpus_missing="no corpus shards in $dist/corpus or data/corpus: run \`make gpu-dist\` (or \`make data\`) and carry it"
+  corpus_missing="no corpus shards in $dist/corpus or data/corpus: run \`make data\`"
   local d
   for d in "$dist/corpus" data/corpus; do
     if ls "$d"/corpus_train_*.bin >/dev/null 2>&1; then corpus=$d; return 0; fi
   done
   return 1
+}
+
+# devcuda_benches: the dev/cuda benchmarks beside the binaries in $bin: the bundle's list when $bin is
+# the bundle's, else every dev/cuda/*.cu but compile_fp32 (gpu_binaries built them all).
+devcuda_benches() {
+  local src b
+  if [ "$bin" = "$dist/bin" ]; then
+    cat "$dist/dev_cuda_benches.txt" 2>/dev/null
+  else
+    for src in dev/cuda/*.cu; do
+      b=$(basename "$src" .cu)
+      [ "$b" = compile_fp32 ] || echo "$b"
+    done
+  fi
 }
 
 # devcuda_row SECONDS BENCH...: run_all.sh --check over these dev/cuda benchmarks from $bin, for at

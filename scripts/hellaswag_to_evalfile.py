@@ -10,8 +10,12 @@ Tokenizers:
             `./tokenize encode --json-array FILE` run prints one line of ids per string
   tiktoken  tiktoken's "gpt2" encoding, if that package is installed; gives the same ids
 
-Example (hellaswag_val.jsonl from https://github.com/rowanz/hellaswag, data/):
-  python3 scripts/hellaswag_to_evalfile.py hellaswag_val.jsonl data/hellaswag_val.bin
+Example, from the repository root after `make tokenize` (hellaswag_val.jsonl is data/hellaswag_val.jsonl
+of the HellaSwag authors' repository, https://github.com/rowanz/hellaswag), writing the file that
+the trainers' -h 1 reads by default (--hellaswag-file):
+  curl -LO https://raw.githubusercontent.com/rowanz/hellaswag/master/data/hellaswag_val.jsonl
+  python3 scripts/hellaswag_to_evalfile.py hellaswag_val.jsonl data/hellaswag/hellaswag_val.bin
+The output's folder is created when missing.
 """
 import argparse
 import json
@@ -30,7 +34,12 @@ NUM_COMPLETIONS = 4
 def read_examples(path, limit=None):
     """The (context, endings, label) triples of the JSONL file, checked."""
     examples = []
-    with open(path, encoding="utf-8") as f:
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise SystemExit(f"error: {path}: cannot open: {e.strerror} (hellaswag_val.jsonl: data/ of "
+                         "https://github.com/rowanz/hellaswag)")
+    with f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -56,8 +65,12 @@ def encode_with_ours(strings, tokenize):
         array_path = os.path.join(tmp, "strings.json")
         with open(array_path, "w", encoding="utf-8") as f:
             json.dump(strings, f, ensure_ascii=False)
-        result = subprocess.run([tokenize, "encode", "--json-array", array_path],
-                                capture_output=True, text=True)
+        try:
+            result = subprocess.run([tokenize, "encode", "--json-array", array_path],
+                                    capture_output=True, text=True)
+        except OSError as e:
+            raise SystemExit(f"error: --tokenize {tokenize}: cannot run it ({e.strerror}); "
+                             "`make setup tokenize` builds ./tokenize")
     if result.returncode != 0:
         raise SystemExit(f"error: {tokenize} encode failed: {result.stderr.strip()}")
     lines = result.stdout.split("\n")
@@ -96,6 +109,14 @@ def write_evalfile(path, examples_tokens):
                for i, (context, endings, label) in enumerate(examples_tokens)]
     longest = max(2 * len(r) for r in records)
     header = [MAGIC, VERSION, len(records), longest] + [0] * 252
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        if os.path.exists(folder):
+            raise SystemExit(f"error: {path}: {folder} is not a folder")
+        try:
+            os.makedirs(folder)
+        except OSError as e:
+            raise SystemExit(f"error: {path}: cannot create its folder {folder}: {e.strerror}")
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<256i", *header))
@@ -108,7 +129,8 @@ def write_evalfile(path, examples_tokens):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="HellaSwag JSONL (e.g. hellaswag_val.jsonl)")
-    parser.add_argument("output", help="eval file to write (e.g. data/hellaswag_val.bin)")
+    parser.add_argument("output", help="eval file to write (e.g. data/hellaswag/hellaswag_val.bin, the trainers' "
+                        "default --hellaswag-file); its folder is created when missing")
     parser.add_argument("--tokenizer", choices=["ours", "tiktoken"], default="ours")
     parser.add_argument("--tokenize", default="./tokenize", help="path of our tokenizer tool (default ./tokenize)")
     parser.add_argument("--limit", type=int, help="only the first N examples")

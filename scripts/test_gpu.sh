@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make test-gpu`: everything that needs a GPU, in one call, ending in a table (one line per check:
-# PASS/FAIL/SKIP and its figure). Full logs go to build/test-gpu-logs/; when $OUT is set (the device
-# machine's output folder, which returns at most 8 files) they are also packed into
-# $OUT/test-gpu-logs.tgz, with the summary and the main logs beside it as plain files.
-#   1. the binaries: build/gpu-dist (made here by `make gpu-dist`, carried) when its binaries run
-#      on this machine, else a build from source with this machine's nvcc (fmt header-only from
+# PASS/FAIL/SKIP and its figure). Full logs go to build/test-gpu-logs/; they are also packed into
+# test-gpu-logs.tgz in TEST_GPU_OUT (default out/test-gpu; a relative path is taken from the folder
+# it is run in), with the summary and the main logs beside it as plain files.
+#   1. the binaries: build/gpu-dist (`make gpu-dist`) when its binaries run on this machine, else a
+#      build from source with this machine's nvcc (fmt header-only from
 #      the bundle when the system has no libfmt; cuBLAS, cuDNN and NCCL from Python wheels when the
 #      system has them only so, scripts/cuda_wheels.sh)
 #   2. test_gpt2cu, FP32 then BF16 builds (parity with the CPU backend, docs/contract.md); when the
@@ -17,10 +17,12 @@
 #      -z 1) against the plain run; 2 ranks sharing the GPU with ZeRO-1 through MPI (host staging)
 #      against 1 rank with the same -d, under the bundle's mpirun (scripts/bundle_openmpi.sh) or,
 #      for binaries built here, the machine's (SKIP when there is neither)
-# Every step runs under a time limit cut from one budget (TEST_GPU_BUDGET seconds, default 540, for
-# a 600-second device call), so that a hang costs its own step and the table still comes out.
-# Device command: docs/cuda-trainer.md.
+# Every step runs under a time limit cut from one budget (TEST_GPU_BUDGET seconds, default 540: the
+# whole run stays under 10 minutes), so that a hang costs its own step and the table still comes out.
+# More: docs/cuda-trainer.md.
 set -u
+out_dir=${TEST_GPU_OUT:-out/test-gpu}
+[[ "$out_dir" == /* ]] || out_dir=$PWD/$out_dir  # the caller's folder
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 logs=build/test-gpu-logs
@@ -48,17 +50,8 @@ ldd "$bin/train_gpt2cu-bf16" >"$logs/ldd.txt" 2>&1
 parity_rows
 
 # ---- 3. kernel checks ----
-if [ -f "$dist/dev_cuda_benches.txt" ] && [ "$bin" = "$dist/bin" ]; then
-  benches=$(cat "$dist/dev_cuda_benches.txt")
-else
-  benches=""
-  for src in dev/cuda/*.cu; do
-    b=$(basename "$src" .cu)
-    [ "$b" = compile_fp32 ] || benches="$benches $b"
-  done
-fi
-# shellcheck disable=SC2086
-devcuda_row 150 $benches
+# shellcheck disable=SC2046
+devcuda_row 150 $(devcuda_benches)
 
 # ---- 4. d12 training run ----
 name="train d12, 20 steps (B=16 T=1024)${attention_env:+, fallback attention}"
@@ -99,10 +92,14 @@ echo
 echo "== test-gpu summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); ${SECONDS}s; logs: $logs)"
 printf '%s\n' "${rows[@]}" | tee "$logs/summary.txt"
 echo "test-gpu: $((${#rows[@]} - failed)) of ${#rows[@]} checks passed or skipped, $failed failed"
-if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/test-gpu-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
+if mkdir -p "$out_dir"; then
+  tar czf "$out_dir/test-gpu-logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
   for f in summary.txt test_gpt2cu-fp32.log test_gpt2cu-bf16.log dev_cuda_check.log train_d12.log; do
-    [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"
+    rm -f "$out_dir/$f"
+    [ -f "$logs/$f" ] && cp "$logs/$f" "$out_dir/"
   done
+  echo "test-gpu: the summary, the main logs and test-gpu-logs.tgz (all the logs) in $out_dir"
+else
+  echo "test-gpu: TEST_GPU_OUT: cannot create the folder $out_dir; the logs are in $logs"
 fi
 [ "$failed" -eq 0 ]

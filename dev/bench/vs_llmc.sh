@@ -3,6 +3,8 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 caller_dir=$PWD  # relative paths in the environment are the caller's
+out_dir=${VS_LLMC_OUT-out/vs_llmc}
+[ -z "$out_dir" ] || [[ "$out_dir" == /* ]] || out_dir=$caller_dir/$out_dir
 cd "$root" || exit 1
 
 usage() {
@@ -20,8 +22,8 @@ model file (else each from its own random init). Prints for each: the median ms/
 steps after warm-up of all its runs, tokens/s, MFU and peak GPU memory, each measured one way for
 both (MFU from our trainer's count, 6N + 6LCT FLOPs per token, against its table of GPU peaks;
 memory as nvidia-smi's memory.used sampled every 100 ms), the losses after the same steps, and the
-ratios. Logs in build/vs_llmc/logs, packed into $OUT/vs_llmc-logs.tgz (with the summary beside it)
-when $OUT is set.
+ratios. Logs in build/vs_llmc/logs; the summary and the logs packed (vs_llmc-summary.txt,
+vs_llmc-logs.tgz) in VS_LLMC_OUT (below).
 
 The checkout is not touched: Makefile, train_gpt2.cu and llmc/ are copied to build/vs_llmc/llm.c
 (see VS_LLMC_WORK) and built there with cuDNN attention (USE_CUDNN=1), without NCCL and MPI (one GPU), with
@@ -53,6 +55,8 @@ Environment:
   VS_LLMC_ROUNDS=2          rounds of (llm.c, ours)
   VS_LLMC_BUDGET=540        seconds for all runs (the build not counted); a run out of time fails
   VS_LLMC_WORK=build/vs_llmc  the folder for the copy, its build and the logs
+  VS_LLMC_OUT=out/vs_llmc   the folder for vs_llmc-summary.txt and vs_llmc-logs.tgz (relative to
+                            where the script is run; empty: none)
   VS_LLMC_BUILD_ONLY=1      build llm.c's train_gpt2cu and stop: needs no GPU
   VS_LLMC_INIT=FILE         a bf16 (version 5) model file both start from (dev/pytorch/bench_gpt2.py
                             --write-init FILE --init-bf16 --init-only writes one); default: -e d12
@@ -214,7 +218,7 @@ val=${VS_LLMC_VAL:-$root/data/corpus/corpus_val_*.bin}
 for glob in "$train" "$val"; do
   # shellcheck disable=SC2086
   ls $glob >/dev/null 2>&1 ||
-    die "no shards match $glob: run \`make data\` (and carry data/corpus to the GPU machine), or set VS_LLMC_TRAIN/VAL"
+    die "no shards match $glob: run \`make data\`, or set VS_LLMC_TRAIN/VAL"
 done
 # shellcheck source=scripts/gpu_env.sh
 source scripts/gpu_env.sh
@@ -275,8 +279,10 @@ PYTHONPATH=scripts python3 dev/bench/vs_llmc_summary.py --tokens-per-step $((B *
   --title "GPT-2 d12 (${VS_LLMC_INIT:+same init }$(basename "$model")), B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
   --runs "${run_logs[@]}" --memory-mib "${memories[@]}" | tee "$logs/summary.txt"
 status=${PIPESTATUS[0]}
-if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/vs_llmc-logs.tgz" -C "$work" logs
-  cp "$logs/summary.txt" "$OUT/vs_llmc-summary.txt"
+if [ -n "$out_dir" ]; then
+  mkdir -p "$out_dir" || die "VS_LLMC_OUT: cannot create the folder $out_dir"
+  tar czf "$out_dir/vs_llmc-logs.tgz" -C "$work" logs
+  cp "$logs/summary.txt" "$out_dir/vs_llmc-summary.txt"
+  echo "vs_llmc: the summary and the logs in $out_dir"
 fi
 exit "$status"

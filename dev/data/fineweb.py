@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tokenizes FineWeb (or FineWeb-Edu) into llm.c's fineweb10B token shards.
 
-Needs network access and the `datasets` package (pip install datasets). The documents are
+Needs network access and the `datasets` package, which Debian 12's Python installs only into a
+virtual environment: python3 -m venv ~/venv-fineweb && ~/venv-fineweb/bin/pip install datasets,
+then run this script with ~/venv-fineweb/bin/python (docs/interop.md). The documents are
 streamed from the Hugging Face hub (no full download first) and piped, as JSONL, into one
 `./tokenize shard` run through a named pipe, so the shards are exactly what our tokenizer tool
 writes for any JSONL input: 100M tokens each, the first one the validation shard, every
@@ -13,9 +15,9 @@ document preceded by the end-of-text token:
 which is llm.c's layout, so its training commands take them unchanged:
   ./train_gpt2cu -i "data/fineweb10B/fineweb_train_*.bin" -j "data/fineweb10B/fineweb_val_*.bin" ...
 
-Run from the repository root after `make tokenize`:
-  python3 dev/data/fineweb.py --version fineweb
-  python3 dev/data/fineweb.py --version edu --sample 100BT
+Run from the repository root after `make setup tokenize`:
+  ~/venv-fineweb/bin/python dev/data/fineweb.py --version fineweb
+  ~/venv-fineweb/bin/python dev/data/fineweb.py --version edu --sample 100BT
 """
 import argparse
 import errno
@@ -99,6 +101,19 @@ def main():
     parser.add_argument("--tokenize", default="./tokenize", help="path of our tokenizer tool")
     parser.add_argument("--limit", type=int, help="stop after N documents (for a trial run)")
     args = parser.parse_args()
+
+    # What a fresh machine lacks, said before anything starts.
+    try:
+        import datasets  # noqa: F401 (used by stream_documents)
+    except ImportError:
+        print("error: no `datasets` package in this Python; Debian's takes it in a virtual environment: "
+              "python3 -m venv ~/venv-fineweb && ~/venv-fineweb/bin/pip install datasets, then run "
+              "~/venv-fineweb/bin/python dev/data/fineweb.py (docs/interop.md)", file=sys.stderr)
+        return 1
+    if not os.access(args.tokenize, os.X_OK):
+        print(f"error: --tokenize {args.tokenize}: no such program; `make setup tokenize` builds ./tokenize",
+              file=sys.stderr)
+        return 1
 
     prefix_name = PREFIXES[args.version]
     output_dir = args.output_dir or os.path.join("data", f"{prefix_name}{args.sample[:-1]}")

@@ -22,9 +22,18 @@ namespace {
 
 constexpr uint64_t kEmptyKey = ~uint64_t(0);
 
-std::string read_file(const std::string& path) {
+// The text of one vocabulary file. A missing one is most often a fresh clone before `make setup`,
+// which installs GPT-2's vocabulary at the default paths: the error says so.
+std::string read_vocabulary_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!in) {
+    const int error = errno;
+    std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(error));
+    if (error == ENOENT)
+      message += fmt::format(" (GPT-2's vocabulary: `make setup` installs {} and {})", default_encoder_path(),
+                             default_vocab_bpe_path());
+    throw std::runtime_error(message);
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
@@ -185,7 +194,7 @@ Tokenizer::Tokenizer(const std::string& encoder_json_path, const std::string& vo
 }
 
 void Tokenizer::load_encoder(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_vocabulary_file(path);
   const std::vector<int> table = unicode_to_byte_table();
   std::vector<std::string> by_id;
   std::vector<bool> seen;
@@ -240,7 +249,7 @@ void Tokenizer::load_encoder(const std::string& path) {
 }
 
 void Tokenizer::load_merges(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_vocabulary_file(path);
   const std::vector<int> table = unicode_to_byte_table();
   std::unordered_map<std::string, int> id_of;
   id_of.reserve(token_bytes_.size());

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make gpu-dist`, the bundle one device call carries (docs/cuda-trainer.md), built here without a
-# GPU: it must hold every binary scripts/gpu_session.sh runs (ours in both precisions, the dev/cuda
-# checks, the Open MPI launcher, llm.c's train_gpt2cu built from the snapshot in
-# ../shared/external), each resolving every library it links; the corpus; the commits (ours and
-# llm.c's, the latter the snapshot's) and the snapshots (to build llm.c there where it does not start); and stay within the 60 MiB the call carries, a bundle over
-# the bar failing with a clear message. Skips (exit 77) without nvcc.
+# `make gpu-dist`, the bundle to copy to a GPU machine without a toolchain (docs/cuda-trainer.md),
+# built here without a GPU: it must hold every binary scripts/gpu_session.sh runs (ours in both
+# precisions, the dev/cuda checks, the Open MPI launcher, llm.c's train_gpt2cu built from the
+# snapshot in ../shared/external), each resolving every library it links; the corpus; the commits
+# (ours and llm.c's, the latter the snapshot's) and the snapshots (to build llm.c there where it
+# does not start); and stay within the bundle's limit of 60 MiB, a bundle over it failing with a
+# clear message. Without the snapshots, the bundle has no llm.c and says what builds one. Skips
+# (exit 77) without nvcc.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=scripts/cuda_wheels.sh
@@ -32,7 +34,7 @@ missing=()
 unresolved=()
 for b in "${binaries[@]}"; do
   if [ ! -x "$dist/$b" ]; then missing+=("$b"); continue; fi
-  # With the bundle's library folder as the device machine's environment sets it (gpu_env.sh).
+  # With the bundle's library folder on the loader's path, as scripts/gpu_env.sh sets it there.
   LD_LIBRARY_PATH=$PWD/$dist/openmpi/lib ldd "$dist/$b" | grep -q 'not found' && unresolved+=("$b")
 done
 if [ ${#missing[@]} -eq 0 ] && [ ${#unresolved[@]} -eq 0 ]; then
@@ -59,11 +61,18 @@ else fail "the bundle's corpus differs from data/corpus"; fi
 if git check-ignore -q external/llm.c && [ -z "$(git ls-files external)" ]; then ok "nothing of llm.c is tracked"
 else fail "external/ is not ignored, or holds tracked files"; fi
 
+# Without llm.c's snapshots (a user's clone): a bundle without llm.c, saying how to get one there.
+if LLMC_SNAPSHOTS=$PWD/build/tmp/no_snapshots LLMC_EXTERNAL=$PWD/build/tmp/no_external \
+  make --no-print-directory gpu-dist >"$log.nollmc" 2>&1 && [ ! -e "$dist/llmc" ] && [ -x "$dist/bin/train_gpt2cu-bf16" ] &&
+  grep -qF "gpu-dist: no llm.c snapshot in $PWD/build/tmp/no_snapshots (LLMC_SNAPSHOTS) or $PWD/build/tmp/no_external/: the bundle has no llm.c; there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout" "$log.nollmc"; then
+  ok "without llm.c's snapshots: a bundle without llm.c, naming LLMC_DIR"
+else fail "without llm.c's snapshots: $(grep -m 2 'gpu-dist\|llmc_snapshot' "$log.nollmc")"; fi
+
 # Over the bar: the same bundle against a 1 MiB limit. The size check is the recipe's last step, so
 # the bundle it leaves is complete, as the one checked above.
 if make --no-print-directory gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then
   fail "a bundle over GPU_DIST_MAX_MIB=1 passed"
-elif grep -qF "gpu-dist: $dist is $size MiB, over the 1 MiB the device call can carry" "$log.over"; then
+elif grep -qF "gpu-dist: $dist is $size MiB, over the bundle's limit of 1 MiB (GPU_DIST_MAX_MIB)" "$log.over"; then
   ok "a bundle over the bar fails, naming its size and the bar"
 else fail "over the bar: $(grep -m 1 'gpu-dist' "$log.over")"; fi
 

@@ -6,14 +6,23 @@
 #  (b) a whole session: the steps in the issue's order (facts, correctness, llm.c side by side,
 #      settings, LLMC_PROFILE's table and ncu's kernels, d48, kernel checks), the figures of every table
 #      worked out by hand below,
-#      the summary last naming the GPU and the commit, at most 8 files under $OUT;
+#      the summary last naming the GPU and the commit, the summary, the 5 main logs and one
+#      tarball of all the logs in GPU_SESSION_OUT;
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
 #  (d) GPU_SESSION_STEPS runs only the steps it names; the same seed run twice with
 #      LLMC_CUDNN_BACKWARD=deterministic passes when the two runs agree bit for bit, and fails when
 #      the models differ (a stand-in that writes its process id into the model);
 #  (e) an llm.c binary that does not start there is built from the snapshots the bundle carries
-#      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) alone without it).
+#      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) and (h) alone
+#      without it);
+#  (f) a relative GPU_SESSION_OUT is taken from the folder the script runs in, and a main log an
+#      earlier run left there is removed; `make gpu-session` passes GPU_SESSION_OUT and
+#      GPU_SESSION_BUDGET on;
+#  (g) no llm.c at all (none in the bundle, no LLMC_DIR, no snapshots): the llm.c step is skipped
+#      with a line saying that LLMC_DIR builds one, and the session passes;
+#  (h) LLMC_DIR names a checkout: llm.c is built from it for this GPU (before the bundle's) and
+#      that one runs side by side.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$PWD/build/tmp/check_gpu_session
@@ -224,7 +233,7 @@ echo "matmul layernorm" >"$dist/dev_cuda_benches.txt"
 : >"$dist/corpus/corpus_train_000001.bin"
 : >"$dist/corpus/corpus_val_000000.bin"
 chmod +x "$FAKE"/bin/* "$FAKE/python" "$dist"/bin/* "$dist/llmc/train_gpt2cu"
-session_env=(GPU_SESSION_DIST="$dist" PYTHON="$FAKE/python" PATH="$FAKE/bin:$PATH")
+session_env=(GPU_SESSION_DIST="$dist" GPU_SESSION_OUT="$tmp/out-other" PYTHON="$FAKE/python" PATH="$FAKE/bin:$PATH")
 
 # ---- (a) errors ----
 out=$(env "${session_env[@]}" PATH=/usr/bin:/bin bash "$script" 2>&1)
@@ -240,7 +249,7 @@ else fail "bad GPU_SESSION_STEPS: exit $rc: $out"; fi
 
 # ---- (b) a whole session ----
 mkdir -p "$tmp/out"
-out=$(env "${session_env[@]}" OUT="$tmp/out" bash "$script" 2>&1 </dev/null)
+out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" bash "$script" 2>&1 </dev/null)
 rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
@@ -336,11 +345,12 @@ if [[ "$last" == "gpu-session: "*" passed, 0 failed, 0 skipped (NVIDIA H100 80GB
   [[ "$header" == "== gpu-session: NVIDIA H100 80GB HBM3 | ours abcdef012345 | llm.c 0123456789ab |"* ]]; then
   ok "the summary is printed last, between lines naming the GPU and the commits"
 else fail "summary header/last line: '$header' / '$last'"; fi
-files=$(find "$tmp/out" -type f | wc -l)
-if [ "$files" -le 8 ] && [ -f "$tmp/out/summary.txt" ] && [ -f "$tmp/out/gpu-session-logs.tgz" ] &&
+files=$(cd "$tmp/out" && ls | tr '\n' ' ')
+if [ "$files" = "d48.log gpu-session-logs.tgz kernels.txt summary.txt sweep.txt test_gpt2cu-bf16.log vs_llmc.log " ] &&
+  cmp -s "$tmp/out/summary.txt" build/gpu-session-logs/summary.txt &&
   tar tzf "$tmp/out/gpu-session-logs.tgz" | grep -q 'gpu-session-logs/vs_llmc/logs/llmc_1.log'; then
-  ok "\$OUT: $files files (at most 8): the summary, the main logs and one tarball of the rest"
-else fail "\$OUT holds $files files: $(ls "$tmp/out")"; fi
+  ok "GPU_SESSION_OUT: the summary, the 5 main logs and one tarball of all the logs"
+else fail "GPU_SESSION_OUT holds: $files"; fi
 
 # ---- (c) a hang costs its own step ----
 rm -f "$FAKE/order"
@@ -403,4 +413,50 @@ else
   echo "SKIP  (e) llm.c built on the GPU machine: nvcc not found (the stand-in checkout needs it)"
 fi
 
-tally_end gpu_session "gpu_session.sh: $checks checks with stand-ins: the no-GPU error, the order, every table worked out by hand, \$OUT, a hang, step choice, llm.c built there"
+# ---- (f) a relative GPU_SESSION_OUT, from the caller's folder ----
+mkdir -p "$tmp/caller/rel/out"
+echo stale >"$tmp/caller/rel/out/d48.log"
+out=$(cd "$tmp/caller" && env "${session_env[@]}" GPU_SESSION_OUT=rel/out GPU_SESSION_STEPS=devcuda bash "$OLDPWD/$script" 2>&1 </dev/null)
+rc=$?
+if [ "$rc" = 0 ] && [ "$(cd "$tmp/caller/rel/out" && ls | tr '\n' ' ')" = "gpu-session-logs.tgz summary.txt " ] &&
+  grep -qF "in $tmp/caller/rel/out" <<<"$out"; then
+  ok "a relative GPU_SESSION_OUT is the caller's folder's; an earlier run's main log is gone"
+else fail "relative GPU_SESSION_OUT: exit $rc, holds: $(ls "$tmp/caller/rel/out" 2>&1 | tr '\n' ' ')"; fi
+
+# ---- (f2) through make: its options reach the script ----
+out=$(env "${session_env[@]}" make --no-print-directory gpu-session GPU_SESSION_OUT="$tmp/via-make" \
+  GPU_SESSION_BUDGET=77 GPU_SESSION_STEPS=devcuda 2>&1 </dev/null)
+rc=$?
+if [ "$rc" = 0 ] && [ -f "$tmp/via-make/summary.txt" ] && grep -q '^== gpu-session: .* of a 77s budget' "$tmp/via-make/summary.txt"; then
+  ok "make gpu-session GPU_SESSION_OUT=... GPU_SESSION_BUDGET=...: both reach the script"
+else fail "through make: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 4; fi
+
+# ---- (g) no llm.c anywhere: skipped, saying how to enable it ----
+cp -r "$dist" "$tmp/dist_without_llmc"
+rm -rf "$tmp/dist_without_llmc/llmc"
+out=$(env "${session_env[@]}" GPU_SESSION_DIST="$tmp/dist_without_llmc" LLMC_SNAPSHOTS="$tmp/no_snapshots" \
+  GPU_SESSION_STEPS=llmc bash "$script" 2>&1 </dev/null)
+rc=$?
+want="SKIP  vs llm.c                               no llm.c to compare with (no llm.c in the bundle $tmp/dist_without_llmc):"
+want+=" LLMC_DIR=~/llm.c, a checkout of github.com/karpathy/llm.c, builds one here"
+if [ "$rc" = 0 ] && grep -qF "$want" <<<"$out" && tail -n 1 <<<"$out" | grep -qF '0 failed, 1 skipped'; then
+  ok "no llm.c anywhere: the step is skipped, naming LLMC_DIR; the session passes"
+else fail "no llm.c: exit $rc"; sed 's/^/      /' <<<"$out" | grep -E 'llm|skipped' | head -n 6; fi
+
+# ---- (h) LLMC_DIR: built from the user's checkout ----
+if cuda_toolkit_root >/dev/null; then
+  user=$tmp/user
+  fake_llmc_checkout "$user/llm.c" "$user/cudnn-frontend"
+  echo "karpathy/llm.c beadbeadbeadbeadbeadbeadbeadbeadbeadbead 2025-05-10" >"$user/llm.c/SNAPSHOT"
+  out=$(env "${session_env[@]}" HOME="$tmp/home" LLMC_DIR="$user/llm.c" GPU_SESSION_STEPS=llmc bash "$script" 2>&1 </dev/null)
+  want="PASS  llm.c binary                           built here for sm_90 from LLMC_DIR=$user/llm.c (llm.c beadbeadbead)"
+  # The stand-in builds but does not run here (no libcuda): the side by side then fails, naming it.
+  if grep -qF "$want" <<<"$out" && grep -qF "vs llm.c beadbeadbead: d12" <<<"$out" &&
+    grep -q "build/gpu-local/vs_llmc/llm.c/train_gpt2cu" build/gpu-session-logs/vs_llmc/logs/llmc_1.log 2>/dev/null; then
+    ok "LLMC_DIR: llm.c built from that checkout for this GPU, before the bundle's, and that one run"
+  else fail "LLMC_DIR:"; sed 's/^/      /' <<<"$out" | grep -i 'llm' | head -n 6; fi
+else
+  echo "SKIP  (h) llm.c built from LLMC_DIR: nvcc not found (the stand-in checkout needs it)"
+fi
+
+tally_end gpu_session "gpu_session.sh: $checks checks with stand-ins: the no-GPU error, the order, every table worked out by hand, GPU_SESSION_OUT, a hang, step choice, llm.c from the bundle, its snapshots, LLMC_DIR or none"

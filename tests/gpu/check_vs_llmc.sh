@@ -12,7 +12,8 @@
 #  (c) its runs and table, with stand-ins for nvidia-smi and both trainers that print known step
 #      times, losses and hold known memory: the A B A B order, the same shape flags for both (one
 #      initial model file with VS_LLMC_INIT), the medians, tokens/s, MFU, memory, the losses and the
-#      ratios worked out by hand below; a prebuilt llm.c without LLMC_DIR, its commit from COMMIT.
+#      ratios worked out by hand below; the summary and the logs in VS_LLMC_OUT (a relative one from
+#      the caller's folder); a prebuilt llm.c without LLMC_DIR, its commit from COMMIT.
 # Skips (exit 77) without nvcc: (b) needs the toolkit.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -202,7 +203,7 @@ expect_error "a failing run" 1 "the llmc run of round 1 failed (exit 3)" "${run_
   VS_LLMC_ROUNDS=1 PATH="$fake/bin:$PATH" -- "$checkout" "$frontend"
 rm -f "$fake/order"
 # No CUDNN_FRONTEND_DIR: the one beside the checkout.
-out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" OUT="$tmp" HOME="$tmp/home" bash "$script" "$checkout" 2>&1 </dev/null)
+out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" VS_LLMC_OUT="$tmp/vs-out" HOME="$tmp/home" bash "$script" "$checkout" 2>&1 </dev/null)
 rc=$?
 shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -r 1 -x 12 -l 6e-4 -u 0 -q 1.0 -c 0.1"
 expected_order="llmc $shape -v 1000000 -m 1 -s 1000000 -g 16
@@ -223,9 +224,10 @@ expect_lines "$out" \
   "loss after step 1: 11.5000/11.0000  3: 11.5000/11.0000  12: 8.5000/8.0000  (ours/llm.c, first runs)" \
   "ours / llm.c: 1.281x tokens/s, 0.68x peak memory, +6.25% loss after step 12" \
   "on NVIDIA H100 80GB HBM3; llm.c $commit"
-if [ -f "$tmp/vs_llmc-logs.tgz" ] && cmp -s "$tmp/vs_llmc-summary.txt" "$work/logs/summary.txt"; then
-  ok "logs and summary in \$OUT"
-else fail "no logs or summary in \$OUT"; fi
+if tar tzf "$tmp/vs-out/vs_llmc-logs.tgz" | grep -qx 'logs/llmc_2.log' &&
+  cmp -s "$tmp/vs-out/vs_llmc-summary.txt" "$work/logs/summary.txt"; then
+  ok "logs and summary in VS_LLMC_OUT"
+else fail "no logs or summary in VS_LLMC_OUT ($tmp/vs-out)"; fi
 [ "$rc" -eq 0 ] || sed 's/^/      /' <<<"$out" | tail -n 20
 
 # A prebuilt llm.c with no LLMC_DIR (the bundle's), its commit from COMMIT beside it, and one
@@ -234,12 +236,14 @@ cp "$fake/llmc_train_gpt2cu" "$fake/prebuilt" && echo 0123456789ab >"$fake/COMMI
 : >"$tmp/init.bin"
 rm -f "$fake/order"
 out=$(cd "$tmp" && env "${run_env[@]}" VS_LLMC_THEIRS="$fake/prebuilt" VS_LLMC_ROUNDS=1 VS_LLMC_INIT=init.bin \
-  PATH="$fake/bin:$PATH" bash "$root/$script" 2>&1 </dev/null)
+  VS_LLMC_OUT=rel-out PATH="$fake/bin:$PATH" bash "$root/$script" 2>&1 </dev/null)
 rc=$?
 if [ "$rc" -eq 0 ] && grep -qF "GPT-2 d12 (same init init.bin)" <<<"$out" && grep -qF "llm.c 0123456789ab" <<<"$out" &&
   [ "$(grep -c -- "-e $tmp/init.bin -b 64" "$fake/order")" = 2 ]; then
   ok "a prebuilt llm.c without LLMC_DIR: its COMMIT named, both sides from VS_LLMC_INIT"
 else fail "prebuilt llm.c with VS_LLMC_INIT (exit $rc)"; sed 's/^/      /' <<<"$out" | tail -n 8; cat "$fake/order"; fi
+if cmp -s "$tmp/rel-out/vs_llmc-summary.txt" "$work/logs/summary.txt"; then ok "a relative VS_LLMC_OUT is the caller's folder's"
+else fail "no summary in $tmp/rel-out (VS_LLMC_OUT=rel-out from $tmp)"; fi
 expect_error "VS_LLMC_INIT missing" 1 "VS_LLMC_INIT '$tmp/none.bin' is not a file" "${run_env[@]}" \
   VS_LLMC_INIT="$tmp/none.bin" PATH="$fake/bin:$PATH" --
 

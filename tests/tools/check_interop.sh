@@ -8,7 +8,8 @@
 #  - ./hf_convert logits (our CPU forward) matches a numpy GPT-2 forward written in HF's
 #    conventions (y = x W + b) on the exported tensors;
 #  - error paths of the tool;
-#  - scripts/hellaswag_to_evalfile.py writes the documented eval layout with our tokenizer's ids;
+#  - scripts/hellaswag_to_evalfile.py writes the documented eval layout with our tokenizer's ids,
+#    creating the output's folder (clear errors where it cannot, for a missing ./tokenize or JSONL);
 #  - dev/data/fineweb.py's pipe into ./tokenize shard gives the same shards as tokenizing the
 #    same JSONL file directly.
 set -euo pipefail
@@ -262,8 +263,22 @@ expect_error "model.safetensors: missing" ./hf_convert import "$tmp/bad" "$tmp/x
 mkdir -p "$tmp/hs"
 ip write_hellaswag "$tmp/hs/val.jsonl" "$tmp/hs"
 for f in "$tmp"/hs/*.txt; do "$TOKENIZE" encode "$f" >"${f%.txt}.ids"; done
-$PY scripts/hellaswag_to_evalfile.py --tokenize "$TOKENIZE" "$tmp/hs/val.jsonl" "$tmp/hs/val.bin" >/dev/null
-nexamples=$(ip check_evalfile "$tmp/hs/val.bin" "$tmp/hs/val.jsonl" "$tmp/hs")
+# Into a folder that does not exist yet, as data/hellaswag/ on a fresh clone.
+$PY scripts/hellaswag_to_evalfile.py --tokenize "$TOKENIZE" "$tmp/hs/val.jsonl" "$tmp/hs/new/hellaswag/val.bin" >/dev/null
+nexamples=$(ip check_evalfile "$tmp/hs/new/hellaswag/val.bin" "$tmp/hs/val.jsonl" "$tmp/hs")
+if $PY scripts/hellaswag_to_evalfile.py --tokenize "$TOKENIZE" "$tmp/hs/val.jsonl" "$tmp/hs/val.jsonl/val.bin" 2>"$tmp/err"; then
+  fail "an output folder under a file was accepted"
+fi
+grep -qxF "error: $tmp/hs/val.jsonl/val.bin: $tmp/hs/val.jsonl is not a folder" "$tmp/err" ||
+  fail "an output folder that cannot be created: $(cat "$tmp/err")"
+if $PY scripts/hellaswag_to_evalfile.py --tokenize "$tmp/no-tokenize" "$tmp/hs/val.jsonl" "$tmp/hs/x.bin" 2>"$tmp/err"; then
+  fail "a missing ./tokenize was accepted"
+fi
+grep -qxF "error: --tokenize $tmp/no-tokenize: cannot run it (No such file or directory); \`make setup tokenize\` builds ./tokenize" \
+  "$tmp/err" || fail "a missing ./tokenize: $(cat "$tmp/err")"
+if $PY scripts/hellaswag_to_evalfile.py "$tmp/hs/none.jsonl" "$tmp/hs/x.bin" 2>"$tmp/err"; then fail "a missing JSONL was accepted"; fi
+grep -qF "error: $tmp/hs/none.jsonl: cannot open: No such file or directory (hellaswag_val.jsonl: data/ of" "$tmp/err" ||
+  fail "a missing JSONL: $(cat "$tmp/err")"
 printf '{"ctx": "a", "endings": ["b", "c"], "label": 0}\n' >"$tmp/hs/bad.jsonl"
 if $PY scripts/hellaswag_to_evalfile.py "$tmp/hs/bad.jsonl" "$tmp/hs/bad.bin" 2>"$tmp/err"; then fail "2 endings accepted"; fi
 grep -q "bad.jsonl: line 1" "$tmp/err" || fail "unexpected error: $(cat "$tmp/err")"

@@ -155,8 +155,11 @@ TEST_CASE("tokenizer: vocabulary files with problems are named in the error") {
   const std::string vocab = llmc::default_vocab_bpe_path();
   std::string e = error_of([&] { Tokenizer("no/such/encoder.json", vocab); });
   CHECK(e.find("no/such/encoder.json: cannot open") != std::string::npos);
+  // A missing file (a fresh clone before `make setup`) says what installs the vocabulary.
+  CHECK(e.find("`make setup` installs data/encoder.json and data/vocab.bpe") != std::string::npos);
   e = error_of([&] { Tokenizer(encoder, "no/such/vocab.bpe"); });
   CHECK(e.find("no/such/vocab.bpe: cannot open") != std::string::npos);
+  CHECK(e.find("`make setup` installs") != std::string::npos);
 
   const TempDir dir;
   const std::string bad_json = dir.write("bad.json", R"({"a": 0, "b": })");
