@@ -116,6 +116,9 @@ else
   expect_error "-ge: 2 (LLMC_GELU=epilogues) stores the GELU output" "${common[@]}" -ge 2 -x 1
   LLMC_GELU=kernels expect_error "-ge: 2 means LLMC_GELU=epilogues, but the environment sets LLMC_GELU=kernels" \
     "${common[@]}" -ge 2 -r 0 -x 1
+  # ... and what they map to, as the cuda: line reports it.
+  expect_recovery "LLMC_GELU=epilogues " "${common[@]}" -ge 2 -r 0 -x 1
+  expect_recovery "LLMC_GELU=kernels " "${common[@]}" -ge 0 -x 1
   # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1
   grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
