@@ -18,8 +18,9 @@
 #             the explicit count makes the marker the loop waits for the run's last step whatever
 #             the shards hold.
 #   -h        llm.c passes -h 1 and skips the eval when the file is missing; HELLASWAG below.
-#   -ge       not passed: llm.c f1e2ace's default is 0 (no GELU fusion), ours LLMC_GELU's default.
-#   MICRO_BATCH, -sh: -b is an option here; both shuffle the train data (their own draws).
+#   -ge       neither script passes it: llm.c f1e2ace then fuses no GELU (our -ge 0), ours runs
+#             LLMC_GELU's default, mixed (the backward GELU fused into its GEMM).
+#   -b        MICRO_BATCH, 64 as in llm.c. Both shuffle the train data, each with its own draws.
 #
 # Environment:
 #   NUM_GPUS   ranks = GPUs (default 8)           OUT_DIR    -o, logs and checkpoints (log124M)
