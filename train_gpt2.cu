@@ -4,7 +4,8 @@
 // LLMC_ATTENTION=fallback selects the plain attention kernels instead of cuDNN's (bf16 build); unset,
 // a cuDNN that rejects the attention graph at start-up gives the plain kernels too, with one line.
 // The speed switches (LLMC_GELU and the others of llmc/cuda/speed_switches.def) choose how a step is
-// computed; the `cuda:` line prints them. LLMC_PROFILE=on times every kernel, GEMM and cuDNN call of
+// computed; the `cuda:` line prints them. llm.c's -ge sets LLMC_GELU and -f is checked against the
+// build (llmc/train/gpu_flags.h). LLMC_PROFILE=on times every kernel, GEMM and cuDNN call of
 // the training steps after the first with CUDA events and prints a `profile:` table at the end
 // (rank 0; llmc/cuda/launch_profile.h).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
@@ -28,6 +29,7 @@
 #include "llmc/cuda/launch_profile.h"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
+#include "llmc/train/gpu_flags.h"
 #include "llmc/train/trainer_main.h"
 
 namespace {
@@ -73,7 +75,8 @@ bool use_nccl(llmc::Communicator& host, int device) {
 // budget to fit, none.
 std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
   const bool auto_recompute = o.recompute == llmc::kRecomputeAuto;
-  const llmc::SpeedSwitches speed = llmc::speed_switches_from_env();
+  llmc::check_tf32_flag(o, llmc::cuda_precision() == llmc::Precision::kFp32);
+  const llmc::SpeedSwitches speed = llmc::cuda_speed_switches(o);
   const int most = llmc::max_recompute(speed);
   llmc::MemoryPlanInputs in =
       llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, auto_recompute ? most : o.recompute, o.zero_stage,
@@ -106,7 +109,8 @@ int main(int argc, char** argv) {
     options.recompute = o.recompute;
     options.attention = llmc::default_attention_kind();
     options.attention_fallback = !llmc::attention_kind_forced();
-    options.speed = llmc::speed_switches_from_env();
+    llmc::check_tf32_flag(o, llmc::cuda_precision() == llmc::Precision::kFp32);
+    options.speed = llmc::cuda_speed_switches(o);
     // Every rank reads LLMC_PROFILE (a bad value stops them all); rank 0 times and prints the table.
     const bool profile = llmc::profile_from_env();
     options.profile = profile && placement.process.rank == 0;

@@ -34,13 +34,6 @@ constexpr NamedShape kNamedShapes[] = {
 #undef GPT2_SHAPE
 };
 
-// "d6, d12, ..." for the error that lists them.
-std::string named_shape_list() {
-  std::string list;
-  for (const NamedShape& shape : kNamedShapes) list += (list.empty() ? "" : ", ") + std::string(shape.name);
-  return list;
-}
-
 // Parses the decimal number at s[pos...] (at least one digit); false on no digits or overflow.
 bool parse_number(const std::string& s, size_t& pos, int& value) {
   size_t start = pos;
@@ -122,6 +115,12 @@ std::string describe_shape(const GPT2Config& c) {
                      c.vocab_size, c.padded_vocab_size);
 }
 
+std::string named_shape_list(const std::string& separator) {
+  std::string list;
+  for (const NamedShape& shape : kNamedShapes) list += (list.empty() ? "" : separator) + shape.name;
+  return list;
+}
+
 bool is_descriptor(const std::string& s) {
   GPT2Config config;
   return find_descriptor(s, config);
@@ -132,7 +131,7 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
   if (!find_descriptor(descriptor, config))
     throw std::invalid_argument(fmt::format(
         "model descriptor '{}' is not one of {} or L<layers>H<heads>C<channels>[T<seq>]", descriptor,
-        named_shape_list()));
+        named_shape_list(", ")));
   std::string problem = shape_problem(config);
   if (!problem.empty())
     throw std::invalid_argument(fmt::format("model descriptor '{}': {}", descriptor, problem));

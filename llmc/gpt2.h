@@ -28,6 +28,9 @@ std::string describe_shape(const GPT2Config& config);
 // is not divisible by heads.
 GPT2Config config_from_descriptor(const std::string& descriptor);
 bool is_descriptor(const std::string& s);
+// The named shapes of llmc/gpt2_shapes.def, "d6, d12, ..." with separator ", ": for --help and the
+// messages that list them.
+std::string named_shape_list(const std::string& separator);
 
 // The 16 parameter tensors in checkpoint order.
 enum ParamIndex {

@@ -76,6 +76,12 @@ void Trainer::resume_from_checkpoint() {
   host_.broadcast(&count, sizeof count, 0);
   steps.resize(count);
   host_.broadcast(steps.data(), count * sizeof(int), 0);
+  // Nothing to resume (a first run, or one killed before its first checkpoint): start from step 0,
+  // as llm.c does, so that the same -y 1 command both starts a run and continues it.
+  if (steps.empty()) {
+    say("resume: no checkpoint in {} (no DONE_<step> marker): starting from step 0\n", dir);
+    return;
+  }
   for (int step : steps) {
     TrainState state;
     std::string error;
@@ -128,8 +134,12 @@ void Trainer::resume_from_checkpoint() {
           zero1_ ? "sharded (ZeRO-1)" : "whole on every rank", world_size_);
     return;
   }
-  throw FlagError(fmt::format("-y: no complete checkpoint (DONE_<step> with loadable model and state files) in '{}'",
-                              dir));
+  // Markers without a checkpoint that verifies: starting from step 0 here would silently throw the
+  // run away, so it stops and leaves the choice to the user.
+  throw FlagError(fmt::format("-y: none of the {} checkpoint(s) in '{}' (DONE_<step> markers, newest step {}) verifies "
+                              "(the reasons are above): not starting from step 0 over them; repair or move them away, "
+                              "or give another -o",
+                              steps.size(), dir, steps.front()));
 }
 
 std::vector<float> Trainer::gather_parameters(Backend& backend) {

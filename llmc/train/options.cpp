@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "llmc/gpt2.h"
 #include "llmc/optim/optimizer.h"
 
 namespace llmc {
@@ -66,6 +67,41 @@ int recompute_value(const std::string& flag, const std::string& text) {
 
 bool boolean(const std::string& flag, const std::string& text) {
   return int_in(flag, text, 0, 1, "must be 0 or 1") == 1;
+}
+
+// -ge: llm.c's GELU fusion, 0 or 2; "" (not given) = -1. llm.c's 1 fuses the forward GELU into its
+// GEMM but computes the backward one in a kernel of its own, a path the CUDA trainer does not have.
+int gelu_fusion_value(const std::string& flag, const std::string& text) {
+  if (text.empty()) return -1;
+  const int v = int_in(flag, text, 0, 2, "GELU fusion is 0 (none) or 2 (forward and backward)");
+  if (v == 1)
+    throw FlagError(fmt::format("{}: 1 (GELU fused into the forward GEMM only) has no counterpart here: -ge 2 "
+                                "(LLMC_GELU=epilogues, with -r 0) fuses it in both passes, -ge 0 "
+                                "(LLMC_GELU=kernels) nowhere, and the default LLMC_GELU=mixed fuses only the backward",
+                                flag));
+  return v;
+}
+
+// -w: llm.c's fp32 master weights. Every build keeps them (the optimizer always updates fp32
+// weights), so only 1 is accepted.
+void require_master_weights(const std::string& flag, const std::string& text) {
+  if (!boolean(flag, text))
+    throw FlagError(fmt::format("{}: 0 (no fp32 master weights) is not offered: the optimizer always updates fp32 "
+                                "weights (in the bf16 build an fp32 copy, elsewhere the weights themselves); leave -w "
+                                "at 1",
+                                flag));
+}
+
+// -lg: llm.c's NVML line (utilisation, clocks, power, temperature) every N steps. Neither trainer
+// links NVML, so N > 0 is refused rather than silently printing nothing.
+void refuse_gpu_log(const std::string& flag, const std::string& text) {
+  const int64_t every = integer_in(flag, text, INT32_MIN, INT32_MAX, "the step count must fit an int");
+  if (every > 0)
+    throw FlagError(fmt::format("{}: {}: this trainer prints no NVML GPU line; run `nvidia-smi --query-gpu="
+                                "utilization.gpu,memory.used,clocks.sm,power.draw,temperature.gpu --format=csv -l 10` "
+                                "beside it (the cuda: line at start-up gives the memory the run planned and "
+                                "allocated); -lg 0 or -1 is off",
+                                flag, every));
 }
 
 double real_in(const std::string& flag, const std::string& text, double lo, double hi, const char* what) {
@@ -140,6 +176,14 @@ const char* optimizer_help() {
   return help.c_str();
 }
 
+// -e's help, "model file ... or descriptor d6|d12|...|L<l>H<h>C<c>[T<t>]": the named shapes of
+// llmc/gpt2_shapes.def, so that a new shape needs no edit here.
+const char* model_help() {
+  static const std::string help =
+      "model file (version 3 or 5) or descriptor " + named_shape_list("|") + "|L<l>H<h>C<c>[T<t>]";
+  return help.c_str();
+}
+
 }  // namespace
 
 const std::vector<FlagSpec>& train_flags() {
@@ -148,7 +192,7 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.train_glob = non_empty(f, v, "train shard pattern"); }},
       {"-j", "<glob>", "data/corpus/corpus_val_*.bin", "val token shards",
        [](TrainOptions& o, Arg f, Arg v) { o.val_glob = non_empty(f, v, "val shard pattern"); }},
-      {"-e", "<model>", "d12", "model file (version 3 or 5) or descriptor d6|d12|d24|d36|d48|L<l>H<h>C<c>[T<t>]",
+      {"-e", "<model>", "d12", model_help(),
        [](TrainOptions& o, Arg f, Arg v) { o.model = non_empty(f, v, "model file or descriptor"); }},
       {"-o", "<dir>", "", "output dir for main.log and checkpoints",
        [](TrainOptions& o, Arg, Arg v) { o.output_dir = v; }},
@@ -231,6 +275,23 @@ const std::vector<FlagSpec>& train_flags() {
        "FP8 matmuls for the layers' linear layers (the CUDA trainer, bf16 build, GPUs of compute capability 8.9 "
        "and up)",
        [](TrainOptions& o, Arg f, Arg v) { o.fp8 = boolean(f, v); }},
+      {"-ge", "<0|2>", "",
+       "llm.c's GELU fusion (train_gpt2cu): 0 = none (LLMC_GELU=kernels), 2 = forward and backward "
+       "(LLMC_GELU=epilogues, needs -r 0 or auto); llm.c's 1 (forward only) has no counterpart; none = LLMC_GELU's "
+       "choice",
+       [](TrainOptions& o, Arg f, Arg v) { o.gelu_fusion = gelu_fusion_value(f, v); }},
+      {"-f", "<0|1>", "",
+       "llm.c's TF32 switch for fp32 matmuls (train_gpt2cu): the FP32 build always computes them in full fp32 (-f 0) "
+       "and refuses 1; the bf16 build has none, either value changes nothing; none = the build's own",
+       [](TrainOptions& o, Arg f, Arg v) { o.tf32 = v.empty() ? -1 : int(boolean(f, v)); }},
+      {"-w", "<0|1>", "1",
+       "keep fp32 master weights for the optimizer: always (bf16: an fp32 copy; FP32 and the CPU: the weights "
+       "themselves); 0 is refused",
+       [](TrainOptions&, Arg f, Arg v) { require_master_weights(f, v); }},
+      {"-lg", "<int>", "-1",
+       "llm.c's NVML GPU line every N steps: not printed here, N > 0 is refused (nvidia-smi beside the run shows "
+       "it); N <= 0 = off",
+       [](TrainOptions&, Arg f, Arg v) { refuse_gpu_log(f, v); }},
       {"-a", "<0|1>", "0", "overfit a single batch",
        [](TrainOptions& o, Arg f, Arg v) { o.overfit_single_batch = boolean(f, v); }},
       {"-h", "<0|1>", "0", "HellaSwag accuracy at every -v and at the end",
@@ -245,7 +306,8 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) {
          o.skip_norm_z = real_at_least(f, v, 0.0, "the grad-norm z-score threshold must be >= 0 (0 = off)");
        }},
-      {"-sh", "<0|1>", "1", "shuffle the train data; 0 = llm.c's sequential order",
+      {"-sh", "<0|1>", "1",
+       "shuffle the train data every epoch, as llm.c always does (other draws); 0 = sequential, in file order",
        [](TrainOptions& o, Arg f, Arg v) { o.shuffle = boolean(f, v); }},
       {"--seed", "<int>", "1337", "model init, shuffle and sampling seed",
        [](TrainOptions& o, Arg f, Arg v) {

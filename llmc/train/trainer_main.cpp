@@ -1,6 +1,7 @@
 // Start-up: the model (-e), the flag checks that need it, and trainer_main.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 #include <string>
@@ -14,8 +15,21 @@
 
 namespace llmc {
 
+namespace {
+
+// -e names no file and no descriptor (a typo such as d13): say both, with the names it could be.
+void check_model_exists(const std::string& model) {
+  if (!is_descriptor(model) && !std::filesystem::exists(model))
+    throw std::runtime_error(fmt::format("'{}' is neither a model file (no such file) nor a model descriptor ({} or "
+                                         "L<layers>H<heads>C<channels>[T<seq>])",
+                                         model, named_shape_list(", ")));
+}
+
+}  // namespace
+
 ModelFile resolve_model(const TrainOptions& o) {
   return blame("-e", [&] {
+    check_model_exists(o.model);
     if (!is_descriptor(o.model)) return load_model(o.model);
     ModelFile model;
     model.config = config_from_descriptor(o.model);
@@ -25,7 +39,10 @@ ModelFile resolve_model(const TrainOptions& o) {
 }
 
 GPT2Config resolve_model_config(const TrainOptions& o) {
-  return blame("-e", [&] { return is_descriptor(o.model) ? config_from_descriptor(o.model) : load_model_config(o.model); });
+  return blame("-e", [&] {
+    check_model_exists(o.model);
+    return is_descriptor(o.model) ? config_from_descriptor(o.model) : load_model_config(o.model);
+  });
 }
 
 void check_options_for_model(const TrainOptions& o, const GPT2Config& config) {
@@ -53,8 +70,8 @@ namespace {
   group.abort_from_any_thread(kStepTimeoutExitCode);
 }
 
-// The CPU trainer has no device memory and no FP8 tensor cores: these flags belong to train_gpt2cu, which
-// plans without a GPU.
+// The CPU trainer has no device memory, no FP8 or TF32 tensor cores and no GEMM epilogues: these flags
+// belong to train_gpt2cu (which plans without a GPU).
 void reject_device_flags(const TrainOptions& o) {
   if (o.dry_run_ranks > 0)
     throw FlagError("--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N prints the GPU "
@@ -64,6 +81,12 @@ void reject_device_flags(const TrainOptions& o) {
   if (o.fp8)
     throw FlagError("--fp8: FP8 matmuls run on a GPU's FP8 tensor cores (train_gpt2cu); this trainer computes in "
                     "fp32: leave --fp8 at 0");
+  if (o.gelu_fusion >= 0)
+    throw FlagError("-ge: GELU fusion chooses cuBLASLt epilogues of train_gpt2cu's GEMMs; this trainer computes GELU "
+                    "on the CPU: leave -ge out");
+  if (o.tf32 >= 0)
+    throw FlagError("-f: TF32 is a GPU tensor-core format (train_gpt2cu); this trainer's matmuls are full fp32 on the "
+                    "CPU: leave -f out");
 }
 
 }  // namespace

@@ -59,8 +59,8 @@ using MemoryPlanner = std::function<std::string(const GPT2Config&, const TrainOp
 // 128 + signal. A rank that makes no progress for --step-timeout seconds prints where it waits and
 // ends the whole job with kStepTimeoutExitCode (llmc/train/watchdog.h). Returns the exit code.
 // With --dry-run N, prints plan_memory's text for N ranks (rank 0 only) and returns 0 without
-// training; a main without a planner (the CPU trainer) rejects --dry-run and --device-memory with
-// a FlagError that points to train_gpt2cu.
+// training; a main without a planner (the CPU trainer) rejects --dry-run, --device-memory, --fp8,
+// -ge and -f with a FlagError that points to train_gpt2cu.
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend,
                  const MemoryPlanner& plan_memory = nullptr);
 

@@ -84,7 +84,7 @@ nomatch="$tmp/nothing_*.bin"
 
 # --- flags ---------------------------------------------------------------------------------------
 expect_error "-i: missing value" -i
-expect_error "unknown flag '-w'" "${common[@]}" -w 3
+expect_error "unknown flag '--batch'" "${common[@]}" --batch 3
 expect_error "-b: 'abc' is not an integer" "${common[@]}" -b abc
 expect_error "-b: 0 is out of range" "${common[@]}" -b 0
 expect_error "-l: -1 is out of range" "${common[@]}" -l -1
@@ -92,18 +92,33 @@ expect_error "-nk: -1 is out of range" "${common[@]}" -nk -1
 expect_error "-sl: -2 is out of range" "${common[@]}" -sl -2
 expect_error "--step-timeout: 'soon' is not a finite number" "${common[@]}" --step-timeout soon
 expect_error "--step-timeout: -5 is out of range" "${common[@]}" --step-timeout -5
-expect_error "-e:" "${common[@]}" -e d13
+expect_error "-e: 'd13' is neither a model file (no such file) nor a model descriptor (d6, d12" "${common[@]}" -e d13
 expect_error "-n: checkpoints need an output dir" "${common[@]}" -n 5
 expect_error "-t: sequence length 64 exceeds the model's max_seq_len 32" "${common[@]}" -t 64
 expect_error "-d: total batch of 100 tokens is not divisible" "${common[@]}" -d 100
 expect_error "--device-memory: '80' has no unit" "${common[@]}" --device-memory 80
 expect_error "--fp8: 'yes'" "${common[@]}" --fp8 yes
+# llm.c's flags that ask for what neither trainer does say what to use instead.
+expect_error "-w: 0 (no fp32 master weights) is not offered" "${common[@]}" -w 0
+expect_error "-lg: 5: this trainer prints no NVML GPU line; run \`nvidia-smi" "${common[@]}" -lg 5
+expect_error "-ge: 1 (GELU fused into the forward GEMM only) has no counterpart here: -ge 2" "${common[@]}" -ge 1
 if [ "$trainer" = ./train_gpt2 ]; then
   # GPU memory is train_gpt2cu's business: the CPU trainer points there instead of ignoring the flags.
   expect_error "--dry-run: this trainer has no GPU memory to plan; ./train_gpt2cu --dry-run N" "${common[@]}" --dry-run 8
   expect_error "--device-memory: this trainer runs on the CPU" "${common[@]}" --device-memory 40GiB
   expect_error "--fp8: FP8 matmuls run on a GPU's FP8 tensor cores" "${common[@]}" --fp8 1
+  expect_error "-ge: GELU fusion chooses cuBLASLt epilogues of train_gpt2cu's GEMMs" "${common[@]}" -ge 0
+  expect_error "-f: TF32 is a GPU tensor-core format (train_gpt2cu)" "${common[@]}" -f 0
 else
+  # llm.c's -ge and -f in this (FP32) build: -f 1 has no TF32 path to map to, -ge 2 needs -r 0,
+  # and -ge against an LLMC_GELU of another value is an error, not a silent pick.
+  expect_error "-f: 1 (TF32 for fp32 matmuls) is not offered: this FP32 build" "${common[@]}" -f 1 -x 1
+  expect_error "-ge: 2 (LLMC_GELU=epilogues) stores the GELU output" "${common[@]}" -ge 2 -x 1
+  LLMC_GELU=kernels expect_error "-ge: 2 means LLMC_GELU=epilogues, but the environment sets LLMC_GELU=kernels" \
+    "${common[@]}" -ge 2 -r 0 -x 1
+  # ... and what they map to, as the cuda: line reports it.
+  expect_recovery "LLMC_GELU=epilogues " "${common[@]}" -ge 2 -r 0 -x 1
+  expect_recovery "LLMC_GELU=kernels " "${common[@]}" -ge 0 -x 1
   # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1
   grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
@@ -146,20 +161,25 @@ grep -q "model_00000001.bin: write failed: File too large" "$tmp/err.txt" || fai
 ls "$tmp/full" | grep -q -e DONE_ -e '\.tmp$' && fail "ulimit -f: a DONE marker or .tmp was left in $tmp/full"
 check_leftovers "ulimit -f"
 # --- checkpoints and resume --------------------------------------------------------------------
-expect_error "-y: no complete checkpoint" "${common[@]}" -y 1 -o "$tmp/empty_out"
+# -y 1 with nothing to resume starts from step 0, as llm.c does (a dir that is not there yet, and
+# one without DONE markers); markers of which none verifies stop the run (below).
+expect_recovery "resume: no checkpoint in $tmp/new_out (no DONE_<step> marker): starting from step 0" \
+  "${common[@]}" -x 1 -y 1 -o "$tmp/new_out"
+mkdir -p "$tmp/empty_out"
+expect_recovery "resume: no checkpoint in $tmp/empty_out" "${common[@]}" -x 1 -y 1 -o "$tmp/empty_out"
 expect_error "-y: resuming needs the output dir" "${common[@]}" -y 1
 expect_error "-b: is 4 but checkpoint step 2" "${common[@]}" -b 4 -x 3 -y 1 -o "$tmp/ckpt"
 expect_error "-x: checkpoint step 2" "${common[@]}" -x 1 -y 1 -o "$tmp/ckpt"
 copy_ckpt "$tmp/shape" 1 2
-expect_error "-y: no complete checkpoint" "${common[@]}" -e L1H2C32T32 -x 3 -y 1 -o "$tmp/shape"
+expect_error "-y: none of the 2 checkpoint(s)" "${common[@]}" -e L1H2C32T32 -x 3 -y 1 -o "$tmp/shape"
 grep -q "differs from -e L1H2C32T32" "$tmp/out.txt" || fail "the other model shape is not named"
 copy_ckpt "$tmp/corrupt_state" 2
 flip_byte "$tmp/corrupt_state/state_00000002_00000.bin" 2000
-expect_error "-y: no complete checkpoint" "${common[@]}" -x 3 -y 1 -o "$tmp/corrupt_state"
+expect_error "-y: none of the 1 checkpoint(s)" "${common[@]}" -x 3 -y 1 -o "$tmp/corrupt_state"
 grep -q "state_00000002_00000.bin: checksum mismatch" "$tmp/out.txt" || fail "corrupt state: $(cat "$tmp/out.txt")"
 copy_ckpt "$tmp/inputs/no_model" 2
 rm "$tmp/inputs/no_model/model_00000002.bin"
-expect_error "-y: no complete checkpoint" "${common[@]}" -x 3 -y 1 -o "$tmp/inputs/no_model"
+expect_error "-y: none of the 1 checkpoint(s)" "${common[@]}" -x 3 -y 1 -o "$tmp/inputs/no_model"
 grep -q "model_00000002.bin: cannot open" "$tmp/out.txt" || fail "missing model file: $(cat "$tmp/out.txt")"
 # Recoveries: a corrupt newest checkpoint is skipped (named, with the reason) for the one before.
 copy_ckpt "$tmp/corrupt_model" 1 2

@@ -63,7 +63,7 @@ expect_error "HOSTFILE is not set" bash scripts/run_multinode.sh
 expect_error "not inside a Slurm job" env -u SLURM_NTASKS bash scripts/slurm_gpt2_124M.sbatch
 
 cmd=$(DRY_RUN=1 HELLASWAG=0 TRAINER=./train_gpt2 DATA_DIR="$data" bash scripts/run_gpt2_124M.sh)
-for want in "mpirun -np 8 " " -e d12 -b 64 -t 1024 -d 524288 -l 0.0006 -u 700 -q 0.0 -c 0.1 -x 18865 -v 250 -s 20000 -n 5000 -z 1 -h 0"; do
+for want in "mpirun -np 8 " " -e d12 -b 64 -t 1024 -d 524288 -l 0.0006 -u 700 -q 0.0 -c 0.1 -x 18865 -v 250 -s 20000 -g 144 -n 5000 -y 1 -z 1 -r auto -h 0"; do
   grep -qF -- "$want" <<<"$cmd" || fail "run_gpt2_124M.sh: '$want' not in: $cmd"
 done
 printf 'node1 slots=8\n# a comment\nnode2 slots=8\n\n' >"$tmp/hosts"
@@ -72,9 +72,10 @@ for want in "mpirun -np 16 " "--hostfile $tmp/hosts" "-x NCCL_DEBUG" "--map-by p
   grep -qF -- "$want" <<<"$cmd" || fail "run_multinode.sh: '$want' not in: $cmd"
 done
 # The trainer's parser takes every flag of the script: the run gets as far as reading the (empty)
-# shard. A tiny model (-e override) keeps it from building the 124M one first.
+# shard. A tiny model (-e override) keeps it from building the 124M one first; MAX_RESTARTS=0 keeps
+# the restart loop (tests/cpu/check_recipe_loop.sh) from running it again.
 expect_error "fineweb_train_000001.bin: file of 0 bytes is shorter than the 1024-byte shard header" \
-  env LAUNCHER=none NUM_GPUS=1 HELLASWAG=0 TRAINER=./train_gpt2 DATA_DIR="$data" OUT_DIR="$tmp/out" \
+  env LAUNCHER=none NUM_GPUS=1 HELLASWAG=0 MAX_RESTARTS=0 TRAINER=./train_gpt2 DATA_DIR="$data" OUT_DIR="$tmp/out" \
   bash scripts/run_gpt2_124M.sh -e L1H1C8T1024
 echo "launch scripts: syntax, prerequisite errors, mpirun/hostfile commands and trainer flags checked"
 echo "collectives exact on 1/2/4 MPI ranks and without a launcher; failing rank aborts the job; launch scripts checked"

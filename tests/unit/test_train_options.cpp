@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "llmc/gpt2.h"
+#include "llmc/train/gpu_flags.h"
 #include "llmc/train/options.h"
 #include "llmc/train/trainer_main.h"
 #include "tests/unit/test_support.h"
@@ -61,6 +64,8 @@ void for_each_flag(Row&& row) {
   row("--step-timeout", "2.5", &O::step_timeout, 600.0, 2.5);
   row("--device-memory", "40GB", &O::device_memory, uint64_t(0), uint64_t(40000000000));
   row("--dry-run", "8", &O::dry_run_ranks, 0, 8);
+  row("-ge", "2", &O::gelu_fusion, -1, 2);
+  row("-f", "0", &O::tf32, -1, 0);
 }
 
 void check_documented_defaults(const llmc::TrainOptions& o) {
@@ -127,7 +132,9 @@ TEST_CASE("train options: each bad value is rejected naming its flag") {
       {"--device-memory", "80"}, {"--device-memory", "80XB"},
       {"--device-memory", "-1GiB"}, {"--device-memory", "0GiB"}, {"--device-memory", "GiB"},
       {"--device-memory", "1e400GiB"}, {"--device-memory", "inf"}, {"--device-memory", "1.2.3GiB"},
-      {"--device-memory", "99999999999TiB"}, {"--dry-run", "-1"}, {"--dry-run", "x"}, {"--dry-run", "2000000"}};
+      {"--device-memory", "99999999999TiB"}, {"--dry-run", "-1"}, {"--dry-run", "x"}, {"--dry-run", "2000000"},
+      {"-ge", "1"}, {"-ge", "3"}, {"-ge", "-1"}, {"-ge", "x"}, {"-f", "2"}, {"-f", "on"}, {"-w", "0"}, {"-w", "2"},
+      {"-lg", "1"}, {"-lg", "x"}, {"-lg", "99999999999"}};
   for (const auto& args : bad) {
     const std::string msg = flag_error(args);
     CHECK_MESSAGE(starts_with(msg, args[0] + ":"), args[0], " ", args[1], " -> '", msg, "'");
@@ -150,7 +157,7 @@ TEST_CASE("train options: --step-timeout takes 0 (off) up to a week of seconds")
 }
 
 TEST_CASE("train options: unknown flags and missing values") {
-  CHECK(flag_error({"-w", "1"}).find("'-w'") != std::string::npos);
+  CHECK(flag_error({"-ww", "1"}).find("'-ww'") != std::string::npos);
   CHECK(flag_error({"--batch", "1"}).find("'--batch'") != std::string::npos);
   CHECK(flag_error({"8"}).find("'8'") != std::string::npos);
   CHECK(flag_error({"-b", "2", "-t"}) == "-t: missing value");
@@ -194,4 +201,115 @@ TEST_CASE("train options: --device-memory sizes, decimal and binary units") {
   CHECK(flag_error({"--device-memory", "0GiB"}) == "--device-memory: 0GiB is out of range: the memory must be more than 0 bytes");
   CHECK(flag_error({"--device-memory", "-1GiB"}).find("is not a memory size") != std::string::npos);
   CHECK(flag_error({"--device-memory", "99999999999TiB"}).find("at most 2^63 bytes") != std::string::npos);
+}
+
+TEST_CASE("train options: -e's help and the unknown-descriptor error list the shapes of gpt2_shapes.def") {
+  // The names, read from the table itself rather than from the code under test.
+  std::vector<std::string> names;
+  std::ifstream def("llmc/gpt2_shapes.def");
+  REQUIRE(def.good());
+  const std::string row = "GPT2_SHAPE(";
+  for (std::string line; std::getline(def, line);)
+    if (starts_with(line, row)) names.push_back(line.substr(row.size(), line.find(',') - row.size()));
+  REQUIRE(names.size() >= 5);
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : "|") + name;
+  const std::string usage = llmc::train_usage("train_gpt2");
+  CHECK(usage.find("descriptor " + joined + "|L<l>H<h>C<c>[T<t>]") != std::string::npos);
+
+  llmc::TrainOptions o;
+  o.model = "d13";
+  const std::string error = test_support::thrown_message([&] { llmc::resolve_model_config(o); });
+  CHECK(starts_with(error, "-e: 'd13' is neither a model file (no such file) nor a model descriptor ("));
+  std::string listed;
+  for (const std::string& name : names) listed += (listed.empty() ? "" : ", ") + name;
+  CHECK_MESSAGE(error.find("(" + listed + " or L<layers>H<heads>C<channels>[T<seq>])") != std::string::npos, error);
+  o.model = "d12";
+  CHECK(llmc::resolve_model_config(o).channels == 768);
+}
+
+TEST_CASE("train options: -sh's help says that llm.c shuffles too") {
+  const std::string usage = llmc::train_usage("train_gpt2");
+  const size_t start = usage.find("\n  -sh <0|1> ");
+  REQUIRE(start != std::string::npos);
+  const std::string line = usage.substr(start + 1, usage.find('\n', start + 1) - start - 1);
+  CHECK_MESSAGE(line.find(" shuffle the train data every epoch, as llm.c always does") != std::string::npos, line);
+  CHECK(usage.find("llm.c's sequential order") == std::string::npos);
+}
+
+TEST_CASE("llm.c's flags: -w 1 and -lg 0/-1 are what every run does; -w 0, -lg N > 0 and -ge 1 are refused") {
+  CHECK(flag_error({"-w", "1"}).empty());
+  CHECK(flag_error({"-lg", "0"}).empty());
+  CHECK(flag_error({"-lg", "-1"}).empty());
+  CHECK(starts_with(flag_error({"-w", "0"}), "-w: 0 (no fp32 master weights) is not offered"));
+  const std::string lg = flag_error({"-lg", "10"});
+  CHECK(starts_with(lg, "-lg: 10: this trainer prints no NVML GPU line"));
+  CHECK(lg.find("nvidia-smi") != std::string::npos);
+  const std::string ge = flag_error({"-ge", "1"});
+  CHECK(starts_with(ge, "-ge: 1 (GELU fused into the forward GEMM only) has no counterpart here"));
+  CHECK(ge.find("-ge 2 (LLMC_GELU=epilogues") != std::string::npos);
+}
+
+namespace {
+
+// Runs f with LLMC_GELU set to value (nullptr: unset), then unsets it.
+template <typename F>
+void with_llmc_gelu(const char* value, F&& f) {
+  if (value) ::setenv("LLMC_GELU", value, 1);
+  else ::unsetenv("LLMC_GELU");
+  f();
+  ::unsetenv("LLMC_GELU");
+}
+
+llmc::SpeedSwitches speed_for(const std::vector<std::string>& args) {
+  return llmc::cuda_speed_switches(parse_train_options(args));
+}
+
+}  // namespace
+
+TEST_CASE("llm.c's flags: -ge maps onto LLMC_GELU: 0 = kernels, 2 = epilogues; not given = the environment's") {
+  CHECK(llmc::gelu_path_for_fusion(0) == llmc::GeluPath::kKernels);
+  CHECK(llmc::gelu_path_for_fusion(2) == llmc::GeluPath::kEpilogues);
+  with_llmc_gelu(nullptr, [] {
+    CHECK(speed_for({}).gelu == llmc::GeluPath::kMixed);
+    CHECK(speed_for({"-ge", "0"}).gelu == llmc::GeluPath::kKernels);
+    CHECK(speed_for({"-ge", "2", "-r", "0"}).gelu == llmc::GeluPath::kEpilogues);
+    CHECK(speed_for({"-ge", "2", "-r", "auto"}).gelu == llmc::GeluPath::kEpilogues);
+  });
+  with_llmc_gelu("epilogues", [] {
+    CHECK(speed_for({"-r", "0"}).gelu == llmc::GeluPath::kEpilogues);
+    CHECK(speed_for({"-ge", "2", "-r", "0"}).gelu == llmc::GeluPath::kEpilogues);  // both given, agreeing
+  });
+  with_llmc_gelu("", [] { CHECK(speed_for({"-ge", "0"}).gelu == llmc::GeluPath::kKernels); });  // empty = unset
+}
+
+TEST_CASE("llm.c's flags: -ge and LLMC_GELU disagreeing, and -ge 2 with a recompute, are errors") {
+  with_llmc_gelu("epilogues", [] {
+    const std::string error = test_support::thrown_message<llmc::FlagError>([] { speed_for({"-ge", "0"}); });
+    CHECK(error == "-ge: 0 means LLMC_GELU=kernels, but the environment sets LLMC_GELU=epilogues: give one of the "
+                   "two, or the same choice in both");
+  });
+  with_llmc_gelu("mixed", [] {
+    CHECK(starts_with(test_support::thrown_message<llmc::FlagError>([] { speed_for({"-ge", "2", "-r", "0"}); }),
+                      "-ge: 2 means LLMC_GELU=epilogues, but the environment sets LLMC_GELU=mixed"));
+  });
+  with_llmc_gelu(nullptr, [] {
+    for (const char* r : {"1", "2"}) {
+      const std::string error = test_support::thrown_message<llmc::FlagError>([&] { speed_for({"-ge", "2", "-r", r}); });
+      CHECK_MESSAGE(starts_with(error, "-ge: 2 (LLMC_GELU=epilogues) stores the GELU output"), error);
+      CHECK(error.find(std::string("not -r ") + r) != std::string::npos);
+    }
+  });
+}
+
+TEST_CASE("llm.c's flags: -f 1 is refused by the FP32 build only; -f 0 and no -f are accepted by both") {
+  const auto tf32_error = [](const std::vector<std::string>& args, bool fp32_build) {
+    return test_support::error_message<llmc::FlagError>(
+        [&] { llmc::check_tf32_flag(parse_train_options(args), fp32_build); });
+  };
+  CHECK(starts_with(tf32_error({"-f", "1"}, true), "-f: 1 (TF32 for fp32 matmuls) is not offered: this FP32 build"));
+  CHECK(tf32_error({"-f", "0"}, true).empty());
+  CHECK(tf32_error({}, true).empty());
+  CHECK(tf32_error({"-f", "1"}, false).empty());
+  CHECK(tf32_error({"-f", "0"}, false).empty());
 }
