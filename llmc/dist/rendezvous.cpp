@@ -152,7 +152,11 @@ std::vector<TcpSocket> gather_ranks(const RankPlan& plan) {
                     where(plan), missing_ranks(peers), world, plan.rendezvous_timeout,
                     plan.method == InitMethod::kTcp ? "-ps" : "-pf"));
     Greeting g{};
-    s.recv_all(&g, sizeof g, std::min(deadline, std::chrono::steady_clock::now() + kGreetingWait), "a rank's greeting");
+    try {
+      s.recv_all(&g, sizeof g, std::min(deadline, std::chrono::steady_clock::now() + kGreetingWait), "its greeting");
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("{}: {}", where(plan), e.what()));
+    }
     if (std::memcmp(g.magic, kMagic, sizeof kMagic) != 0 || g.version != kVersion)
       throw std::runtime_error(fmt::format("{}: {} is not a rank of this trainer (it sent something else)", where(plan),
                                            s.peer()));
@@ -228,9 +232,12 @@ std::vector<TcpSocket> join_rank_zero(const RankPlan& plan) {
   Greeting confirmation{};
   try {
     s.recv_all(&confirmation, sizeof confirmation, deadline, "the confirmation that every rank has come");
+  } catch (const TimeoutError&) {
+    throw std::runtime_error(fmt::format("{}: rank 0 took this rank in, but not every rank of -pn {} came within {} s "
+                                         "(see rank 0's messages; LLMC_RENDEZVOUS_TIMEOUT sets the wait)",
+                                         where(plan), plan.layout.world_size, plan.rendezvous_timeout));
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {} (not every rank of -pn {} came within {} s?)", where(plan), e.what(),
-                                         plan.layout.world_size, plan.rendezvous_timeout));
+    throw std::runtime_error(fmt::format("{}: {}", where(plan), e.what()));
   }
   if (std::memcmp(confirmation.magic, kMagic, sizeof kMagic) != 0 || confirmation.rank != 0 ||
       int(confirmation.world_size) != plan.layout.world_size)

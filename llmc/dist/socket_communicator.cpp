@@ -22,6 +22,7 @@ const char* op_name(uint32_t op) {
     case 4: return "all_gather";
     case 5: return "broadcast";
     case 6: return "barrier";
+    case 7: return "start_reduce_sum";
     default: return "an unknown collective";
   }
 }
@@ -103,6 +104,29 @@ double SocketCommunicator::all_reduce_max(double value) {
 
 void SocketCommunicator::barrier() {
   reduce_to_all(static_cast<float*>(nullptr), 0, Op::kBarrier, std::plus<float>());
+}
+
+// Rank 0 sums into a copy of its buffer unless it is the root, then hands the sum to the root.
+void SocketCommunicator::start_reduce_sum(float* buf, size_t n, int root) {
+  check_root(root, "reduce");
+  ++sequence_;
+  const size_t bytes = n * sizeof(float);
+  if (rank_ != 0) {
+    send_message(peers_[0], Op::kReduce, buf, bytes);
+    if (rank_ == root) {
+      expect_header(peers_[0], Op::kReduce, bytes);
+      peers_[0].recv_all(buf, bytes);
+    }
+    return;
+  }
+  std::vector<float> copy;
+  if (root != 0) copy.assign(buf, buf + n);
+  float* sum = root == 0 ? buf : copy.data();
+  for (int r = 1; r < world_size_; ++r) {
+    expect_header(peers_[size_t(r)], Op::kReduce, bytes);
+    accumulate_from(peers_[size_t(r)], sum, n, std::plus<float>());
+  }
+  if (root != 0) send_message(peers_[size_t(root)], Op::kReduce, sum, bytes);
 }
 
 // Rank 0 sums every rank's whole buffer (a copy of its own, as large as the send buffer) before

@@ -39,9 +39,12 @@ class SocketCommunicator final : public Communicator {
   void all_gather(const float* send, float* recv, size_t send_count) override;
   void broadcast(void* buf, size_t bytes, int root) override;
   void barrier() override;
+  // A reduce: only the root's buf changes (the others' is only read). It returns once done, as
+  // the collectives here have no non-blocking form; start_all_reduce_sum is the blocking sum.
+  void start_reduce_sum(float* buf, size_t n, int root) override;
 
  private:
-  enum class Op : uint32_t { kSum = 1, kMax, kReduceScatter, kAllGather, kBroadcast, kBarrier };
+  enum class Op : uint32_t { kSum = 1, kMax, kReduceScatter, kAllGather, kBroadcast, kBarrier, kReduce };
   struct Header {
     uint32_t magic;
     Op op;

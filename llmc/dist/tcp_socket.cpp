@@ -132,7 +132,7 @@ void TcpSocket::recv_some(char* data, size_t bytes, size_t& done, int timeout_ms
   pollfd p{fd_, POLLIN, 0};
   const int ready = poll(&p, 1, timeout_ms);
   if (ready < 0 && errno == EINTR) return;
-  if (ready == 0) throw std::runtime_error(fmt::format("{}: no {} in time", peer_, what));
+  if (ready == 0) throw TimeoutError(fmt::format("{}: {} did not come in time", peer_, what));
   const ssize_t n = recv(fd_, data + done, bytes - done, 0);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n < 0)

@@ -4,11 +4,18 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 namespace llmc {
 
 using Deadline = std::chrono::steady_clock::time_point;
+
+// A wait with a deadline that passed.
+class TimeoutError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class TcpSocket {
  public:
@@ -32,6 +39,7 @@ class TcpSocket {
   // stops without dying is the watchdog's (--step-timeout) to end; one that ends or whose machine
   // is gone (TCP keepalive, about two minutes) is an exception here.
   void recv_all(void* data, size_t bytes);
+  // The same, throwing TimeoutError once the deadline has passed.
   void recv_all(void* data, size_t bytes, Deadline deadline, const char* what);
 
  private:
