@@ -143,6 +143,13 @@ std::vector<TcpSocket> gather_ranks(const RankPlan& plan) {
     token = std::random_device{}() | uint64_t(std::random_device{}()) << 32;
     write_address_file(plan, local_port(listener), token);
   }
+  // The file goes once every rank has come, or when rank 0 gives up: no later start may find it.
+  struct RemoveFile {
+    std::string path;
+    ~RemoveFile() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } remove_file{plan.method == InitMethod::kFs ? file_path(plan) : std::string()};
   std::vector<TcpSocket> peers(static_cast<size_t>(world));
   for (int joined = 1; joined < world;) {
     TcpSocket s = accept_before(
@@ -175,7 +182,6 @@ std::vector<TcpSocket> gather_ranks(const RankPlan& plan) {
     peers[g.rank] = std::move(s);
     ++joined;
   }
-  if (plan.method == InitMethod::kFs) std::remove(file_path(plan).c_str());
   const Greeting confirmation = make_greeting(plan, token);
   for (int r = 1; r < world; ++r) peers[size_t(r)].send_all(&confirmation, sizeof confirmation);
   return peers;
@@ -218,7 +224,11 @@ std::vector<TcpSocket> join_rank_zero(const RankPlan& plan) {
   TcpSocket s;
   if (plan.method == InitMethod::kTcp) {
     std::string error;
-    s = connect_before(plan.host, plan.port, deadline, error);
+    try {
+      s = connect_before(plan.host, plan.port, deadline, error);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("-ps {}:{}: {}", plan.host, plan.port, e.what()));
+    }
     if (!s.is_open())
       throw std::runtime_error(fmt::format("{}: rank 0 did not answer within {} s ({}): start rank 0 with the same -ps "
                                            "(LLMC_RENDEZVOUS_TIMEOUT sets the wait)",

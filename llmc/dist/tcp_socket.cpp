@@ -200,7 +200,7 @@ TcpSocket accept_before(const TcpSocket& listener, Deadline deadline, const std:
 
 TcpSocket connect_before(const std::string& host, int port, Deadline deadline, std::string& last_error) {
   AddrInfo info;
-  resolve(host, port, false, info, fmt::format("{}:{}", host, port));
+  resolve(host, port, false, info, "rank 0's address");
   for (;;) {
     for (const addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
       // A few seconds per address, so that one that drops packets does not use up the deadline.
