@@ -252,7 +252,7 @@ CUDA_CXXFLAGS += $(MPI_CFLAGS)
 CUDA_LDLIBS   += $(MPI_NVCC_LDLIBS)
 MPI_TESTS := $(patsubst tests/dist/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/dist/*.cpp))
 
-.PHONY: mpi-tests nccl-communicator
+.PHONY: mpi-tests
 mpi-tests: $(MPI_TESTS)
 
 # The streaming test counts the data loader's reads by wrapping pread (see the test).
@@ -261,10 +261,11 @@ $(BUILD)/mpi_tests/%: $(BUILD)/tests/dist/%.o $(LIBLLMC)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MPI_TEST_LDFLAGS)
 
-nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
-
 -include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/dist/%.d)
 endif
+
+.PHONY: nccl-communicator
+nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
 # ==== end of the MPI section ===================================================================
 
 # ==== AddressSanitizer + UndefinedBehaviorSanitizer (tests/cpu/check_sanitize.sh) ===================
