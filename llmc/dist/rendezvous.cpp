@@ -167,11 +167,13 @@ std::vector<TcpSocket> gather_ranks(const RankPlan& plan) {
     if (std::memcmp(g.magic, kMagic, sizeof kMagic) != 0 || g.version != kVersion)
       throw std::runtime_error(fmt::format("{}: {} is not a rank of this trainer (it sent something else)", where(plan),
                                            s.peer()));
-    if (int(g.world_size) != world || g.token != token)
-      throw std::runtime_error(fmt::format("{}: {} says rank {} of -pn {}{}, but rank 0 has -pn {}: start every rank "
+    if (int(g.world_size) != world)
+      throw std::runtime_error(fmt::format("{}: {} says rank {} of -pn {}, but rank 0 has -pn {}: start every rank "
                                            "with the same -pn",
-                                           where(plan), s.peer(), g.rank, g.world_size,
-                                           g.token != token ? " from another start (job token)" : "", world));
+                                           where(plan), s.peer(), g.rank, g.world_size, world));
+    if (g.token != token)
+      throw std::runtime_error(fmt::format("{}: {} (rank {}) read the job token of another start from {}", where(plan),
+                                           s.peer(), g.rank, kRendezvousFileName));
     if (g.rank == 0 || int(g.rank) >= world)
       throw std::runtime_error(fmt::format("{}: {} says it is rank {}, not one of 1 to {}", where(plan), s.peer(),
                                            g.rank, world - 1));

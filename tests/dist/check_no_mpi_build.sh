@@ -9,6 +9,7 @@
 # The first run compiles the host library into build/no-mpi (about a minute and a half on two
 # cores); later runs rebuild only what changed.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"

@@ -11,12 +11,13 @@
 #     -z 1 against `mpirun -np 4`: within 1e-5 relative, docs/contract.md's bar between runs whose
 #     sums are grouped differently (rank 0 adds in rank order, MPI in its own);
 #  3. what goes wrong ends every process with an error that says what, within seconds: a rank whose
-#     peers never come (LLMC_RENDEZVOUS_TIMEOUT), two processes with the same -pr, a stranger's
-#     bytes at rank 0's port, ranks that run different collectives, a rank killed mid-run, and a
-#     rank stopped mid-run (the watchdog, --step-timeout, ends rank 0; the stopped rank ends once
+#     peers never come (LLMC_RENDEZVOUS_TIMEOUT), two processes with the same -pr, another -pn,
+#     a stranger's bytes at rank 0's port, ranks that run different collectives, a rank killed
+#     mid-run, and a rank stopped mid-run (the watchdog, --step-timeout, ends rank 0; the stopped rank ends once
 #     it runs again, as it cannot be ended from another machine without a launcher).
 # The flag refusals are unit tests (tests/unit/test_rank_options.cpp); here a few through the trainer.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
@@ -88,7 +89,7 @@ flags=(-e "$tmp/model.bin" -i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -b 2 -t 16 
 
 # start_ranks N METHOD OUT ARGS...: starts N trainer processes with -pi METHOD -pn N -pr 0..N-1 and
 # output dir OUT (rank r's messages in OUT.rank<r>), rank 0 last; their PIDs in `started`, rank
-# order. TRAINER (default ./train_gpt2) is the binary.
+# order.
 start_ranks() {
   local n=$1 method=$2 out=$3 rank
   shift 3
@@ -99,7 +100,7 @@ start_ranks() {
   fi
   started=()
   for rank in $(seq $((n - 1)) -1 0); do
- "${TRAINER:-./train_gpt2}" "${flags[@]}" -o "$out" -pi "$method" -pn "$n" -pr "$rank" "${meet[@]}" "$@" \
+    ./train_gpt2 "${flags[@]}" -o "$out" -pi "$method" -pn "$n" -pr "$rank" "${meet[@]}" "$@" \
       >"$out.rank$rank" 2>&1 &
     started=($! "${started[@]}")
   done
@@ -173,6 +174,17 @@ wait_within 20 "${started[@]}" && fail "two processes with -pr 1 were not refuse
 grep -q "^error: -pi tcp (-ps 127.0.0.1:$port): rank 1 connected twice (two processes with -pr 1?)" "$tmp/twice.2" ||
   { cat "$tmp"/twice.*; fail "rank 0 did not name the rank that came twice"; }
 
+# Another -pn on rank 1 than on rank 0.
+port=$(free_port)
+./train_gpt2 "${flags[@]}" -pi tcp -pn 3 -pr 1 -ps "127.0.0.1:$port" >"$tmp/pn.1" 2>&1 &
+started=($!)
+./train_gpt2 "${flags[@]}" -pi tcp -pn 2 -pr 0 -ps "127.0.0.1:$port" >"$tmp/pn.0" 2>&1 &
+started+=($!)
+pids+=("${started[@]}")
+wait_within 20 "${started[@]}" && fail "ranks with different -pn were not refused"
+grep -q "says rank 1 of -pn 3, but rank 0 has -pn 2: start every rank with the same -pn" "$tmp/pn.0" ||
+  { cat "$tmp"/pn.*; fail "rank 0 did not name the two -pn"; }
+
 # A stranger's bytes at rank 0's port.
 port=$(free_port)
 ./train_gpt2 "${flags[@]}" -pi tcp -pn 2 -pr 0 -ps "127.0.0.1:$port" >"$tmp/stranger" 2>&1 &
@@ -201,6 +213,7 @@ grep -q "the ranks ran different collectives" "$tmp/differ.0" ||
 start_ranks 2 tcp "$tmp/killed" -x 1000000
 for _ in $(seq 300); do grep -q "^step  *3/" "$tmp/killed.rank0" && break; sleep 0.1; done
 kill -KILL "${started[1]}"
+wait "${started[1]}" 2>/dev/null || true  # (2>/dev/null: bash's "Killed" line for it)
 wait_within 20 "${started[0]}" && fail "rank 0 went on after rank 1 was killed"
 grep -Eq "^error: rank 0: rank 1( closed its connection|: connection lost)" "$tmp/killed.rank0" ||
   { cat "$tmp/killed.rank0"; fail "rank 0 did not say that rank 1 is gone"; }
@@ -223,7 +236,7 @@ kill -CONT "${started[1]}"
 wait_within 20 "${started[1]}" && fail "rank 1 went on after rank 0 ended"
 grep -Eq "^error: rank 1: rank 0( closed its connection|: connection lost)" "$tmp/stopped.rank1" ||
   { cat "$tmp/stopped.rank1"; fail "rank 1 did not say that rank 0 is gone"; }
-echo "refused: -pr twice, a stranger, different collectives; a killed rank and a stopped one ended every process"
+echo "refused: -pr twice, another -pn, a stranger, different collectives; a killed rank and a stopped one ended every process"
 
 exit_if_failed
 echo "ranks without MPI: collectives on 4 processes over tcp and fs, trainer runs equal to mpirun's, failures end every process"
