@@ -5,7 +5,8 @@
 #     tcp and over fs: closed-form sums, the same bits on every rank, sums in rank order bit for
 #     bit, 12 MB buffers, and rank 0's 128-byte id to all (what NCCL's unique id takes);
 #  2. the CPU trainer, tiny model of tests/lib/tiny_model_and_shards.py: two processes
-#     -pi tcp -pn 2 -pr 0/1 with -z 0 and -z 1, and -pi fs -z 1, against `mpirun -np 2`: main.log
+#     -pi tcp -pn 2 -pr 0/1 with -z 0 and -z 1, and -pi fs -z 1 (once with rank and size from
+#     Slurm's variables, as srun without MPI sets them), against `mpirun -np 2`: main.log
 #     byte-identical. Why that bar: with two ranks every sum is one float addition, x0 + x1, in MPI
 #     as over the sockets, and addition commutes, so nothing may differ. Four -pi tcp processes with
 #     -z 1 against `mpirun -np 4`: within 1e-5 relative, docs/contract.md's bar between runs whose
@@ -125,7 +126,19 @@ done
 run_ranks 2 fs "$tmp/fs2_z1" -z 1
 cmp "$tmp/mpi2_z1/main.log" "$tmp/fs2_z1/main.log" || fail "-pi fs, 2 processes, -z 1: main.log differs from mpirun -np 2"
 [ ! -e "$tmp/fs2_z1.meet/llmc_rendezvous.txt" ] || fail "-pi fs left its address file behind"
-echo "-pi tcp (-z 0, -z 1) and -pi fs (-z 1), 2 processes without mpirun: main.log byte-identical to mpirun -np 2"
+# As srun starts tasks without MPI: rank and size from SLURM_PROCID and SLURM_NTASKS, no -pn or -pr.
+mkdir -p "$tmp/slurm.meet"
+started=()
+for rank in 1 0; do
+  SLURM_PROCID=$rank SLURM_NTASKS=2 SLURM_LOCALID=$rank ./train_gpt2 "${flags[@]}" -z 1 -o "$tmp/slurm" -pi fs \
+    -pf "$tmp/slurm.meet" >"$tmp/slurm.rank$rank" 2>&1 &
+  started+=($!)
+done
+pids+=("${started[@]}")
+wait_all "${started[@]}" || { cat "$tmp"/slurm.rank*; fail "-pi fs with Slurm's variables"; }
+cmp "$tmp/mpi2_z1/main.log" "$tmp/slurm/main.log" || fail "-pi fs with Slurm's variables: main.log differs from mpirun -np 2"
+echo "-pi tcp (-z 0, -z 1), -pi fs (-z 1) and -pi fs with Slurm's variables, 2 processes without mpirun: main.log" \
+  "byte-identical to mpirun -np 2"
 
 run_mpirun 4 "$tmp/mpi4_z1" -z 1
 run_ranks 4 tcp "$tmp/tcp4_z1" -z 1
