@@ -5,8 +5,14 @@ CXXFLAGS ?= -O3 -march=native
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -MMD -MP
 LDLIBS   += -lfmt -lpthread
 
-BUILD     := build
-LLMC_SRCS := $(wildcard llmc/*.cpp llmc/*/*.cpp)
+# NO_USE_MPI=1 (NO_MULTI_GPU=1 implies it) builds without MPI into build/no-mpi/: see the MPI section.
+ifeq ($(NO_MULTI_GPU),1)
+NO_USE_MPI := 1
+endif
+LLMC_MPI_SRCS := llmc/dist/mpi_communicator.cpp llmc/dist/mpi_launch.cpp
+BUILD     := $(if $(filter 1,$(NO_USE_MPI)),build/no-mpi,build)
+LLMC_SRCS := $(filter-out $(if $(filter 1,$(NO_USE_MPI)),$(LLMC_MPI_SRCS),llmc/dist/mpi_launch_absent.cpp),\
+                          $(wildcard llmc/*.cpp llmc/*/*.cpp))
 # `ar` keeps one member per file name: two llmc/ sources with the same name would silently drop one.
 LLMC_SAME_NAMES := $(shell printf '%s\n' $(notdir $(LLMC_SRCS)) | sort | uniq -d)
 ifneq ($(LLMC_SAME_NAMES),)
@@ -213,13 +219,32 @@ gpu-dist: data
 
 # ==== MPI (docs/multi-gpu.md) ==================================================================
 # Every binary links libmpi: llmc/dist/process_group.cpp initialises MPI only under a launcher (mpirun,
-# srun), so the same binary also runs as a single process. The CUDA host library needs mpi.h too.
+# srun) with -pi mpi (the default), so the same binary also runs as a single process and with
+# -pi tcp|fs. The CUDA host library needs mpi.h too.
 # OMPI_SKIP_MPICXX: only MPI's C API (the deprecated C++ bindings would need libmpi_cxx).
 # make mpi-tests: the MPI test programs (tests/dist/*.cpp -> build/mpi_tests/*), run by
-# tests/dist/check_mpi.sh and tests/dist/check_streaming.sh; make nccl-communicator: compiles (only) the
-# NCCL communicator with nvcc.
+# tests/dist/check_mpi.sh, check_streaming.sh and check_nompi.sh; make nccl-communicator: compiles
+# (only) the NCCL communicator with nvcc.
 # MPI_INCLUDE=DIR MPI_LIBDIR=DIR: a machine without OpenMPI's compiler wrappers (the GPU machine)
 # builds against the headers and libmpi that `make gpu-dist` bundles.
+# NO_USE_MPI=1 (llm.c's name; NO_MULTI_GPU=1 implies it): no mpi.h, no libmpi. The sources of
+# LLMC_MPI_SRCS are left out and llmc/dist/mpi_launch_absent.cpp stands in for mpi_launch.cpp
+# (the top of this file), ranks start with -pi tcp|fs only. Its objects and binaries go to
+# build/no-mpi/ (BUILD), never mixed with the MPI build's: `make NO_USE_MPI=1` builds
+# build/no-mpi/{tokenize,train_gpt2,test_gpt2,hf_convert}; the top-level ./train_gpt2 and the
+# others stay the MPI build's.
+ifeq ($(NO_USE_MPI),1)
+NO_MPI_BINARIES := $(addprefix $(BUILD)/,tokenize train_gpt2 test_gpt2 hf_convert)
+ifneq ($(filter all tokenize train_gpt2 test_gpt2 hf_convert test mpi-tests,$(MAKECMDGOALS)),)
+$(error NO_USE_MPI=1 builds into $(BUILD)/: run `make NO_USE_MPI=1` (or name $(NO_MPI_BINARIES)); \
+  the top-level binaries, the tests and mpi-tests are the MPI build's)
+endif
+.DEFAULT_GOAL := no-mpi
+.PHONY: no-mpi
+no-mpi: $(NO_MPI_BINARIES)
+$(NO_MPI_BINARIES): $(BUILD)/%: $(BUILD)/%.o $(LIBLLMC)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+else
 ifneq ($(MPI_INCLUDE),)
 MPI_CFLAGS := -I$(MPI_INCLUDE) -DOMPI_SKIP_MPICXX
 MPI_LDLIBS := -L$(MPI_LIBDIR) -lmpi
@@ -236,7 +261,7 @@ CUDA_CXXFLAGS += $(MPI_CFLAGS)
 CUDA_LDLIBS   += $(MPI_NVCC_LDLIBS)
 MPI_TESTS := $(patsubst tests/dist/%.cpp,$(BUILD)/mpi_tests/%,$(wildcard tests/dist/*.cpp))
 
-.PHONY: mpi-tests nccl-communicator
+.PHONY: mpi-tests
 mpi-tests: $(MPI_TESTS)
 
 # The streaming test counts the data loader's reads by wrapping pread (see the test).
@@ -245,9 +270,11 @@ $(BUILD)/mpi_tests/%: $(BUILD)/tests/dist/%.o $(LIBLLMC)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MPI_TEST_LDFLAGS)
 
-nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
-
 -include $(MPI_TESTS:$(BUILD)/mpi_tests/%=$(BUILD)/tests/dist/%.d)
+endif
+
+.PHONY: nccl-communicator
+nccl-communicator: $(CUDA_DIR)/llmc/dist/nccl_communicator.o
 # ==== end of the MPI section ===================================================================
 
 # ==== AddressSanitizer + UndefinedBehaviorSanitizer (tests/cpu/check_sanitize.sh) ===================

@@ -2,17 +2,20 @@
 // ZeRO-1 (llmc/dist/zero_sharding.h) are written once against this interface and run unchanged over
 //   - SingleProcessCommunicator: one rank, no launcher; every collective is the identity;
 //   - MpiCommunicator (llmc/dist/mpi_communicator.h): host buffers over MPI_COMM_WORLD (CPU ranks, CI);
+//   - SocketCommunicator (llmc/dist/socket_communicator.h): host buffers over TCP, for ranks started
+//     without MPI (-pi tcp|fs); sums in rank order through rank 0;
 //   - NcclCommunicator (llmc/dist/nccl_communicator.h): device buffers, one GPU per rank.
-// Buffers live where the implementation works: host memory for the first two, device memory for
+// Buffers live where the implementation works: host memory for the first three, device memory for
 // NCCL. A backend whose data sits on the GPU but that talks through MpiCommunicator stages through
 // host memory itself (MpiCommunicator does not assume a CUDA-aware MPI).
 //
 // Summation order: a sum over ranks is computed in an order the implementation picks (MPI and
-// NCCL choose ring, tree or recursive-doubling algorithms by message size and rank count), so
+// NCCL choose ring, tree or recursive-doubling algorithms by message size and rank count;
+// SocketCommunicator adds in rank order), so
 // runs with different world sizes round differently, by about one float ulp per addition. That is
 // far below the bar for ZeRO-1 in docs/contract.md (losses of np=1, 2, 4 equal to 1e-5 relative at every
 // step). Within one run every rank receives the same bits (tests/dist/test_collectives.cpp checks
-// this for MPI), which the loop relies on: all ranks clip with the same norm.
+// this for MPI and the sockets), which the loop relies on: all ranks clip with the same norm.
 #pragma once
 #include <cstddef>
 #include <cstring>

@@ -1,51 +1,34 @@
 // Process setup for multi-rank training: who am I (rank, world size, rank on this node) and the
-// communicator (llmc/dist/communicator.h) that connects the ranks.
+// communicator (llmc/dist/communicator.h) that connects the ranks. RankOptions (the flags -pi, -pf,
+// -ps, -pn, -pr, -pg; llmc/dist/rank_options.h) and the launcher's variables
+// (llmc/dist/process_layout.h) decide both:
+//   -pi mpi, no launcher    one process: rank 0 of 1, SingleProcessCommunicator, no MPI call at all;
+//   -pi mpi, mpirun/srun    MPI is initialised and the ranks talk through MpiCommunicator; MPI's own
+//                           rank and size must agree with the variables (they do not when e.g. srun
+//                           starts tasks without MPI support, which would otherwise train W
+//                           independent copies silently);
+//   -pi tcp|fs              no MPI: the ranks meet (llmc/dist/rendezvous.h) and talk through
+//                           SocketCommunicator; one process needs no connection.
 //
-// The launcher is recognised from its environment variables, OpenMPI's first (mpirun sets them,
-// and inside a Slurm allocation it inherits Slurm's too, which then describe the allocation and
-// not this process):
-//   OpenMPI  OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
-//   Slurm    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID   (srun --mpi=pmix, one task per GPU)
-//   none     one process: rank 0 of 1, no MPI calls at all.
-// Under a launcher MPI is initialised and the ranks talk through MpiCommunicator; MPI's own rank
-// and size must then agree with the variables (they do not when e.g. srun starts tasks without
-// MPI support, which would otherwise train W independent copies silently).
-//
-// Linking: every binary built from build/libllmc.a links libmpi (the Makefile's MPI section), so
-// one binary runs both with and without mpirun; without a launcher MPI is never initialised.
+// Linking: the normal build links libmpi into every binary (the Makefile's MPI section), so one
+// binary runs with mpirun, with -pi tcp|fs and alone; `make NO_USE_MPI=1` builds without MPI
+// (llmc/dist/mpi_launch.h), and there -pi mpi under a launcher is an error that says what to use.
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "llmc/dist/communicator.h"
+#include "llmc/dist/process_layout.h"
+#include "llmc/dist/rank_options.h"
 
 namespace llmc {
 
-enum class Launcher { kNone, kOpenMpi, kSlurm };
-const char* launcher_name(Launcher launcher);
-
-struct ProcessLayout {
-  Launcher launcher = Launcher::kNone;
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;  // rank among the processes on this node: the GPU this rank drives
-};
-
-// Returns the value of an environment variable or nullptr when unset.
-using EnvLookup = std::function<const char*(const char*)>;
-
-// Reads the layout from the variables above. Throws std::runtime_error naming the variable when a
-// launcher's variable is missing or is not a non-negative integer, or when the rank does not fit
-// the world size.
-ProcessLayout detect_process_layout(const EnvLookup& env);
-ProcessLayout detect_process_layout();  // from the process environment
-
 class ProcessGroup {
  public:
-  // Detects the layout; under a launcher initialises MPI (unless already initialised) and checks
-  // that MPI agrees with the launcher's variables. Throws std::runtime_error on any mismatch.
-  ProcessGroup();
+  // Plans the ranks (plan_ranks) from `options` and the environment, then starts MPI or meets the
+  // other ranks. Throws std::runtime_error naming the flag or variable on any mismatch, and when
+  // the other ranks do not come in time.
+  explicit ProcessGroup(const RankOptions& options = RankOptions());
   // Finalises MPI if this object initialised it. Every rank must get here: a rank leaving on an
   // error while the others wait in a collective would hang them, so mains call abort() instead.
   ~ProcessGroup();
@@ -56,10 +39,13 @@ class ProcessGroup {
   int rank() const { return layout_.rank; }
   int world_size() const { return layout_.world_size; }
   int local_rank() const { return layout_.local_rank; }
+  InitMethod method() const { return method_; }
   Communicator& communicator() { return *communicator_; }
 
-  // Ends every rank of the job with this exit code (MPI_Abort under a launcher, exit otherwise).
-  // For the error path of a main: after printing "error: ...", so that no rank hangs waiting.
+  // Ends every rank of the job with this exit code. For the error path of a main: after printing
+  // "error: ...", so that no rank hangs waiting. Over MPI: MPI_Abort. Over -pi tcp|fs: this
+  // process exits, its connections close, and each other rank fails at its next collective
+  // ("rank 0 closed its connection ...") and exits too.
   [[noreturn]] void abort(int exit_code);
   // abort() for a thread other than the main one (the watchdog, llmc/train/watchdog.h), while the
   // main thread may be stuck inside a collective: no stdio flush and no exit handlers, which could
@@ -68,7 +54,9 @@ class ProcessGroup {
 
  private:
   ProcessLayout layout_;
-  bool finalize_mpi_ = false;
+  InitMethod method_ = InitMethod::kMpi;
+  bool mpi_ = false;           // the ranks talk over MPI
+  bool finalize_mpi_ = false;  // this object initialised it
   std::unique_ptr<Communicator> communicator_;
 };
 

@@ -332,6 +332,28 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) {
          o.dry_run_ranks = int_in(f, v, 0, kMaxDryRunRanks, "the number of ranks must be in 0..1048576 (0 = train)");
        }},
+      {"-pi", "<mpi|tcp|fs>", "mpi",
+       "how the ranks start: mpi = from mpirun/srun, over MPI; tcp = rank 0 listens at -ps; fs = rank 0's address "
+       "in a file in -pf (docs/multi-gpu.md)",
+       [](TrainOptions& o, Arg f, Arg v) {
+         if (v != "mpi" && v != "tcp" && v != "fs")
+           throw FlagError(fmt::format("{}: unknown method '{}' (mpi, tcp or fs)", f, v));
+         o.init_method = v;
+       }},
+      {"-pf", "<dir>", "", "-pi fs: a folder every rank sees (a shared file system) for rank 0's address file",
+       [](TrainOptions& o, Arg, Arg v) { o.fs_dir = v; }},
+      {"-ps", "<host[:port]>", "", "-pi tcp: the address of rank 0's machine; port 12345 unless given",
+       [](TrainOptions& o, Arg, Arg v) { o.server = v; }},
+      {"-pn", "<int>", "", "-pi tcp|fs: number of processes; none = the launcher's (SLURM_NTASKS)",
+       [](TrainOptions& o, Arg f, Arg v) {
+         o.num_processes = v.empty() ? 0 : int_in(f, v, 1, kIntMax, "the number of processes must be >= 1");
+       }},
+      {"-pr", "<int>", "", "-pi tcp|fs: this process's rank, 0 to -pn - 1; none = the launcher's (SLURM_PROCID)",
+       [](TrainOptions& o, Arg f, Arg v) {
+         o.process_rank = v.empty() ? -1 : int_in(f, v, 0, kIntMax, "the rank must be >= 0");
+       }},
+      {"-pg", "<int>", "8", "-pi tcp|fs: GPUs per node; the GPU is rank % pg unless a launcher says (SLURM_LOCALID)",
+       [](TrainOptions& o, Arg f, Arg v) { o.gpus_per_node = int_in(f, v, 1, kIntMax, "GPUs per node must be >= 1"); }},
   };
   return table;
 }

@@ -67,6 +67,12 @@ struct TrainOptions {
   double step_timeout;             // --step-timeout: seconds without progress before the job ends, 0 = off
   uint64_t device_memory;          // --device-memory: bytes per GPU to plan against; 0 = the GPU's free memory
   int dry_run_ranks;               // --dry-run: print the memory plan for this many ranks and exit; 0 = train
+  std::string init_method;         // -pi: mpi, tcp or fs (llmc/dist/rank_options.h)
+  std::string fs_dir;              // -pf: "" = none
+  std::string server;              // -ps: host[:port], "" = none
+  int num_processes;               // -pn: 0 = from the launcher
+  int process_rank;                // -pr: -1 = from the launcher
+  int gpus_per_node;               // -pg
   bool help = false;               // --help: takes no value, so it has no row
 };
 

@@ -89,6 +89,24 @@ void reject_device_flags(const TrainOptions& o) {
                     "CPU: leave -f out");
 }
 
+// -pi, -pf, -ps, -pn, -pr, -pg: how ProcessGroup starts the ranks.
+RankOptions rank_options(const TrainOptions& o) {
+  RankOptions r;
+  r.method = o.init_method == "tcp" ? InitMethod::kTcp : o.init_method == "fs" ? InitMethod::kFs : InitMethod::kMpi;
+  r.fs_dir = o.fs_dir;
+  r.server = o.server;
+  r.num_processes = o.num_processes;
+  r.process_rank = o.process_rank;
+  r.gpus_per_node = o.gpus_per_node;
+  return r;
+}
+
+// --help is printed once: by the process that is, or will be, rank 0.
+bool first_process(const TrainOptions& o) {
+  if (o.process_rank >= 0) return o.process_rank == 0;
+  return detect_process_layout().rank == 0;
+}
+
 }  // namespace
 
 int trainer_main(int argc, const char* const* argv, const BackendFactory& make_backend,
@@ -98,12 +116,13 @@ int trainer_main(int argc, const char* const* argv, const BackendFactory& make_b
   std::signal(SIGXFSZ, SIG_IGN);
   std::unique_ptr<ProcessGroup> group;
   try {
-    group = std::make_unique<ProcessGroup>();
+    // The flags first: -pi and its companions say how to start the ranks.
     const TrainOptions options = parse_train_options(argc, argv);
     if (options.help) {
-      if (group->rank() == 0) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
+      if (first_process(options)) fmt::print("{}", train_usage(argc > 0 ? argv[0] : "train"));
       return 0;
     }
+    group = std::make_unique<ProcessGroup>(rank_options(options));
     if (!plan_memory) reject_device_flags(options);
     if (options.dry_run_ranks > 0) {
       const GPT2Config config = resolve_model_config(options);

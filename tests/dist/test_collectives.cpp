@@ -1,8 +1,11 @@
 // Checks every collective of the communicator a ProcessGroup builds, run by tests/dist/check_mpi.sh
-// under `mpirun -np 1/2/4` and as a plain process. Inputs depend on the rank so that every
+// under `mpirun -np 1/2/4` and as a plain process, and by tests/dist/check_nompi.sh as processes
+// started without mpirun that meet over -pi tcp or -pi fs. Inputs depend on the rank so that every
 // expected value is known in closed form (sums of small integers, exact in float); one check
 // uses random floats against a double-precision sum and checks that all ranks get the same bits.
 //   test_collectives EXPECTED_WORLD_SIZE openmpi|none SCRATCH_DIR
+//   test_collectives EXPECTED_WORLD_SIZE tcp SCRATCH_DIR RANK HOST:PORT
+//   test_collectives EXPECTED_WORLD_SIZE fs SCRATCH_DIR RANK            (-pf SCRATCH_DIR)
 // Prints "collectives: N checks passed on W ranks (launcher)" from rank 0; exits 1 on a failure.
 #include <chrono>
 #include <cmath>
@@ -185,9 +188,70 @@ void check_barrier(Communicator& c, Checker& check, const std::string& name, con
   if (c.rank() == 0) std::remove(marker.c_str());
 }
 
-void check_layout(const ProcessGroup& group, Checker& check, int expected_world, const std::string& expected_launcher) {
+// Over sockets (-pi tcp|fs) rank 0 sums in rank order: the bits of ((x0 + x1) + x2) + ..., which
+// every rank can compute, since it knows every rank's inputs.
+void check_fixed_order(Communicator& c, Checker& check, const std::string& name) {
+  const size_t n = 4099;
+  auto inputs = [n](int rank) {
+    Rng rng(2000 + uint64_t(rank));
+    std::vector<float> x(n);
+    for (float& v : x) v = rng.normal();
+    return x;
+  };
+  std::vector<float> sum = inputs(c.rank()), expected = inputs(0);
+  c.all_reduce_sum(sum.data(), n);
+  for (int q = 1; q < c.world_size(); ++q) {
+    const std::vector<float> x = inputs(q);
+    for (size_t i = 0; i < n; ++i) expected[i] += x[i];
+  }
+  check(std::memcmp(sum.data(), expected.data(), n * sizeof(float)) == 0, name + ": sums in rank order, bit for bit");
+}
+
+// Buffers far larger than a socket's buffers (megabytes per rank): rank 0 must read every input
+// before it answers, or ranks would wait on each other's full buffers forever.
+void check_large(Communicator& c, Checker& check, const std::string& name) {
+  const int r = c.rank(), W = c.world_size();
+  const float S = float(W * (W + 1) / 2);
+  const size_t n = size_t(3) << 20;
+  std::vector<float> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = float(r + 1) * float(i % 97 + 1);
+  c.all_reduce_sum(buf.data(), n);
+  check(mismatches(buf, [&](size_t i) { return S * float(i % 97 + 1); }) == 0, name + ": all_reduce_sum of 12 MB");
+  const size_t chunk = size_t(1) << 20;
+  std::vector<float> send(chunk * size_t(W)), part(chunk), all(chunk * size_t(W));
+  for (size_t i = 0; i < send.size(); ++i) send[i] = float(r + 1) * float(i % 89 + 1);
+  c.reduce_scatter_sum(send.data(), part.data(), chunk);
+  check(mismatches(part, [&](size_t j) { return S * float((size_t(r) * chunk + j) % 89 + 1); }) == 0,
+        name + ": reduce_scatter_sum of 4 MB chunks");
+  c.all_gather(part.data(), all.data(), chunk);
+  check(mismatches(all, [&](size_t i) { return S * float(i % 89 + 1); }) == 0, name + ": all_gather of 4 MB chunks");
+}
+
+// What NcclCommunicator does with its host communicator at start-up: rank 0's 128-byte unique id
+// to every rank.
+void check_id_exchange(Communicator& c, Checker& check, const std::string& name) {
+  unsigned char id[128] = {};
+  if (c.rank() == 0)
+    for (size_t i = 0; i < sizeof id; ++i) id[i] = (unsigned char)(255 - i);
+  c.broadcast(id, sizeof id, 0);
+  size_t bad = 0;
+  for (size_t i = 0; i < sizeof id; ++i) bad += id[i] != (unsigned char)(255 - i);
+  check(bad == 0, name + ": a 128-byte id from rank 0 (NCCL's unique id)");
+}
+
+void check_layout(const ProcessGroup& group, Checker& check, int expected_world, const std::string& expected_launcher,
+                  int expected_rank) {
   const ProcessLayout& l = group.layout();
   const bool openmpi = expected_launcher == "openmpi";
+  if (expected_launcher == "tcp" || expected_launcher == "fs") {
+    check(l.launcher == Launcher::kNone && std::string(init_method_name(group.method())) == expected_launcher,
+          fmt::format("-pi {}: launcher {}, method {}", expected_launcher, launcher_name(l.launcher),
+                      init_method_name(group.method())));
+    check(l.rank == expected_rank && l.world_size == expected_world && l.local_rank == expected_rank % 8,
+          fmt::format("layout rank {} of {} (local {}), expected {} of {}", l.rank, l.world_size, l.local_rank,
+                      expected_rank, expected_world));
+    return;
+  }
   check(l.launcher == (openmpi ? Launcher::kOpenMpi : Launcher::kNone),
         fmt::format("launcher is {}, expected {}", launcher_name(l.launcher), expected_launcher));
   check(l.world_size == expected_world, fmt::format("world size {} (expected {})", l.world_size, expected_world));
@@ -211,13 +275,23 @@ void check_layout(const ProcessGroup& group, Checker& check, int expected_world,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s EXPECTED_WORLD_SIZE openmpi|none SCRATCH_DIR\n", argv[0]);
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool sockets = mode == "tcp" || mode == "fs";
+  if (argc != (mode == "tcp" ? 6 : mode == "fs" ? 5 : 4)) {
+    std::fprintf(stderr, "usage: %s EXPECTED_WORLD_SIZE openmpi|none|tcp|fs SCRATCH_DIR [RANK [HOST:PORT]]\n", argv[0]);
     return 2;
+  }
+  RankOptions options;
+  if (sockets) {
+    options.method = mode == "tcp" ? InitMethod::kTcp : InitMethod::kFs;
+    options.num_processes = std::stoi(argv[1]);
+    options.process_rank = std::stoi(argv[4]);
+    if (mode == "tcp") options.server = argv[5];
+    else options.fs_dir = argv[3];
   }
   std::unique_ptr<ProcessGroup> group_owner;
   try {
-    group_owner = std::make_unique<ProcessGroup>();
+    group_owner = std::make_unique<ProcessGroup>(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
@@ -226,7 +300,7 @@ int main(int argc, char** argv) {
   try {
     Checker check;
     check.rank = group.rank();
-    check_layout(group, check, std::stoi(argv[1]), argv[2]);
+    check_layout(group, check, std::stoi(argv[1]), mode, sockets ? std::stoi(argv[4]) : 0);
     Communicator& c = group.communicator();
     check(c.rank() == group.rank() && c.world_size() == group.world_size(), "communicator matches the group");
     check_all_reduce(c, check, "default");
@@ -235,6 +309,11 @@ int main(int argc, char** argv) {
     check_non_blocking(c, check, "default");
     check_random_sum(c, check, "default");
     check_barrier(c, check, "default", argv[3]);
+    check_id_exchange(c, check, "default");
+    if (sockets) {
+      check_fixed_order(c, check, "sockets");
+      check_large(c, check, "sockets");
+    }
     if (group.layout().launcher != Launcher::kNone) {
       // At most 7 floats per MPI call: every collective goes through its splitting path.
       MpiCommunicator split(7);
@@ -248,7 +327,7 @@ int main(int argc, char** argv) {
     if (group.rank() == 0) {
       if (failures > 0) std::printf("collectives: %.0f failed checks over %d ranks\n", failures, group.world_size());
       else std::printf("collectives: %d checks passed on %d ranks (%s)\n", check.checks, group.world_size(),
-                       launcher_name(group.layout().launcher));
+                       (sockets ? "-pi " + mode : std::string(launcher_name(group.layout().launcher))).c_str());
     }
     return failures > 0 ? 1 : 0;
   } catch (const std::exception& e) {
