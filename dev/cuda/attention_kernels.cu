@@ -1,12 +1,7 @@
 // The hand-written kernels of the plain attention path (llmc/cuda/attention.cuh), each checked alone
 // against a host loop written here, then timed (attention.cu checks them together with the cuBLAS
 // GEMMs between them).
-//   permute_qkv     qkv (B, T, 3C) -> Q, K, V (B, NH, T, HS)
-//   unpermute_dqkv  dQ, dK, dV -> dqkv, its inverse
-//   permute_heads   (B, T, C) <-> (B, NH, T, HS), both directions
-//   softmax_fwd     causal softmax of the scores, one warp per row
-//   softmax_fwd_fast  the same with fast math (LLMC_FAST_MATH=on): scale carries log2(e), exp2f
-//   softmax_bwd     its backward, in place over the score gradients (as attention_backward runs it)
+// The versions: kVersions at the end (or --help).
 #include <cmath>
 #include <type_traits>
 
@@ -32,8 +27,7 @@ size_t head_major(const Shape& s, int b, int t, int h, int d) {
 }
 
 bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
-  const std::string tag =
-      timed ? "attention " : fmt::format("attention B={} T={} NH={} HS={} ", s.B, s.T, s.NH, s.HS);
+  const std::string tag = fmt::format("attention_kernels B={} T={} NH={} HS={} ", s.B, s.T, s.NH, s.HS);
   const int C = s.NH * s.HS;
   const size_t n = s.tokens();
   bool ok = true;
@@ -158,7 +152,9 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_shape(args, {4, 1024, 12, 64}, true);
+  const Shape timed{int(args.dim("-B")), int(args.dim("-T")), int(args.dim("-NH")), int(args.dim("-HS"))};
+  bool ok = args.small || run_shape(args, timed, true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // Three heads of 32 with T not a multiple of the softmax's 32 lanes; then 1.5B's 25 heads of 64.
   ok &= run_shape(args, {2, 100, 3, 32}, false);
   ok &= run_shape(args, {1, 37, 25, 64}, false);
@@ -167,8 +163,20 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
+const std::vector<bench::VersionInfo> kVersions = {
+    {"permute_qkv", "qkv (B, T, 3C) -> Q, K, V (B, NH, T, HS)"},
+    {"unpermute_dqkv", "dQ, dK, dV -> dqkv, its inverse"},
+    {"permute_heads", "(B, T, C) <-> (B, NH, T, HS), both directions"},
+    {"softmax_fwd", "causal softmax of the scores, a warp per row"},
+    {"softmax_fwd_fast", "softmax_fwd with fast math (LLMC_FAST_MATH=on): scale carries log2(e), exp2f"},
+    {"softmax_bwd", "its backward, in place over the score gradients (as attention_backward runs it)"},
+};
+
 int main(int argc, char** argv) {
-  return bench::run_main(
-      argc, argv, {"permute_qkv", "unpermute_dqkv", "permute_heads", "softmax_fwd", "softmax_fwd_fast", "softmax_bwd"},
-      run);
+  // GPT-2 124M's heads at B=4, T=1024.
+  const std::vector<bench::Dim> shape = {{"-B", "batch", 4},
+                                         {"-T", "sequence length", 1024},
+                                         {"-NH", "heads", 12},
+                                         {"-HS", "head size", 64, llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
 }

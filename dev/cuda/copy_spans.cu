@@ -1,7 +1,6 @@
 // Packing a gradient bucket's spans into one contiguous buffer and back (llmc/cuda/copy_spans.cuh),
 // checked against host copies, then timed.
-//   pack    flat -> packed: every span to its place in the packed buffer
-//   unpack  packed -> flat: back into the flat gradients, leaving the gaps between spans untouched
+// The versions: kVersions at the end (or --help).
 #include <algorithm>
 
 #include "dev/cuda/common.cuh"
@@ -77,11 +76,12 @@ bool run_case(const bench::Args& args, const std::string& name, const std::vecto
 bool run(const bench::Args& args) {
   bool ok = true;
   if (!args.small) {
-    // One GPT-2 124M layer's gradients: ln1, qkv, attproj, ln2, fc, fcproj weights and biases.
-    const size_t C = 768;
-    ok &= run_case(args, "124M layer",
+    // One layer's gradients at C channels: ln1, qkv, attproj, ln2, fc, fcproj weights and biases.
+    const size_t C = size_t(args.dim("-C"));
+    ok &= run_case(args, fmt::format("layer C={}", C),
                    spans_of({C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C}, 0), true);
   }
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // Small spans with gaps: fewer elements than a block, one block row per span, and one span long
   // enough for several blocks per row.
   ok &= run_case(args, "small", spans_of({8, 96, 24, 264, 8, 40, 1600, 8}, 16), false);
@@ -91,4 +91,13 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"pack", "unpack"}, run); }
+const std::vector<bench::VersionInfo> kVersions = {
+    {"pack", "flat -> packed: every span to its place in the packed buffer"},
+    {"unpack", "packed -> flat: back into the flat gradients, leaving the gaps between spans untouched"},
+};
+
+int main(int argc, char** argv) {
+  // GPT-2 124M's layer.
+  const std::vector<bench::Dim> shape = {{"-C", "channels", 768}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
+}

@@ -1,7 +1,6 @@
 // Sum of squares of a gradient buffer (global norm before clipping): versions checked against a
 // double-precision host sum, for floatX and fp32 gradients, then timed.
-//   v1  fixed grid, grid-stride scalar loads, block partials, fixed-order finish
-//   v2  llmc/cuda/global_norm.cuh: same, with 16-byte vector loads
+// The versions: kVersions at the end (or --help).
 // Also checked: bitwise determinism, and two buffers accumulated into the same partials.
 #include "dev/cuda/common.cuh"
 #include "llmc/cuda/global_norm.cuh"
@@ -10,13 +9,11 @@ using llmc::floatX;
 
 namespace {
 
-constexpr size_t kN = 124475904;  // GPT-2 124M gradients with the vocabulary padded to 50304
 constexpr size_t kSmallN = 100005;  // not whole vectors: the tail path
 
 // The three-buffer check's split: the second buffer starts 16-byte aligned but has a length that is
-// not a multiple of 8, so the tail path is exercised too.
+// not a multiple of 8, so the tail path is exercised too (at the default -N as at kSmallN).
 constexpr size_t first_part(size_t n) { return n / 16 * 8 - 8; }
-static_assert(first_part(kN) % 8 == 0 && (kN - first_part(kN) - 3) % 8 != 0);
 static_assert(first_part(kSmallN) % 8 == 0 && (kSmallN - first_part(kSmallN) - 3) % 8 != 0);
 
 template <class T>
@@ -46,7 +43,7 @@ template <class T>
 bool check_and_time(const bench::Args& args, size_t n, bool timed, const std::string& type, uint64_t seed,
                     float* d_out, float* d_partials) {
   bool ok = true;
-  const std::string tag = timed ? "global_norm " : fmt::format("global_norm n={} ", n);
+  const std::string tag = fmt::format("global_norm n={} ", n);
   const auto host = bench::round_through<T>(bench::random_vector(n, seed));
   double ref = 0.0;
   for (float x : host) ref += double(x) * double(x);
@@ -89,15 +86,29 @@ bool run(const bench::Args& args) {
   float* d_partials = bench::to_device<float>(std::vector<float>(llmc::kGlobalNormBlocks, 1.0f));
   bool ok = true;
   if (!args.small) {
-    ok &= check_and_time<floatX>(args, kN, true, "floatX", 51, d_out, d_partials);
-    ok &= check_and_time<float>(args, kN, true, "fp32", 52, d_out, d_partials);
+    const size_t n = size_t(args.dim("-N"));
+    if (n < 32) throw std::invalid_argument(fmt::format("-N {} is under 32 (the three-buffer check splits it)", n));
+    ok &= check_and_time<floatX>(args, n, true, "floatX", 51, d_out, d_partials);
+    ok &= check_and_time<float>(args, n, true, "fp32", 52, d_out, d_partials);
   }
-  ok &= check_and_time<floatX>(args, kSmallN, false, "floatX", 53, d_out, d_partials);
-  ok &= check_and_time<float>(args, kSmallN, false, "fp32", 54, d_out, d_partials);
+  // With a shape of one's own, that shape alone.
+  if (!args.shape_given) {
+    ok &= check_and_time<floatX>(args, kSmallN, false, "floatX", 53, d_out, d_partials);
+    ok &= check_and_time<float>(args, kSmallN, false, "fp32", 54, d_out, d_partials);
+  }
   bench::free_device({d_out, d_partials});
   return ok;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }
+const std::vector<bench::VersionInfo> kVersions = {
+    {"v1", "fixed grid, grid-stride scalar loads, block partials, fixed-order finish"},
+    {"v2", "llmc/cuda/global_norm.cuh: v1 with 16-byte vector loads"},
+};
+
+int main(int argc, char** argv) {
+  // GPT-2 124M's gradients with the vocabulary padded to 50304.
+  const std::vector<bench::Dim> shape = {{"-N", "values", 124475904}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
+}
