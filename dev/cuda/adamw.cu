@@ -1,9 +1,8 @@
 // AdamW with fp32 master weights, rounded to nearest into floatX: versions checked against
 // llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed; also checked over 4,104
 // parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
-//   v1  llmc/cuda/adamw.cuh scalar kernel: one element per thread (the fallback for odd sizes)
-//   v2  llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread
-#include "dev/cuda/common.cuh"
+// The versions: kVersions below (or --help).
+#include "dev/cuda/versions.cuh"
 #include "llmc/cuda/adamw.cuh"
 #include "llmc/optim/registry.h"
 
@@ -11,7 +10,6 @@ using llmc::floatX;
 
 namespace {
 
-constexpr size_t kN = 124475904;  // GPT-2 124M with the vocabulary padded to 50304
 constexpr llmc::AdamWHyper kHyper = llmc::AdamW::kHyper;
 // lr 1e-3 at step t = 5, gradients scaled by 0.8 (clipping), weight decay 0.1.
 constexpr llmc::OptimizerStep kStep = {1e-3f, 5, 0.8f, 0.1f};
@@ -25,74 +23,95 @@ llmc::OptimizerSlice<Real> slice(size_t n, Real* params, float* master, const Re
   return s;
 }
 
-void launch(const std::string& v, size_t n, floatX* params, float* master, const floatX* grads, float* m, float* vv) {
-  if (v == "v1") {
-    const llmc::AdamWArgs a = llmc::adamw_args(kStep, kHyper, kStep.weight_decay);
-    llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, params,
-                                                    master, grads, m, vv, n, a);
-    CUDA_CHECK_LAST();
-  } else {
-    float* const state[] = {m, vv};
-    llmc::adamw_update(slice(n, params, master, grads, state), kStep, kHyper, 0);
-  }
+// The parameters, gradients and optimizer state of n parameters, and the CPU's answers.
+struct Data {
+  size_t n;
+  floatX *params, *grads;
+  float *master, *m, *v;
+  std::vector<float> params0, m0, v0, params_ref, m_ref, v_ref;
+};
+
+void v1(Data& d, int block) {
+  block = block ? block : 256;
+  const llmc::AdamWArgs a = llmc::adamw_args(kStep, kHyper, kStep.weight_decay);
+  llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(d.n), block), block, 0, 0,
+                                                  d.params, d.master, d.grads, d.m, d.v, d.n, a);
+  CUDA_CHECK_LAST();
 }
 
+void v2(Data& d, int) {
+  float* const state[] = {d.m, d.v};
+  llmc::adamw_update(slice(d.n, d.params, d.master, d.grads, state), kStep, kHyper, 0);
+}
+
+// Per parameter: the gradient read, m, v and the master weight read and written, the floatX
+// parameter written.
+bench::Cost cost(const Data& d) { return {d.n * (2.0 * sizeof(floatX) + 6.0 * sizeof(float))}; }
+
+using Version = bench::Version<Data>;
+
+// The state as before the step; the floatX parameters poisoned.
+void reset(Data& d) {
+  bench::upload(d.master, d.params0);
+  bench::upload(d.m, d.m0);
+  bench::upload(d.v, d.v0);
+  bench::poison(d.params, d.n * sizeof(floatX));
+}
+
+// master, m, v and the floatX parameters against the CPU; the parameters are the new master values
+// rounded to nearest; a second step from the same state gives the same bits.
+bool check(Data& d, const Version& v, const std::string& tag, int block) {
+  const size_t n = d.n;
+  reset(d);
+  v.launch(d, block);
+  const auto master = bench::from_device(d.master, n);
+  const auto params_low = bench::from_device(d.params, n);
+  bool ok = bench::check(tag + " master", master, d.params_ref, 1e-5);
+  ok &= bench::check(tag + " m", bench::from_device(d.m, n), d.m_ref, 1e-5);
+  ok &= bench::check(tag + " v", bench::from_device(d.v, n), d.v_ref, 1e-5);
+  ok &= bench::check(tag + " params (floatX)", params_low, d.params_ref, 1e-2);
+  std::vector<float> rounded(n);
+  for (size_t i = 0; i < n; ++i) rounded[i] = float(floatX(master[i]));
+  ok &= bench::check_identical(tag + " params = master rounded to nearest", params_low, rounded);
+  reset(d);
+  v.launch(d, block);
+  ok &= bench::check_identical(tag + " params (floatX)", bench::from_device(d.params, n), params_low);
+  return ok;
+}
+
+const std::vector<Version> kVersions = {
+    {"v1", "llmc/cuda/adamw.cuh scalar kernel: an element per thread (the fallback for odd sizes)",
+     {256, 128, 512, 1024}, v1, check, cost},
+    {"v2", "llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread", {}, v2,
+     check, cost},
+};
+
 bool run_size(const bench::Args& args, size_t n, bool timed) {
-  bool ok = true;
-  const std::string tag = timed ? "adamw " : fmt::format("adamw n={} ", n);
-  const auto params = bench::round_through<floatX>(bench::random_vector(n, 41));
+  Data d{};
+  d.n = n;
+  d.params0 = bench::round_through<floatX>(bench::random_vector(n, 41));
   const auto grads = bench::round_through<floatX>(bench::random_vector(n, 42));
-  const auto m0 = bench::random_vector(n, 43, -0.1f, 0.1f);
-  const auto v0 = bench::random_vector(n, 44, 1e-4f, 1e-2f);
-  std::vector<float> params_ref = params, m_ref = m0, v_ref = v0;
-  float* const state_ref[] = {m_ref.data(), v_ref.data()};
-  llmc::adamw_update(slice<float>(n, params_ref.data(), nullptr, grads.data(), state_ref), kStep, kHyper);
+  d.m0 = bench::random_vector(n, 43, -0.1f, 0.1f);
+  d.v0 = bench::random_vector(n, 44, 1e-4f, 1e-2f);
+  d.params_ref = d.params0;
+  d.m_ref = d.m0;
+  d.v_ref = d.v0;
+  float* const state_ref[] = {d.m_ref.data(), d.v_ref.data()};
+  llmc::adamw_update(slice<float>(n, d.params_ref.data(), nullptr, grads.data(), state_ref), kStep, kHyper);
 
-  floatX* d_params = bench::to_device<floatX>(params);
-  floatX* d_grads = bench::to_device<floatX>(grads);
-  float* d_master = bench::to_device<float>(params);
-  float* d_m = bench::to_device<float>(m0);
-  float* d_v = bench::to_device<float>(v0);
-  auto reset = [&] {
-    for (auto [dev, host] : {std::pair{d_master, &params}, std::pair{d_m, &m0}, std::pair{d_v, &v0}})
-      bench::upload(dev, *host);
-    bench::poison(d_params, n * sizeof(floatX));
-  };
-
-  for (const std::string v : {"v1", "v2"}) {
-    if (!bench::selected(args, v)) continue;
-    reset();
-    launch(v, n, d_params, d_master, d_grads, d_m, d_v);
-    const auto master = bench::from_device(d_master, n);
-    const auto params_low = bench::from_device(d_params, n);
-    ok &= bench::check(tag + v + " master", master, params_ref, 1e-5);
-    ok &= bench::check(tag + v + " m", bench::from_device(d_m, n), m_ref, 1e-5);
-    ok &= bench::check(tag + v + " v", bench::from_device(d_v, n), v_ref, 1e-5);
-    ok &= bench::check(tag + v + " params (floatX)", params_low, params_ref, 1e-2);
-    // The floatX parameters are the new master values rounded to nearest (the host's conversion).
-    std::vector<float> rounded(n);
-    for (size_t i = 0; i < n; ++i) rounded[i] = float(floatX(master[i]));
-    ok &= bench::check_identical(tag + v + " params = master rounded to nearest", params_low, rounded);
-    reset();
-    launch(v, n, d_params, d_master, d_grads, d_m, d_v);
-    ok &= bench::check_identical(tag + v + " params (floatX)", bench::from_device(d_params, n), params_low);
-  }
-
-  if (timed && !args.check_only && ok) {
-    // Per element: grad read, m/v/master read and written, floatX params written.
-    const double bytes = n * (2.0 * sizeof(floatX) + 6.0 * sizeof(float));
-    for (const std::string v : {"v1", "v2"})
-      if (bench::selected(args, v))
-        bench::report(tag + v, bench::time_ms([&] { launch(v, n, d_params, d_master, d_grads, d_m, d_v); }), bytes,
-                      0);
-  }
-
-  bench::free_device({d_params, d_grads, d_master, d_m, d_v});
+  d.params = bench::to_device<floatX>(d.params0);
+  d.grads = bench::to_device<floatX>(grads);
+  d.master = bench::to_device<float>(d.params0);
+  d.m = bench::to_device<float>(d.m0);
+  d.v = bench::to_device<float>(d.v0);
+  const bool ok = bench::run_versions(args, kVersions, d, fmt::format("adamw n={} ", n), timed);
+  bench::free_device({d.params, d.grads, d.master, d.m, d.v});
   return ok;
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_size(args, kN, true);
+  bool ok = args.small || run_size(args, size_t(args.dim("-N")), true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   ok &= run_size(args, 4104, false);
   ok &= run_size(args, 1003, false);
   return ok;
@@ -100,4 +119,8 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2"}, run); }
+int main(int argc, char** argv) {
+  // GPT-2 124M with the vocabulary padded to 50304.
+  const std::vector<bench::Dim> shape = {{"-N", "parameters", 124475904}};
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
+}

@@ -1,7 +1,7 @@
 // Causal self-attention, forward and backward: the plain fallback (llmc/cuda/attention.cuh, permutes +
 // cuBLAS + softmax kernels, in floatX) and cuDNN's fused flash attention (llmc/cuda/cudnn_attention.h,
 // bf16), each checked against the CPU layer (llmc/cpu/attention.h) at B=4, T=1024, NH=12, HS=64 and
-// at B=2, T=100, NH=3, HS=32, and timed at B=8, T=1024, NH=12, HS=64.
+// at B=2, T=100, NH=3, HS=32, and timed at -B -T -NH -HS (default B=8, T=1024, NH=12, HS=64).
 //
 // FLOPs: the forward's two T x T products (Q K^T, att V) and the backward's four (dV, d(att),
 // dQ, dK), each 2*B*NH*T*T*HS, counted at half for the causal mask. cuDNN's backward also
@@ -10,10 +10,7 @@
 // cuDNN's backward in three versions, one per speed switch value that changes it: cudnn_bwd (the
 // defaults), cudnn_bwd_auto_clear (LLMC_CUDNN_DQ_CLEAR=auto: the dQ accumulator cleared only where
 // the loaded cuDNN needs it) and cudnn_bwd_deterministic (LLMC_CUDNN_BACKWARD=deterministic, also
-// checked bit-identical over two runs).
-//
-// usage: ./attention [fallback_fwd|fallback_bwd|cudnn_fwd|cudnn_bwd|cudnn_bwd_auto_clear|
-//                     cudnn_bwd_deterministic|all] [--check]
+// checked bit-identical over two runs). The versions: kVersions at the end (or --help).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -230,8 +227,12 @@ bool run(const bench::Args& args) {
   // Checked with inputs the GPU can represent exactly: floatX for the fallback, bf16 for cuDNN (the
   // same values in the default BF16 build). GPT-2's heads at B=4, then a small model's: 3 heads of
   // 32, T not a multiple of the softmax's 32 lanes.
+  // A shape of one's own is checked (and timed) alone.
+  const Shape given{int(args.dim("-B")), int(args.dim("-T")), int(args.dim("-NH")), int(args.dim("-HS"))};
+  const std::vector<Shape> checked =
+      args.shape_given ? std::vector<Shape>{given} : std::vector<Shape>{{4, 1024, 12, 64}, {2, 100, 3, 32}};
   const bool fallback_is_bf16 = !std::is_same<floatX, float>::value;
-  for (const Shape& s : {Shape{4, 1024, 12, 64}, Shape{2, 100, 3, 32}}) {
+  for (const Shape& s : checked) {
     if (args.small && s.T == 1024) continue;
     fmt::print("computing CPU reference at{}...\n", label(s));
     const Reference ref_bf16 = make_reference(s, 77, true);
@@ -246,8 +247,8 @@ bool run(const bench::Args& args) {
     if (want_cudnn) run_cudnn(s, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
   }
 
-  if (!args.check_only) {
-    const Shape s{8, 1024, 12, 64};
+  if (!args.check_only && !args.small && !args.shape_given) {
+    const Shape& s = given;
     const std::vector<float> qkv = bench::random_vector(size_t(s.B) * s.T * 3 * s.NH * s.HS, 91);
     const std::vector<float> dout = bench::random_vector(size_t(s.B) * s.T * s.NH * s.HS, 92);
     if (want_fallback) runner.fallback(ctx, s, nullptr, qkv, dout);
@@ -260,13 +261,20 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+const std::vector<bench::VersionInfo> kVersions = {
+    {"fallback_fwd", "llmc/cuda/attention.cuh: permutes, cuBLAS batched GEMMs, causal softmax (the trainer built without cuDNN)"},
+    {"fallback_bwd", "its backward"},
 #if defined(LLMC_CUDNN_LIBRARY)
-  return bench::run_main(argc, argv,
-                         {"fallback_fwd", "fallback_bwd", "cudnn_fwd", "cudnn_bwd", "cudnn_bwd_auto_clear",
-                          "cudnn_bwd_deterministic"},
-                         run);
-#else
-  return bench::run_main(argc, argv, {"fallback_fwd", "fallback_bwd"}, run);
+    {"cudnn_fwd", "llmc/cuda/cudnn_attention.h: cuDNN's fused flash attention (bf16)"},
+    {"cudnn_bwd", "its backward (the defaults)"},
+    {"cudnn_bwd_auto_clear", "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"},
+    {"cudnn_bwd_deterministic", "cudnn_bwd, deterministic (LLMC_CUDNN_BACKWARD=deterministic)"},
 #endif
+};
+
+int main(int argc, char** argv) {
+  // GPT-2 124M's heads at B=8, T=1024; head sizes in whole 16-byte bf16 vectors (cuDNN's need).
+  const std::vector<bench::Dim> shape = {
+      {"-B", "batch", 8}, {"-T", "sequence length", 1024}, {"-NH", "heads", 12}, {"-HS", "head size", 64, 8}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
 }

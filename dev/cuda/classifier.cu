@@ -1,9 +1,7 @@
-// Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then timed.
-//   v1  one block per row, scalar loads, three passes (max, sum, write) with two block reductions
-//   v2  llmc/cuda/classifier.cuh: one block per row, 16-byte vectors, online max/sum in one pass
-//   v3  v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales
-// Also checked: v2 with write_dlogits off (validation) gives the same losses and leaves logits alone.
-#include "dev/cuda/common.cuh"
+// Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
+// timed. The versions: kVersions below (or --help). Also checked: v2 and v3 with write_dlogits off
+// (validation) give the same losses and leave the logits alone.
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cuda/classifier.cuh"
 #include "llmc/cuda/reduce.cuh"
@@ -36,70 +34,98 @@ __global__ void classifier_naive(floatX* logits, float* losses, const int* targe
   }
 }
 
-void launch(const std::string& v, const Shape& s, floatX* logits, float* losses, const int* targets,
-            bool write_dlogits) {
-  const int N = s.N, V = s.V, Vp = s.Vp;
-  const float dloss = kLossScale / N;
-  if (v == "v1") {
-    llmc::launch<classifier_naive>(N, 256, 0, 0, logits, losses, targets, V, Vp, dloss);
-    CUDA_CHECK_LAST();
-  } else {
-    const llmc::FastMath fast_math = v == "v3" ? llmc::FastMath::kOn : llmc::FastMath::kOff;
-    llmc::fused_classifier(logits, losses, targets, N, V, Vp, dloss, write_dlogits, fast_math, 0);
-  }
+// The logits (overwritten in place by dlogits), the targets and the CPU's answers at one shape.
+struct Data {
+  Shape s;
+  floatX* logits;
+  int* targets;
+  float* losses;
+  std::vector<float> logits0, losses_ref, dlogits_ref;
+};
+
+float dloss_of(const Shape& s) { return kLossScale / s.N; }
+
+void v1(Data& d, int block) {
+  llmc::launch<classifier_naive>(d.s.N, block ? block : 256, 0, 0, d.logits, d.losses, d.targets, d.s.V, d.s.Vp,
+                                 dloss_of(d.s));
+  CUDA_CHECK_LAST();
 }
+
+// The production kernel: a 1024-thread block per row, no block-size parameter.
+template <llmc::FastMath kFast>
+void fused(Data& d, int) {
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0);
+}
+
+// Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
+// process dlogits, tiny but nonzero, which costs the same.)
+bench::Cost cost(const Data& d) {
+  return {2.0 * d.s.N * d.s.Vp * sizeof(floatX) + d.s.N * (sizeof(int) + sizeof(float))};
+}
+
+using Version = bench::Version<Data>;
+
+// Losses and dlogits from fresh logits; the logits reset afterwards, for the next version or timing.
+bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag, int block) {
+  const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
+  bench::upload(d.logits, d.logits0);
+  bench::poison(d.losses, d.s.N * sizeof(float));
+  v.launch(d, block);
+  bool ok = bench::check(tag + " losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
+  ok &= bench::check(tag + " dlogits", bench::from_device(d.logits, NV), d.dlogits_ref, 1e-2);
+  bench::upload(d.logits, d.logits0);
+  return ok;
+}
+
+// The production kernel also in the validation form (write_dlogits off): the same losses, logits
+// left alone.
+template <llmc::FastMath kFast>
+bool check_fused(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_losses_and_dlogits(d, v, tag, block);
+  const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
+  bench::poison(d.losses, d.s.N * sizeof(float));
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0);
+  ok &= bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
+  ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
+  return ok;
+}
+
+const std::vector<Version> kVersions = {
+    {"v1", "a block per row, scalar loads, three passes (max, sum, write) with two block reductions",
+     {256, 128, 512, 1024}, v1, check_losses_and_dlogits, cost},
+    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass", {},
+     fused<llmc::FastMath::kOff>, check_fused<llmc::FastMath::kOff>, cost},
+    {"v3", "v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales", {},
+     fused<llmc::FastMath::kOn>, check_fused<llmc::FastMath::kOn>, cost},
+};
 
 // Checks (and, when `timed`, times) every selected version at shape s.
 bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const int N = s.N, V = s.V, Vp = s.Vp;
-  const std::string tag = timed ? "classifier " : fmt::format("classifier N={} V={} Vp={} ", N, V, Vp);
-  bool ok = true;
+  Data d{};
+  d.s = s;
   const size_t NV = static_cast<size_t>(N) * Vp;
-  const auto logits = bench::round_through<floatX>(bench::random_vector(NV, 31, -4.0f, 4.0f));
+  d.logits0 = bench::round_through<floatX>(bench::random_vector(NV, 31, -4.0f, 4.0f));
   const std::vector<int> targets = bench::random_ints(N, V, 32);
-  std::vector<float> losses_ref(N), dlogits_ref = logits;
-  llmc::classifier_forward_backward(losses_ref.data(), dlogits_ref.data(), targets.data(), N, V, Vp, kLossScale / N);
+  d.losses_ref.resize(N);
+  d.dlogits_ref = d.logits0;
+  llmc::classifier_forward_backward(d.losses_ref.data(), d.dlogits_ref.data(), targets.data(), N, V, Vp,
+                                    kLossScale / N);
 
-  floatX* d_logits = bench::to_device<floatX>(logits);
-  int* d_targets = bench::to_device_ints(targets);
-  float* d_losses = bench::to_device<float>(std::vector<float>(N, 1.0f));
-  auto reset_logits = [&] { bench::upload(d_logits, logits); };
-
-  for (const std::string v : {"v1", "v2", "v3"}) {
-    if (!bench::selected(args, v)) continue;
-    reset_logits();
-    bench::poison(d_losses, N * sizeof(float));
-    launch(v, s, d_logits, d_losses, d_targets, true);
-    ok &= bench::check(tag + v + " losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
-    ok &= bench::check(tag + v + " dlogits", bench::from_device(d_logits, NV), dlogits_ref, 1e-2);
-  }
-  for (const std::string v : {"v2", "v3"}) {
-    if (!bench::selected(args, v)) continue;
-    reset_logits();
-    bench::poison(d_losses, N * sizeof(float));
-    launch(v, s, d_logits, d_losses, d_targets, false);
-    ok &= bench::check(tag + v + " forward-only losses", bench::from_device(d_losses, N), losses_ref, 1e-5);
-    ok &= bench::check(tag + v + " forward-only logits untouched", bench::from_device(d_logits, NV), logits, 1e-12);
-  }
-
-  if (timed && !args.check_only && ok) {
-    // Fewest bytes: logits read once and written once, targets read, losses written. After the
-    // first launch the buffer holds dlogits (tiny but nonzero), which costs the same to process.
-    const double bytes = 2.0 * NV * sizeof(floatX) + N * (sizeof(int) + sizeof(float));
-    for (const std::string v : {"v1", "v2", "v3"}) {
-      if (!bench::selected(args, v)) continue;
-      reset_logits();
-      bench::report(tag + v, bench::time_ms([&] { launch(v, s, d_logits, d_losses, d_targets, true); }), bytes,
-                    0);
-    }
-  }
-
-  bench::free_device({d_logits, d_targets, d_losses});
+  d.logits = bench::to_device<floatX>(d.logits0);
+  d.targets = bench::to_device_ints(targets);
+  d.losses = bench::to_device<float>(std::vector<float>(N, 1.0f));
+  const bool ok = bench::run_versions(args, kVersions, d, fmt::format("classifier N={} V={} Vp={} ", N, V, Vp), timed);
+  bench::free_device({d.logits, d.targets, d.losses});
   return ok;
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_shape(args, {8 * 1024, 50257, 50304}, true);
+  const Shape timed{int(args.dim("-N")), int(args.dim("-V")), int(args.dim("-Vp"))};
+  if (!args.small && timed.Vp < timed.V)
+    throw std::invalid_argument(fmt::format("-Vp {} is smaller than -V {}", timed.Vp, timed.V));
+  bool ok = args.small || run_shape(args, timed, true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // A 16-byte vector that is part real, part padding, then whole vectors of padding; fewer
   // vectors than threads, so most threads hold an empty max/sum. Rows are independent blocks, so
   // 12 of them check as much as more would (and keep TSan's run of make test-emu short).
@@ -109,4 +135,10 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"v1", "v2", "v3"}, run); }
+int main(int argc, char** argv) {
+  // GPT-2 124M at B=8, T=1024; the padded vocabulary in whole 16-byte vectors.
+  const std::vector<bench::Dim> shape = {{"-N", "rows (B*T)", 8 * 1024},
+                                         {"-V", "vocabulary", 50257},
+                                         {"-Vp", "padded vocabulary (>= V)", 50304, llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
+}

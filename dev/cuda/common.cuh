@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dev/cuda/command_line.cuh"
 #include "llmc/cuda/common.cuh"
 
 namespace bench {
@@ -130,9 +131,48 @@ inline bool check_identical(const std::string& what, const std::vector<float>& a
   return ok;
 }
 
-// Median of `reps` event-timed launches on the default stream, after `warmup` untimed ones.
+// --reps N from the command line replaces every timing's repetition count (0: each keeps its own).
+inline int reps_override = 0;
+
+// A device buffer twice the L2 cache's size: writing all of it before a timed launch leaves none of
+// the launch's inputs in L2, so each repetition reads them from device memory as the trainer does
+// (where the layers between two calls of a kernel evict its data) instead of from a warm cache.
+class L2Flush {
+ public:
+  L2Flush() {
+    int device = 0;
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    bytes_ = 2 * static_cast<size_t>(std::max(prop.l2CacheSize, 1));
+    CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+  }
+  ~L2Flush() { cudaFree(buffer_); }
+  size_t bytes() const { return bytes_; }
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+  void operator()(int round) const { CUDA_CHECK(cudaMemsetAsync(buffer_, round & 0xFF, bytes_, 0)); }
+
+ private:
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Set by the first timing, which says how the times are taken.
+inline bool timings_announced = false;
+
+// Median of `reps` event-timed launches on the default stream, after `warmup` untimed ones, with
+// L2 flushed before each timed launch (outside the events).
 template <class F>
 float time_ms(F&& launch, int warmup = 10, int reps = 100) {
+  if (reps_override > 0) {
+    reps = reps_override;
+    warmup = std::min(warmup, reps);
+  }
+  const L2Flush flush_l2;
+  if (!timings_announced)
+    fmt::print("timings: median of {} runs, L2 ({} MiB) flushed before each\n", reps, flush_l2.bytes() / 2 >> 20);
+  timings_announced = true;
   for (int i = 0; i < warmup; ++i) launch();
   CUDA_CHECK_LAST();
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -141,6 +181,7 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
   CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<float> times(reps);
   for (int i = 0; i < reps; ++i) {
+    flush_l2(i);
     CUDA_CHECK(cudaEventRecord(start));
     launch();
     CUDA_CHECK(cudaEventRecord(stop));
@@ -154,65 +195,24 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
   return times[reps / 2];
 }
 
+// One timing line: the time, the bytes moved as GB/s and, for versions that count them, TFLOP/s.
 inline void report(const std::string& version, float ms, double bytes, double flops) {
   double seconds = double(ms) * 1e-3;
-  std::string line = fmt::format("{:<28} {:9.4f} ms  {:8.1f} GB/s", version, ms, bytes / seconds * 1e-9);
+  std::string line = fmt::format("{:<36} {:9.4f} ms  {:8.1f} GB/s", version, ms, bytes / seconds * 1e-9);
   if (flops > 0) line += fmt::format("  {:7.2f} TFLOP/s", flops / seconds * 1e-12);
   fmt::print("{}\n", line);
 }
 
-// Command line of every benchmark: `[VERSION|all] [--check] [--small]`. --small leaves out the
-// GPT-2 124M shape and keeps the small ones (odd widths, row tails, idle lanes): what the emulated
-// GPU runs in make test (docs/cuda-emulator.md). Only the 124M shape is timed.
-struct Args {
-  std::string version = "all";
-  bool check_only = false;
-  bool small = false;
-};
-constexpr const char* kUsage = "[VERSION|all] [--check] [--small]";
-
-inline Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    if (s == "--check")
-      a.check_only = true;
-    else if (s == "--small")
-      a.small = true;
-    else if (s == "--help" || s == "-h") {
-      fmt::print("usage: {} {}\n", argv[0], kUsage);
-      std::exit(0);
-    } else if (!s.empty() && s[0] == '-') {
-      fmt::print(stderr, "error: unknown flag '{}' (usage: {} {})\n", s, argv[0], kUsage);
-      std::exit(1);
-    } else
-      a.version = s;
-  }
-  return a;
-}
-
-inline bool selected(const Args& a, const std::string& version) {
-  return a.version == "all" || a.version == version;
-}
-
-// Rejects a version name the benchmark does not have, listing the ones it does.
-inline void require_known_version(const Args& a, const std::vector<std::string>& versions) {
-  if (a.version == "all") return;
-  if (std::find(versions.begin(), versions.end(), a.version) != versions.end()) return;
-  std::string list;
-  for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
-  fmt::print(stderr, "error: unknown version '{}' (have: all, {})\n", a.version, list);
-  std::exit(1);
-}
-
-// The whole main() of a benchmark: parses the command line, rejects a version not in `versions`,
-// and runs `run(args)`, which returns whether every check passed: exit 0 if so, 1 if not. An
-// exception (a CUDA, cuBLAS or cuDNN error) ends the run with `error: ...` on stderr and exit 1.
+// The whole main() of a benchmark: parses the command line against the family's shape flags and
+// versions (command_line.cuh) and runs `run(args)`, which returns whether every check passed: exit
+// 0 if so, 1 if not. An exception (a CUDA, cuBLAS or cuDNN error, a shape a kernel refuses) ends the
+// run with `error: ...` on stderr and exit 1.
 template <class Run>
-int run_main(int argc, char** argv, const std::vector<std::string>& versions, Run&& run) {
+int run_main(int argc, char** argv, const std::vector<Dim>& shape, const std::vector<VersionInfo>& versions,
+             Run&& run) {
   try {
-    const Args args = parse_args(argc, argv);
-    require_known_version(args, versions);
+    const Args args = parse_args(argc, argv, shape, versions);
+    reps_override = args.reps;
     return run(args) ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -1,10 +1,9 @@
 // Packing a gradient bucket's spans into one contiguous buffer and back (llmc/cuda/copy_spans.cuh),
 // checked against host copies, then timed.
-//   pack    flat -> packed: every span to its place in the packed buffer
-//   unpack  packed -> flat: back into the flat gradients, leaving the gaps between spans untouched
+// The versions: kVersions below (or --help).
 #include <algorithm>
 
-#include "dev/cuda/common.cuh"
+#include "dev/cuda/versions.cuh"
 #include "llmc/cuda/copy_spans.cuh"
 
 using llmc::floatX;
@@ -25,63 +24,81 @@ std::vector<llmc::CopySpan> spans_of(const std::vector<size_t>& counts, size_t g
   return spans;
 }
 
+// The flat gradients, the packed buffer, the spans between them and the host's copies.
+struct Data {
+  std::vector<llmc::CopySpan> spans;
+  size_t flat_n, packed_n, largest;
+  floatX *flat, *packed;
+  llmc::CopySpan* device_spans;
+  std::vector<float> flat0, packed0, flat_ref, packed_ref;
+};
+
+// One thread per element of a span row; the block size is copy_spans.cuh's own.
+template <bool kToPacked>
+void copy(Data& d, int) {
+  llmc::copy_spans(d.flat, d.packed, d.device_spans, int(d.spans.size()), d.largest, kToPacked, 0);
+}
+
+// Each packed element read once and written once.
+bench::Cost cost(const Data& d) { return {2.0 * d.packed_n * sizeof(floatX)}; }
+
+using Version = bench::Version<Data>;
+
+bool check_pack(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.packed, d.packed_n * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag, bench::from_device(d.packed, d.packed_n), d.packed_ref, 1e-12);
+}
+
+bool check_unpack(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::upload(d.packed, d.packed0);
+  bench::upload(d.flat, d.flat0);
+  v.launch(d, block);
+  return bench::check(tag + " (gaps untouched)", bench::from_device(d.flat, d.flat_n), d.flat_ref, 1e-12);
+}
+
+const std::vector<Version> kVersions = {
+    {"pack", "flat -> packed: every span to its place in the packed buffer", {}, copy<true>, check_pack, cost},
+    {"unpack", "packed -> flat: back into the flat gradients, leaving the gaps between spans untouched", {},
+     copy<false>, check_unpack, cost},
+};
+
 bool run_case(const bench::Args& args, const std::string& name, const std::vector<llmc::CopySpan>& spans, bool timed) {
-  const std::string tag = "copy_spans " + name + " ";
-  bool ok = true;
-  size_t flat_n = 0, packed_n = 0, largest = 0;
+  Data d{};
+  d.spans = spans;
   for (const auto& s : spans) {
-    flat_n = std::max(flat_n, s.buffer_offset + s.count);
-    packed_n = std::max(packed_n, s.packed_offset + s.count);
-    largest = std::max(largest, s.count);
+    d.flat_n = std::max(d.flat_n, s.buffer_offset + s.count);
+    d.packed_n = std::max(d.packed_n, s.packed_offset + s.count);
+    d.largest = std::max(d.largest, s.count);
   }
-  const auto flat = bench::round_through<floatX>(bench::random_vector(flat_n, 71));
-  const auto packed = bench::round_through<floatX>(bench::random_vector(packed_n, 72));
-  std::vector<float> packed_ref(packed_n), flat_ref = flat;
+  d.flat0 = bench::round_through<floatX>(bench::random_vector(d.flat_n, 71));
+  d.packed0 = bench::round_through<floatX>(bench::random_vector(d.packed_n, 72));
+  d.packed_ref.resize(d.packed_n);
+  d.flat_ref = d.flat0;
   for (const auto& s : spans)
     for (size_t i = 0; i < s.count; ++i) {
-      packed_ref[s.packed_offset + i] = flat[s.buffer_offset + i];
-      flat_ref[s.buffer_offset + i] = packed[s.packed_offset + i];
+      d.packed_ref[s.packed_offset + i] = d.flat0[s.buffer_offset + i];
+      d.flat_ref[s.buffer_offset + i] = d.packed0[s.packed_offset + i];
     }
 
-  floatX* d_flat = bench::to_device<floatX>(flat);
-  floatX* d_packed = bench::to_device<floatX>(packed);
-  llmc::CopySpan* d_spans = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_spans, spans.size() * sizeof(llmc::CopySpan)));
-  CUDA_CHECK(cudaMemcpy(d_spans, spans.data(), spans.size() * sizeof(llmc::CopySpan), cudaMemcpyHostToDevice));
-  const int num = int(spans.size());
-
-  if (bench::selected(args, "pack")) {
-    bench::poison(d_packed, packed_n * sizeof(floatX));
-    llmc::copy_spans(d_flat, d_packed, d_spans, num, largest, true, 0);
-    ok &= bench::check(tag + "pack", bench::from_device(d_packed, packed_n), packed_ref, 1e-12);
-  }
-  if (bench::selected(args, "unpack")) {
-    bench::upload(d_packed, packed);
-    llmc::copy_spans(d_flat, d_packed, d_spans, num, largest, false, 0);
-    ok &= bench::check(tag + "unpack (gaps untouched)", bench::from_device(d_flat, flat_n), flat_ref, 1e-12);
-  }
-  if (timed && !args.check_only && ok) {
-    const double bytes = 2.0 * packed_n * sizeof(floatX);  // each packed element read once, written once
-    for (const bool to_packed : {true, false}) {
-      const std::string v = to_packed ? "pack" : "unpack";
-      if (bench::selected(args, v))
-        bench::report(tag + v,
-                      bench::time_ms([&] { llmc::copy_spans(d_flat, d_packed, d_spans, num, largest, to_packed, 0); }),
-                      bytes, 0);
-    }
-  }
-  bench::free_device({d_flat, d_packed, d_spans});
+  d.flat = bench::to_device<floatX>(d.flat0);
+  d.packed = bench::to_device<floatX>(d.packed0);
+  CUDA_CHECK(cudaMalloc(&d.device_spans, spans.size() * sizeof(llmc::CopySpan)));
+  CUDA_CHECK(cudaMemcpy(d.device_spans, spans.data(), spans.size() * sizeof(llmc::CopySpan), cudaMemcpyHostToDevice));
+  const bool ok = bench::run_versions(args, kVersions, d, "copy_spans " + name + " ", timed);
+  bench::free_device({d.flat, d.packed, d.device_spans});
   return ok;
 }
 
 bool run(const bench::Args& args) {
   bool ok = true;
   if (!args.small) {
-    // One GPT-2 124M layer's gradients: ln1, qkv, attproj, ln2, fc, fcproj weights and biases.
-    const size_t C = 768;
-    ok &= run_case(args, "124M layer",
+    // One layer's gradients at C channels: ln1, qkv, attproj, ln2, fc, fcproj weights and biases.
+    const size_t C = size_t(args.dim("-C"));
+    ok &= run_case(args, fmt::format("layer C={}", C),
                    spans_of({C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C}, 0), true);
   }
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // Small spans with gaps: fewer elements than a block, one block row per span, and one span long
   // enough for several blocks per row.
   ok &= run_case(args, "small", spans_of({8, 96, 24, 264, 8, 40, 1600, 8}, 16), false);
@@ -91,4 +108,8 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"pack", "unpack"}, run); }
+int main(int argc, char** argv) {
+  // GPT-2 124M's layer.
+  const std::vector<bench::Dim> shape = {{"-C", "channels", 768}};
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
+}

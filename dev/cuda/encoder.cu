@@ -1,12 +1,6 @@
 // Encoder (token + position embedding) forward and backward: versions checked against
 // llmc/cpu/encoder.h, then timed.
-//   fwd1  one thread per element, scalar loads
-//   fwd2  llmc/cuda/encoder.cuh: one thread per 16-byte vector
-//   bwd1  host buckets; one thread per (token, channel), scalar, positions summed serially
-//   bwd2  llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): one block per token, 16-byte
-//         vectors, positions split over groups
-//   bwd3  llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than
-//         kEncoderPieceRows positions cut into pieces summed by a block each, then added in order
+// The versions: kVersions at the end (or --help).
 // Besides random tokens, a skewed batch where one token fills 7 positions of 8 (a frequent token's
 // long chain, as "," or end-of-text make in real text), which random tokens never give.
 #include <chrono>
@@ -92,8 +86,7 @@ void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* 
 // Checks (and, when `timed`, times) every selected version at shape s.
 bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const int B = s.B, T = s.T, C = s.C, V = s.V, Vp = s.Vp;
-  const std::string tag =
-      timed ? "encoder " : fmt::format("encoder B={} T={} C={} V={}{} ", B, T, C, V, s.skewed ? " skewed" : "");
+  const std::string tag = fmt::format("encoder B={} T={} C={} V={}{} ", B, T, C, V, s.skewed ? " skewed" : "");
   bool ok = true;
   const size_t BTC = static_cast<size_t>(B) * T * C;
 
@@ -192,9 +185,19 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_shape(args, {8, 1024, 768, 50257, 50304}, true);
-  // GPT-2 d12's width with one token in 7 of 8 positions: a chain of 7168 positions, 112 pieces.
-  ok &= args.small || run_shape(args, {8, 1024, 768, 50257, 50304, true}, true);
+  const Shape timed{int(args.dim("-B")), int(args.dim("-T")), int(args.dim("-C")), int(args.dim("-V")),
+                    int(args.dim("-Vp"))};
+  if (!args.small && timed.Vp < timed.V)
+    throw std::invalid_argument(fmt::format("-Vp {} is smaller than -V {}", timed.Vp, timed.V));
+  if (!args.small && timed.V <= 7) throw std::invalid_argument(fmt::format("-V {} leaves no token 7", timed.V));
+  bool ok = args.small || run_shape(args, timed, true);
+  // The same with one token in 7 of 8 positions: at GPT-2 124M's shape a chain of 7168 positions,
+  // 112 pieces (where the chain is too short to be cut, the shape is left out).
+  Shape skewed = timed;
+  skewed.skewed = true;
+  if (static_cast<long long>(timed.B) * timed.T * 7 / 8 > llmc::kEncoderPieceRows)
+    ok &= args.small || run_shape(args, skewed, true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // A small vocabulary repeats tokens, so buckets hold many positions: with C=96 (12 vectors) the
   // block splits them over 21 groups; C=1600 (200 vectors) is GPT-2 1.5B's width.
   ok &= run_shape(args, {3, 50, 96, 500, 504}, false);
@@ -208,4 +211,23 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"fwd1", "fwd2", "bwd1", "bwd2", "bwd3"}, run); }
+const std::vector<bench::VersionInfo> kVersions = {
+    {"fwd1", "a thread per element, scalar loads"},
+    {"fwd2", "llmc/cuda/encoder.cuh: a thread per 16-byte vector"},
+    {"bwd1", "host buckets; a thread per (token, channel), scalar, positions summed serially"},
+    {"bwd2", "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): a block per token, 16-byte vectors, "
+             "positions split over groups"},
+    {"bwd3", "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than kEncoderPieceRows "
+             "positions cut into pieces summed by a block each, then added in order"},
+};
+
+int main(int argc, char** argv) {
+  // GPT-2 124M at B=8, T=1024; channels and the padded vocabulary in whole 16-byte vectors.
+  const int vector = llmc::Packed128<floatX>::size;
+  const std::vector<bench::Dim> shape = {{"-B", "batch", 8},
+                                         {"-T", "sequence length", 1024},
+                                         {"-C", "channels", 768, vector},
+                                         {"-V", "vocabulary", 50257},
+                                         {"-Vp", "padded vocabulary (>= V)", 50304, vector}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
+}

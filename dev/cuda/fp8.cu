@@ -1,15 +1,6 @@
 // FP8 casts (llmc/cuda/fp8.cuh, --fp8 1): checked against cuda_fp8.h's host conversion of the same
 // floatX values at the same scale, byte for byte, then timed.
-//   encode  fp8_encode on the device (the GPU's conversion instruction; on the emulated GPU,
-//           cuda_fp8.h's host code) against codes worked out by hand from the OCP FP8 formats:
-//           rounding to nearest even, subnormals, saturation of large values and infinities, NaN
-//   cast    fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's
-//           range saturate; the amax is the largest |x|, whatever the scale)
-//   scale   the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))
-//   fused   the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same
-//           bytes and amax as fp8_cast of the floatX output they store
-//   weight  fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and
-//           their transposes
+// The versions: kVersions at the end (or --help). Only `cast` is timed.
 #include <functional>
 #include <iterator>
 #include <tuple>
@@ -23,7 +14,6 @@ using llmc::floatX;
 
 namespace {
 
-constexpr size_t kN = size_t(8) * 1024 * 4 * 768;    // the fc activations of GPT-2 124M at B=8, T=1024
 constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 constexpr int kRows = 100, kChannels = 96;           // a small LayerNorm: a row tail, C = 96
 
@@ -339,24 +329,25 @@ bool check_weight() {
 }
 
 bool run(const bench::Args& args) {
+  const size_t n = size_t(args.dim("-N"));
   bool ok = true;
   if (bench::selected(args, "encode")) ok &= check_encode();
   if (bench::selected(args, "cast")) {
-    if (!args.small) ok &= check_cast(kN, "");
-    ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
+    if (!args.small) ok &= check_cast(n, "");
+    if (!args.shape_given) ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
   }
   if (bench::selected(args, "scale")) ok &= check_scales();
-  if (bench::selected(args, "fused")) ok &= check_fused(args.small ? kSmallN : kN, "");
+  if (bench::selected(args, "fused")) ok &= check_fused(args.small ? kSmallN : n, "");
   if (bench::selected(args, "weight")) ok &= check_weight();
   if (!args.small && !args.check_only && ok && bench::selected(args, "cast")) {
     // A cast reads n floatX and writes n bytes.
-    floatX* d_x = bench::to_device<floatX>(bench::random_vector(kN, 61));
+    floatX* d_x = bench::to_device<floatX>(bench::random_vector(n, 61));
     __nv_fp8_storage_t* d_q = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_q, kN));
+    CUDA_CHECK(cudaMalloc(&d_q, n));
     float* state = new_state();
     bench::report("cast e4m3 (recording amax)",
-                  bench::time_ms([&] { llmc::fp8_cast(sink_of(d_q, state, 0, __NV_E4M3), d_x, kN, 0); }),
-                  double(kN) * (sizeof(floatX) + 1), 0);
+                  bench::time_ms([&] { llmc::fp8_cast(sink_of(d_q, state, 0, __NV_E4M3), d_x, n, 0); }),
+                  double(n) * (sizeof(floatX) + 1), 0);
     bench::free_device({d_x, d_q, state});
   }
   return ok;
@@ -364,4 +355,22 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main(argc, argv, {"encode", "cast", "scale", "fused", "weight"}, run); }
+const std::vector<bench::VersionInfo> kVersions = {
+    {"encode", "fp8_encode on the device (the GPU's conversion instruction; on the emulated GPU, cuda_fp8.h's "
+               "host code) against codes worked out by hand from the OCP FP8 formats: rounding to nearest even, "
+               "subnormals, saturation of large values and infinities, NaN"},
+    {"cast", "fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's range saturate; "
+             "the amax is the largest |x|, whatever the scale)"},
+    {"scale", "the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))"},
+    {"fused", "the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same bytes and "
+              "amax as fp8_cast of the floatX output they store"},
+    {"weight", "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their "
+               "transposes"},
+};
+
+int main(int argc, char** argv) {
+  // The fc activations of GPT-2 124M at B=8, T=1024, in whole 16-byte vectors.
+  const std::vector<bench::Dim> shape = {
+      {"-N", "elements", static_cast<long long>(size_t(8) * 1024 * 4 * 768), llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
+}

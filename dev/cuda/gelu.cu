@@ -1,10 +1,6 @@
-// GELU (tanh approximation) forward and backward: versions checked against llmc/cpu/gelu.h, then timed.
-//   fwd1  one thread per element, scalar loads
-//   fwd2  llmc/cuda/gelu.cuh: one thread per 16-byte vector
-//   bwd1  one thread per element, scalar, out of place
-//   bwd2  llmc/cuda/gelu.cuh: 16-byte vectors, in place (dinp aliases dout, as the trainer uses it)
-//   fwd3, bwd3  fwd2 and bwd2 with fast math (LLMC_FAST_MATH=on): the sigmoid form, exp2f and __fdividef
-#include "dev/cuda/common.cuh"
+// GELU (tanh approximation) forward and backward: versions checked against llmc/cpu/gelu.h, then
+// timed. The versions: kVersions below (or --help).
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/gelu.h"
 #include "llmc/cuda/gelu.cuh"
 
@@ -12,7 +8,6 @@ using llmc::floatX;
 
 namespace {
 
-constexpr size_t kN = size_t(8) * 1024 * 4 * 768;  // the fc activations of GPT-2 124M at B=8, T=1024
 constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 
 __global__ void gelu_forward_naive(floatX* out, const floatX* inp, size_t n) {
@@ -25,79 +20,115 @@ __global__ void gelu_backward_naive(floatX* dinp, const floatX* inp, const float
   if (i < n) dinp[i] = floatX(llmc::gelu_derivative<false>(float(inp[i])) * float(dout[i]));
 }
 
-// The fast-math form for the versions ending in 3.
-llmc::FastMath fast_math_of(const std::string& v) { return v.back() == '3' ? llmc::FastMath::kOn : llmc::FastMath::kOff; }
+// The inputs, the outputs and the CPU's answers for n elements. `dinp` is where the backward
+// writes: `out` when timed (repeated in place, dout would shrink towards zero), `dout` when the
+// in-place versions are checked as the trainer calls them.
+struct Data {
+  size_t n;
+  floatX *inp, *dout, *out, *dinp;
+  std::vector<float> dout0, out_ref, dinp_ref;
+};
 
-void forward(const std::string& v, size_t n, floatX* out, const floatX* inp) {
-  if (v == "fwd1") {
-    llmc::launch<gelu_forward_naive>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, out, inp, n);
-    CUDA_CHECK_LAST();
-  } else {
-    llmc::gelu_forward(out, inp, n, fast_math_of(v), 0);
-  }
+int blocks_of(const Data& d, int block, int per_thread) {
+  return llmc::ceil_div(static_cast<long long>(d.n / per_thread), block);
 }
 
-// bwd1 writes dinp from dout; bwd2 and bwd3 overwrite dout with dinp in place.
-void backward(const std::string& v, size_t n, floatX* dinp, const floatX* inp, floatX* dout) {
-  if (v == "bwd1") {
-    llmc::launch<gelu_backward_naive>(llmc::ceil_div(static_cast<long long>(n), 256), 256, 0, 0, dinp, inp, dout, n);
-    CUDA_CHECK_LAST();
-  } else {
-    llmc::gelu_backward(dout, inp, dout, n, fast_math_of(v), 0);
-  }
+void fwd1(Data& d, int block) {
+  block = block ? block : 256;
+  llmc::launch<gelu_forward_naive>(blocks_of(d, block, 1), block, 0, 0, d.out, d.inp, d.n);
+  CUDA_CHECK_LAST();
 }
+
+// The production kernels (llmc/cuda/gelu.cuh), a 16-byte vector per thread; block 0 is the
+// trainer's launch.
+template <bool kFast>
+void fwd_vectors(Data& d, int block) {
+  if (block == 0) return llmc::gelu_forward(d.out, d.inp, d.n, kFast ? llmc::FastMath::kOn : llmc::FastMath::kOff, 0);
+  llmc::require_whole_vectors("gelu_forward", "size", d.n);
+  llmc::launch<llmc::gelu_forward_kernel<floatX, kFast>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0,
+                                                         0, d.out, d.inp, d.n, llmc::Fp8Sink{});
+  CUDA_CHECK_LAST();
+}
+
+void bwd1(Data& d, int block) {
+  block = block ? block : 256;
+  llmc::launch<gelu_backward_naive>(blocks_of(d, block, 1), block, 0, 0, d.dinp, d.inp, d.dout, d.n);
+  CUDA_CHECK_LAST();
+}
+
+template <bool kFast>
+void bwd_vectors(Data& d, int block) {
+  if (block == 0)
+    return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, kFast ? llmc::FastMath::kOn : llmc::FastMath::kOff, 0);
+  llmc::require_whole_vectors("gelu_backward", "size", d.n);
+  llmc::launch<llmc::gelu_backward_kernel<floatX, kFast>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block,
+                                                          0, 0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{});
+  CUDA_CHECK_LAST();
+}
+
+// Bytes for n elements in floatX: the forward reads inp and writes out; the backward reads inp and
+// dout and writes dinp.
+bench::Cost forward_cost(const Data& d) { return {2.0 * d.n * sizeof(floatX)}; }
+bench::Cost backward_cost(const Data& d) { return {3.0 * d.n * sizeof(floatX)}; }
+
+using Version = bench::Version<Data>;
+
+bool check_forward(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.out, d.n * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag + " out", bench::from_device(d.out, d.n), d.out_ref, 1e-2);
+}
+
+// bwd1 out of place; the vector versions in place (dinp aliases dout), as the trainer calls them.
+bool check_backward(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::upload(d.dout, d.dout0);
+  bench::poison(d.out, d.n * sizeof(floatX));
+  const bool in_place = v.name != "bwd1";
+  if (in_place) d.dinp = d.dout;
+  v.launch(d, block);
+  d.dinp = d.out;
+  const bool ok = bench::check(tag + " dinp", bench::from_device(in_place ? d.dout : d.out, d.n), d.dinp_ref, 1e-2);
+  bench::upload(d.dout, d.dout0);
+  return ok;
+}
+
+const std::vector<int> kBlocks = {0, 64, 128, 256, 512, 1024};
+const std::vector<Version> kVersions = {
+    {"fwd1", "a thread per element, scalar loads", {256, 64, 128, 512, 1024}, fwd1, check_forward, forward_cost},
+    {"fwd2", "llmc/cuda/gelu.cuh: a thread per 16-byte vector", kBlocks, fwd_vectors<false>, check_forward,
+     forward_cost},
+    {"fwd3", "fwd2 with fast math (LLMC_FAST_MATH=on): the sigmoid form, exp2f and __fdividef", kBlocks,
+     fwd_vectors<true>, check_forward, forward_cost},
+    {"bwd1", "a thread per element, scalar, out of place", {256, 64, 128, 512, 1024}, bwd1, check_backward,
+     backward_cost},
+    {"bwd2", "llmc/cuda/gelu.cuh: 16-byte vectors, in place (checked so; timed out of place, the same traffic)",
+     kBlocks, bwd_vectors<false>, check_backward, backward_cost},
+    {"bwd3", "bwd2 with fast math (LLMC_FAST_MATH=on)", kBlocks, bwd_vectors<true>, check_backward, backward_cost},
+};
 
 bool run_size(const bench::Args& args, size_t n, bool timed) {
-  bool ok = true;
-  const std::string tag = timed ? "gelu " : fmt::format("gelu n={} ", n);
+  Data d{};
+  d.n = n;
   // Pre-activations of a trained MLP spread over a few units; cover both tails of the curve.
   const auto inp = bench::round_through<floatX>(bench::random_vector(n, 21, -4.0f, 4.0f));
-  const auto dout = bench::round_through<floatX>(bench::random_vector(n, 22));
-  std::vector<float> out_ref(n), dinp_ref(n);
-  llmc::gelu_forward(out_ref.data(), inp.data(), n);
-  llmc::gelu_backward(dinp_ref.data(), inp.data(), dout.data(), n);
+  d.dout0 = bench::round_through<floatX>(bench::random_vector(n, 22));
+  d.out_ref.resize(n);
+  d.dinp_ref.resize(n);
+  llmc::gelu_forward(d.out_ref.data(), inp.data(), n);
+  llmc::gelu_backward(d.dinp_ref.data(), inp.data(), d.dout0.data(), n);
 
-  floatX* d_inp = bench::to_device<floatX>(inp);
-  floatX* d_dout = bench::to_device<floatX>(dout);
-  floatX* d_out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
-  const size_t bytes = n * sizeof(floatX);
-
-  for (const std::string v : {"fwd1", "fwd2", "fwd3"}) {
-    if (!bench::selected(args, v)) continue;
-    bench::poison(d_out, bytes);
-    forward(v, n, d_out, d_inp);
-    ok &= bench::check(tag + v + " out", bench::from_device(d_out, n), out_ref, 1e-2);
-  }
-  for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
-    if (!bench::selected(args, v)) continue;
-    bench::upload(d_dout, dout);
-    bench::poison(d_out, bytes);
-    backward(v, n, d_out, d_inp, d_dout);
-    ok &= bench::check(tag + v + " dinp", bench::from_device(v == "bwd1" ? d_out : d_dout, n), dinp_ref, 1e-2);
-  }
-
-  if (timed && !args.check_only && ok) {
-    // Forward reads inp and writes out; backward reads inp and dout and writes dinp.
-    for (const std::string v : {"fwd1", "fwd2", "fwd3"})
-      if (bench::selected(args, v))
-        bench::report(tag + v, bench::time_ms([&] { forward(v, n, d_out, d_inp); }), 2.0 * bytes, 0);
-    // Timing the in-place version repeatedly shrinks dout towards zero; bwd2 and bwd3 are timed
-    // out of place (same kernel, same traffic) to keep the data realistic.
-    for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
-      if (!bench::selected(args, v)) continue;
-      const float ms =
-          v == "bwd1" ? bench::time_ms([&] { backward(v, n, d_out, d_inp, d_dout); })
-                      : bench::time_ms([&] { llmc::gelu_backward(d_out, d_inp, d_dout, n, fast_math_of(v), 0); });
-      bench::report(tag + v, ms, 3.0 * bytes, 0);
-    }
-  }
-
-  bench::free_device({d_inp, d_dout, d_out});
+  d.inp = bench::to_device<floatX>(inp);
+  d.dout = bench::to_device<floatX>(d.dout0);
+  d.out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
+  d.dinp = d.out;
+  const bool ok = bench::run_versions(args, kVersions, d, fmt::format("gelu n={} ", n), timed);
+  bench::free_device({d.inp, d.dout, d.out});
   return ok;
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_size(args, kN, true);
+  bool ok = args.small || run_size(args, size_t(args.dim("-N")), true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   ok &= run_size(args, kSmallN, false);
   return ok;
 }
@@ -105,5 +136,8 @@ bool run(const bench::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bench::run_main(argc, argv, {"fwd1", "fwd2", "fwd3", "bwd1", "bwd2", "bwd3"}, run);
+  // The fc activations of GPT-2 124M at B=8, T=1024 (B*T*4C), in whole 16-byte vectors.
+  const std::vector<bench::Dim> shape = {
+      {"-N", "elements", static_cast<long long>(size_t(8) * 1024 * 4 * 768), llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }

@@ -1,15 +1,6 @@
 // LayerNorm forward, fused residual + LayerNorm forward, and backward: versions checked against
-// llmc/cpu/layernorm.h (and llmc/cpu/residual.h), then timed.
-//   fwd1    one thread per row, scalar loads
-//   fwd2    llmc/cuda/layernorm.cuh: one warp per row, row staged in shared memory, 16-byte vectors
-//   fused1  a residual-add kernel, then fwd2 (two launches, the residual stream read back)
-//   fused2  llmc/cuda/layernorm.cuh: residual add fused into the warp-per-row forward
-//   bwd1    one thread per row for dinp; one thread per channel for dweight/dbias
-//   bwd2    llmc/cuda/layernorm.cuh: warp per row, per-warp shared sums, fixed-order block partials,
-//           then a kernel that adds them in block order (LLMC_LAYERNORM_BACKWARD=two-pass)
-//   bwd3    llmc/cuda/layernorm.cuh: bwd2 with the adding done by the main kernel's last block
-//           (threadfence + completion counter; LLMC_LAYERNORM_BACKWARD=fused): one launch, bwd2's bits
-#include "dev/cuda/common.cuh"
+// llmc/cpu/layernorm.h (and llmc/cpu/residual.h), then timed. The versions: kVersions below (or --help).
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/layernorm.h"
 #include "llmc/cpu/residual.h"
 #include "llmc/cuda/layernorm.cuh"
@@ -17,7 +8,6 @@
 using llmc::floatX;
 
 namespace {
-
 
 __global__ void layernorm_forward_naive(floatX* out, float* mean, float* rstd, const floatX* inp,
                                         const floatX* weight, const floatX* bias, int N_, int C_) {
@@ -75,75 +65,208 @@ __global__ void layernorm_backward_params_naive(floatX* dweight, floatX* dbias, 
   dbias[c] = floatX(float(dbias[c]) + db);
 }
 
-struct Buffers {
+// The inputs, the outputs and the CPU's answers at one shape.
+struct Data {
   int N, C;
   floatX *a, *b, *weight, *bias, *out, *residual, *dout, *dinp, *dweight, *dbias;
   float *mean, *rstd, *scratch;
+  std::vector<float> out_ref, mean_ref, rstd_ref, residual_ref, fused_out_ref, fused_mean_ref, fused_rstd_ref;
+  std::vector<float> dinp0, dweight0, dbias0, dinp_ref, dweight_ref, dbias_ref;
 };
 
-void forward(const std::string& v, const Buffers& d) {
-  const int N = d.N, C = d.C;
-  if (v == "fwd1") {
-    llmc::launch<layernorm_forward_naive>(llmc::ceil_div(N, 128), 128, 0, 0, d.out, d.mean, d.rstd, d.a, d.weight,
-                                          d.bias, N, C);
-    CUDA_CHECK_LAST();
-  } else if (v == "fwd2") {
-    llmc::layernorm_forward(d.out, d.mean, d.rstd, d.a, d.weight, d.bias, N, C, 0);
-  } else if (v == "fused1") {
-    llmc::launch<residual_naive>(llmc::ceil_div(static_cast<long long>(N) * C, 256), 256, 0, 0, d.residual, d.a, d.b,
-                                 static_cast<size_t>(N) * C);
-    CUDA_CHECK_LAST();
-    llmc::layernorm_forward(d.out, d.mean, d.rstd, d.residual, d.weight, d.bias, N, C, 0);
-  } else {
-    llmc::fused_residual_layernorm_forward(d.residual, d.out, d.mean, d.rstd, d.a, d.b, d.weight, d.bias, N, C, 0);
-  }
+// The production forward kernel (x = a, or a + b with kResidual) at `block` threads, a warp per
+// row, each warp's row staged in shared memory; fwd2 and fused2 with block 0 launch it as the
+// trainer does (llmc::layernorm_forward_warps).
+template <bool kResidual>
+void launch_forward_kernel(const Data& d, int block) {
+  const int warps = block / llmc::kWarpSize;
+  const size_t shared = static_cast<size_t>(warps) * d.C * sizeof(floatX);
+  if (shared > static_cast<size_t>(llmc::kLayerNormSharedBudget))
+    throw std::invalid_argument(fmt::format("layernorm: {} warps of C={} need {} bytes of shared memory, over {}",
+                                            warps, d.C, shared, llmc::kLayerNormSharedBudget));
+  llmc::launch<llmc::layernorm_forward_kernel<floatX, kResidual>>(
+      llmc::ceil_div(d.N, warps), block, shared, 0, d.out, kResidual ? d.residual : nullptr, d.mean, d.rstd, d.a,
+      kResidual ? d.b : nullptr, d.weight, d.bias, d.N, d.C, llmc::Fp8Sink{});
+  CUDA_CHECK_LAST();
 }
 
-void backward(const std::string& v, const Buffers& d) {
-  const int N = d.N, C = d.C;
-  if (v == "bwd1") {
-    llmc::launch<layernorm_backward_dinp_naive>(llmc::ceil_div(N, 128), 128, 0, 0, d.dinp, d.dout, d.a, d.weight,
-                                                d.mean, d.rstd, N, C);
-    CUDA_CHECK_LAST();
-    llmc::launch<layernorm_backward_params_naive>(llmc::ceil_div(C, 128), 128, 0, 0, d.dweight, d.dbias, d.dout, d.a,
-                                                  d.mean, d.rstd, N, C);
-    CUDA_CHECK_LAST();
-  } else {
-    llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, N, C,
-                             v == "bwd3", 0);
-  }
+void fwd1(Data& d, int block) {
+  block = block ? block : 128;
+  llmc::launch<layernorm_forward_naive>(llmc::ceil_div(d.N, block), block, 0, 0, d.out, d.mean, d.rstd, d.a, d.weight,
+                                        d.bias, d.N, d.C);
+  CUDA_CHECK_LAST();
 }
+
+void fwd2(Data& d, int block) {
+  if (block == 0)
+    llmc::layernorm_forward(d.out, d.mean, d.rstd, d.a, d.weight, d.bias, d.N, d.C, 0);
+  else
+    launch_forward_kernel<false>(d, block);
+}
+
+// `block`: the residual kernel's threads per block.
+void fused1(Data& d, int block) {
+  block = block ? block : 256;
+  const size_t NC = static_cast<size_t>(d.N) * d.C;
+  llmc::launch<residual_naive>(llmc::ceil_div(static_cast<long long>(NC), block), block, 0, 0, d.residual, d.a, d.b,
+                               NC);
+  CUDA_CHECK_LAST();
+  llmc::layernorm_forward(d.out, d.mean, d.rstd, d.residual, d.weight, d.bias, d.N, d.C, 0);
+}
+
+void fused2(Data& d, int block) {
+  if (block == 0)
+    llmc::fused_residual_layernorm_forward(d.residual, d.out, d.mean, d.rstd, d.a, d.b, d.weight, d.bias, d.N, d.C, 0);
+  else
+    launch_forward_kernel<true>(d, block);
+}
+
+// `block`: threads per block of both kernels (rows for dinp, channels for dweight/dbias).
+void bwd1(Data& d, int block) {
+  block = block ? block : 128;
+  llmc::launch<layernorm_backward_dinp_naive>(llmc::ceil_div(d.N, block), block, 0, 0, d.dinp, d.dout, d.a, d.weight,
+                                              d.mean, d.rstd, d.N, d.C);
+  CUDA_CHECK_LAST();
+  llmc::launch<layernorm_backward_params_naive>(llmc::ceil_div(d.C, block), block, 0, 0, d.dweight, d.dbias, d.dout,
+                                                d.a, d.mean, d.rstd, d.N, d.C);
+  CUDA_CHECK_LAST();
+}
+
+// The backward's grid is fixed by (N, C), for bit-reproducible sums: no block-size parameter.
+void bwd2(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           false, 0);
+}
+
+void bwd3(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           true, 0);
+}
+
+// Bytes each version must move, N rows of C channels in floatX: the forward reads inp and writes
+// out; the fused forward also reads b and writes the residual stream; the backward reads dout, inp
+// and dinp and writes dinp. Each also reads or writes the N means and rstds (weights: C, left out).
+double rows_bytes(const Data& d, int row_arrays) {
+  return row_arrays * static_cast<double>(d.N) * d.C * sizeof(floatX) + 2.0 * d.N * sizeof(float);
+}
+bench::Cost forward_cost(const Data& d) { return {rows_bytes(d, 2)}; }
+bench::Cost fused_cost(const Data& d) { return {rows_bytes(d, 4)}; }
+bench::Cost backward_cost(const Data& d) { return {rows_bytes(d, 4)}; }
+
+using Version = bench::Version<Data>;
+
+// Outputs poisoned, the version run once: out, mean and rstd (and the residual stream when fused).
+bool check_forward_outputs(Data& d, const Version& v, const std::string& tag, int block, bool fused) {
+  const size_t NC = static_cast<size_t>(d.N) * d.C;
+  bench::poison(d.out, NC * sizeof(floatX));
+  bench::poison(d.residual, NC * sizeof(floatX));
+  bench::poison(d.mean, d.N * sizeof(float));
+  bench::poison(d.rstd, d.N * sizeof(float));
+  v.launch(d, block);
+  bool ok = bench::check(tag + " out", bench::from_device(d.out, NC), fused ? d.fused_out_ref : d.out_ref, 1e-2);
+  ok &= bench::check(tag + " mean", bench::from_device(d.mean, d.N), fused ? d.fused_mean_ref : d.mean_ref, 1e-5);
+  ok &= bench::check(tag + " rstd", bench::from_device(d.rstd, d.N), fused ? d.fused_rstd_ref : d.rstd_ref, 1e-5);
+  if (fused) ok &= bench::check(tag + " residual", bench::from_device(d.residual, NC), d.residual_ref, 1e-5);
+  return ok;
+}
+bool check_forward(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, false);
+}
+bool check_fused(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, true);
+}
+
+// dinp, dweight and dbias of one run of `launch` from the same accumulators.
+std::vector<std::vector<float>> backward_outputs(Data& d, const std::function<void(Data&, int)>& launch, int block) {
+  bench::upload(d.dinp, d.dinp0);
+  bench::upload(d.dweight, d.dweight0);
+  bench::upload(d.dbias, d.dbias0);
+  launch(d, block);
+  return {bench::from_device(d.dinp, static_cast<size_t>(d.N) * d.C), bench::from_device(d.dweight, d.C),
+          bench::from_device(d.dbias, d.C)};
+}
+
+// Against the CPU, then dweight bitwise equal over a second run.
+bool check_backward(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::upload(d.mean, d.mean_ref);
+  bench::upload(d.rstd, d.rstd_ref);
+  const auto first = backward_outputs(d, v.launch, block);
+  bool ok = bench::check(tag + " dinp", first[0], d.dinp_ref, 1e-2);
+  ok &= bench::check(tag + " dweight", first[1], d.dweight_ref, 1e-2);
+  ok &= bench::check(tag + " dbias", first[2], d.dbias_ref, 1e-2);
+  ok &= bench::check_identical(tag + " dweight", backward_outputs(d, v.launch, block)[1], first[1]);
+  return ok;
+}
+
+// bwd3's last block adds the same partials in the same order as bwd2's second kernel, and resets
+// the completion counter: a second run counts from 0 again.
+bool check_bwd3(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_backward(d, v, tag, block);
+  const auto two_pass = backward_outputs(d, bwd2, 0);
+  for (int run = 0; run < 2; ++run) {
+    const bool same = backward_outputs(d, v.launch, block) == two_pass && bench::from_device(d.scratch, 1)[0] == 0.0f;
+    fmt::print("{}  {} run {}: dinp, dweight, dbias bitwise identical to bwd2's, counter back at 0\n",
+               same ? "PASS" : "FAIL", tag, run + 1);
+    ok &= same;
+  }
+  return ok;
+}
+
+const std::vector<Version> kVersions = {
+    {"fwd1", "one thread per row, scalar loads", {128, 32, 64, 256, 512}, fwd1, check_forward, forward_cost},
+    {"fwd2", "llmc/cuda/layernorm.cuh: a warp per row, row staged in shared memory, 16-byte vectors",
+     {0, 32, 64, 128, 256}, fwd2, check_forward, forward_cost},
+    {"fused1", "a residual-add kernel, then fwd2 (two launches, the residual stream read back)",
+     {256, 128, 512, 1024}, fused1, check_fused, fused_cost},
+    {"fused2", "llmc/cuda/layernorm.cuh: the residual add fused into fwd2's kernel", {0, 32, 64, 128, 256}, fused2,
+     check_fused, fused_cost},
+    {"bwd1", "a thread per row for dinp, a thread per channel for dweight/dbias", {128, 32, 64, 256, 512}, bwd1,
+     check_backward, backward_cost},
+    {"bwd2",
+     "llmc/cuda/layernorm.cuh: a warp per row, fixed-order block partials added by a second kernel "
+     "(LLMC_LAYERNORM_BACKWARD=two-pass)",
+     {}, bwd2, check_backward, backward_cost},
+    {"bwd3",
+     "bwd2 with the partials added by the main kernel's last block (LLMC_LAYERNORM_BACKWARD=fused): "
+     "one launch, bwd2's bits",
+     {}, bwd3, check_bwd3, backward_cost},
+};
 
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.
 bool run_shape(const bench::Args& args, int N, int C, bool timed) {
-  const std::string tag = timed ? "layernorm " : fmt::format("layernorm N={} C={} ", N, C);
-  bool ok = true;
   const size_t NC = static_cast<size_t>(N) * C;
+  Data d{};
+  d.N = N;
+  d.C = C;
   // Inputs off-centre so that the row means are well away from zero (their relative error is checked).
   const auto a = bench::round_through<floatX>(bench::random_vector(NC, 11, -1.0f, 1.5f));
   const auto b = bench::round_through<floatX>(bench::random_vector(NC, 12));
   const auto weight = bench::round_through<floatX>(bench::random_vector(C, 13, 0.5f, 1.5f));
   const auto bias = bench::round_through<floatX>(bench::random_vector(C, 14));
   const auto dout = bench::round_through<floatX>(bench::random_vector(NC, 15));
-  const auto dinp0 = bench::round_through<floatX>(bench::random_vector(NC, 16));
-  const auto dweight0 = bench::round_through<floatX>(bench::random_vector(C, 17));
-  const auto dbias0 = bench::round_through<floatX>(bench::random_vector(C, 18));
+  d.dinp0 = bench::round_through<floatX>(bench::random_vector(NC, 16));
+  d.dweight0 = bench::round_through<floatX>(bench::random_vector(C, 17));
+  d.dbias0 = bench::round_through<floatX>(bench::random_vector(C, 18));
 
-  std::vector<float> out_ref(NC), mean_ref(N), rstd_ref(N);
-  llmc::layernorm_forward(out_ref.data(), mean_ref.data(), rstd_ref.data(), a.data(), weight.data(), bias.data(), N, C);
-  std::vector<float> residual_ref(NC);
-  llmc::residual_forward(residual_ref.data(), a.data(), b.data(), NC);
-  residual_ref = bench::round_through<floatX>(residual_ref);  // the GPU stores the residual stream in floatX
-  std::vector<float> fused_out_ref(NC), fused_mean_ref(N), fused_rstd_ref(N);
-  llmc::layernorm_forward(fused_out_ref.data(), fused_mean_ref.data(), fused_rstd_ref.data(), residual_ref.data(),
-                          weight.data(), bias.data(), N, C);
-  std::vector<float> dinp_ref = dinp0, dweight_ref = dweight0, dbias_ref = dbias0;
-  llmc::layernorm_backward(dinp_ref.data(), dweight_ref.data(), dbias_ref.data(), dout.data(), a.data(), weight.data(),
-                           mean_ref.data(), rstd_ref.data(), N, C);
+  d.out_ref.resize(NC);
+  d.mean_ref.resize(N);
+  d.rstd_ref.resize(N);
+  llmc::layernorm_forward(d.out_ref.data(), d.mean_ref.data(), d.rstd_ref.data(), a.data(), weight.data(), bias.data(),
+                          N, C);
+  d.residual_ref.resize(NC);
+  llmc::residual_forward(d.residual_ref.data(), a.data(), b.data(), NC);
+  d.residual_ref = bench::round_through<floatX>(d.residual_ref);  // the GPU stores the residual stream in floatX
+  d.fused_out_ref.resize(NC);
+  d.fused_mean_ref.resize(N);
+  d.fused_rstd_ref.resize(N);
+  llmc::layernorm_forward(d.fused_out_ref.data(), d.fused_mean_ref.data(), d.fused_rstd_ref.data(),
+                          d.residual_ref.data(), weight.data(), bias.data(), N, C);
+  d.dinp_ref = d.dinp0;
+  d.dweight_ref = d.dweight0;
+  d.dbias_ref = d.dbias0;
+  llmc::layernorm_backward(d.dinp_ref.data(), d.dweight_ref.data(), d.dbias_ref.data(), dout.data(), a.data(),
+                           weight.data(), d.mean_ref.data(), d.rstd_ref.data(), N, C);
 
-  Buffers d{};
-  d.N = N;
-  d.C = C;
   d.a = bench::to_device<floatX>(a);
   d.b = bench::to_device<floatX>(b);
   d.weight = bench::to_device<floatX>(weight);
@@ -151,9 +274,9 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.out = bench::to_device<floatX>(std::vector<float>(NC, 1.0f));
   d.residual = bench::to_device<floatX>(std::vector<float>(NC, 1.0f));
   d.dout = bench::to_device<floatX>(dout);
-  d.dinp = bench::to_device<floatX>(dinp0);
-  d.dweight = bench::to_device<floatX>(dweight0);
-  d.dbias = bench::to_device<floatX>(dbias0);
+  d.dinp = bench::to_device<floatX>(d.dinp0);
+  d.dweight = bench::to_device<floatX>(d.dweight0);
+  d.dbias = bench::to_device<floatX>(d.dbias0);
   d.mean = bench::to_device<float>(std::vector<float>(N, 1.0f));
   d.rstd = bench::to_device<float>(std::vector<float>(N, 1.0f));
   // Partial sums poisoned as uninitialised memory; the completion counter at 0, as the trainer
@@ -162,86 +285,15 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   std::fill_n(scratch.begin(), llmc::kScratchCounterFloats, 0.0f);
   d.scratch = bench::to_device<float>(scratch);
 
-  for (const std::string v : {"fwd1", "fwd2", "fused1", "fused2"}) {
-    if (!bench::selected(args, v)) continue;
-    const bool fused = v.rfind("fused", 0) == 0;
-    bench::poison(d.out, NC * sizeof(floatX));
-    bench::poison(d.residual, NC * sizeof(floatX));
-    bench::poison(d.mean, N * sizeof(float));
-    bench::poison(d.rstd, N * sizeof(float));
-    forward(v, d);
-    ok &= bench::check(tag + v + " out", bench::from_device(d.out, NC), fused ? fused_out_ref : out_ref, 1e-2);
-    ok &= bench::check(tag + v + " mean", bench::from_device(d.mean, N), fused ? fused_mean_ref : mean_ref,
-                       1e-5);
-    ok &= bench::check(tag + v + " rstd", bench::from_device(d.rstd, N), fused ? fused_rstd_ref : rstd_ref,
-                       1e-5);
-    if (fused) ok &= bench::check(tag + v + " residual", bench::from_device(d.residual, NC), residual_ref, 1e-5);
-  }
-  // Each backward version from the same inputs: dinp, dweight and dbias.
-  auto backward_outputs = [&](const std::string& v) {
-    bench::upload(d.dinp, dinp0);
-    bench::upload(d.dweight, dweight0);
-    bench::upload(d.dbias, dbias0);
-    backward(v, d);
-    return std::vector<std::vector<float>>{bench::from_device(d.dinp, NC), bench::from_device(d.dweight, C),
-                                           bench::from_device(d.dbias, C)};
-  };
-  for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
-    if (!bench::selected(args, v)) continue;
-    bench::upload(d.mean, mean_ref);
-    bench::upload(d.rstd, rstd_ref);
-    std::vector<float> dweight_first;
-    for (int repeat = 0; repeat < 2; ++repeat) {
-      bench::upload(d.dinp, dinp0);
-      bench::upload(d.dweight, dweight0);
-      bench::upload(d.dbias, dbias0);
-      backward(v, d);
-      const auto dweight_got = bench::from_device(d.dweight, C);
-      if (repeat == 1) {
-        ok &= bench::check_identical(tag + v + " dweight", dweight_got, dweight_first);
-        break;
-      }
-      dweight_first = dweight_got;
-      ok &= bench::check(tag + v + " dinp", bench::from_device(d.dinp, NC), dinp_ref, 1e-2);
-      ok &= bench::check(tag + v + " dweight", dweight_got, dweight_ref, 1e-2);
-      ok &= bench::check(tag + v + " dbias", bench::from_device(d.dbias, C), dbias_ref, 1e-2);
-    }
-  }
-  if (bench::selected(args, "bwd3")) {
-    // The last block adds the same partials in the same order as bwd2's second kernel (and resets
-    // the counter: a second run counts from 0 again).
-    const auto two_pass = backward_outputs("bwd2");
-    for (int run = 0; run < 2; ++run) {
-      const auto fused = backward_outputs("bwd3");
-      const bool same = fused == two_pass && bench::from_device(d.scratch, 1)[0] == 0.0f;
-      fmt::print("{}  {}bwd3 run {}: dinp, dweight, dbias bitwise identical to bwd2's, counter back at 0\n",
-                 same ? "PASS" : "FAIL", tag, run + 1);
-      ok &= same;
-    }
-  }
-
-  if (timed && !args.check_only && ok) {
-    const double row_bytes = NC * sizeof(floatX);
-    const double stats_bytes = 2.0 * N * sizeof(float);
-    // Bytes: forward reads inp and writes out (+ stats); fused also reads b and writes the residual;
-    // backward reads dout, inp, dinp and writes dinp (+ stats read).
-    for (const std::string v : {"fwd1", "fwd2", "fused1", "fused2"}) {
-      if (!bench::selected(args, v)) continue;
-      const double bytes = (v.rfind("fused", 0) == 0 ? 4.0 : 2.0) * row_bytes + stats_bytes;
-      bench::report(tag + v, bench::time_ms([&] { forward(v, d); }), bytes, 0);
-    }
-    for (const std::string v : {"bwd1", "bwd2", "bwd3"})
-      if (bench::selected(args, v))
-        bench::report(tag + v, bench::time_ms([&] { backward(v, d); }), 4.0 * row_bytes + stats_bytes, 0);
-  }
-
+  const bool ok = bench::run_versions(args, kVersions, d, fmt::format("layernorm N={} C={} ", N, C), timed);
   bench::free_device(
       {d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.mean, d.rstd, d.scratch});
   return ok;
 }
 
 bool run(const bench::Args& args) {
-  bool ok = args.small || run_shape(args, 8 * 1024, 768, true);
+  bool ok = args.small || run_shape(args, int(args.dim("-N")), int(args.dim("-C")), true);
+  if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // Rows that leave lanes idle (12 vectors for 32 lanes) or wrap with a tail (200 vectors), and N
   // not a multiple of the rows per block.
   ok &= run_shape(args, 300, 96, false);
@@ -255,5 +307,8 @@ bool run(const bench::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bench::run_main(argc, argv, {"fwd1", "fwd2", "fused1", "fused2", "bwd1", "bwd2", "bwd3"}, run);
+  // GPT-2 124M at B=8, T=1024; channels in whole 16-byte vectors.
+  const std::vector<bench::Dim> shape = {{"-N", "rows (B*T)", 8 * 1024},
+                                         {"-C", "channels", 768, llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }

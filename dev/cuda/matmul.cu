@@ -1,22 +1,8 @@
 // Fully connected layer through cuBLASLt (llmc/cuda/matmul.cuh) at GPT-2 124M shapes and one small shape
 // with tails and misaligned matrices, each version checked against the CPU layer
-// (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed.
-//
-// Versions: fwd (no epilogue), fwd_bias, fwd_gelu (bias + GELU epilogue, pre-activation as aux),
-// fwd_gelu_kernel (bias epilogue, then the GELU kernel), bwd_dinp, bwd_dinp_dgelu (DGELU
-// epilogue), bwd_dinp_gelu_kernel (then the GELU backward kernel), bwd_dweight (accumulating), and
-// the bias gradient three ways: dbias_serial (the slice kernel, then one thread per column adding
-// every slice in turn: the trainer's kernels before LLMC_BIAS_GRAD), dbias_kernel (the trainer's
-// deterministic kernels, LLMC_BIAS_GRAD=kernels: slices summed by 32 warps per 32 columns) and
-// dbias_epilogue (LLMC_BIAS_GRAD=epilogue: the dweight GEMM's BGRADB epilogue into scratch, then
-// added; dweight and dbias both accumulate); fwd_bias_timed and bwd_dweight_timed (the algorithm chosen by
-// the timed search of LLMC_GEMM_SEARCH=timed, llmc/cuda/gemm_search.cuh, instead of the heuristic's
-// first); fwd_bias_fp8 and bwd_dinp_fp8 (--fp8 1: the operands cast to E4M3 / E5M2 by the
-// trainer's kernels, llmc/cuda/fp8.cuh, the weight also transposed, then cuBLASLt's FP8 GEMM with
-// their scales; checked against the CPU layer run on the very values the FP8 copies hold, so only
-// the accumulation and the bf16 output round; bf16 build only).
-//
-// usage: ./matmul [VERSION|all] [--check]
+// (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed. The versions: kVersions at the end (or --help).
+// The FP8 versions are checked against the CPU layer run on the very values the FP8 copies hold, so
+// only the accumulation and the bf16 output round.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -360,18 +346,20 @@ bool run(const bench::Args& args) {
   CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
   llmc::BlasContext ctx(workspace, workspace_bytes);
   Runner runner{args, ctx};
-  // GPT-2 124M at B*T = 8*1024: qkv, attproj, fc, fcproj.
-  const Shape shapes[] = {{"qkv", 8192, 768, 2304},
-                          {"attproj", 8192, 768, 768},
-                          {"fc", 8192, 768, 3072},
-                          {"fcproj", 8192, 3072, 768},
+  // A layer's four GEMMs at B*T rows of C channels: qkv, attproj, fc, fcproj.
+  const int BT = int(args.dim("-BT")), C = int(args.dim("-C"));
+  const Shape shapes[] = {{"qkv", BT, C, 3 * C},
+                          {"attproj", BT, C, C},
+                          {"fc", BT, C, 4 * C},
+                          {"fcproj", BT, 4 * C, C},
                           // Tails everywhere: BT not a multiple of the bias kernel's 64-row slices,
                           // OC not a multiple of its 256 columns, matrices not 256-byte aligned.
                           // OC = 272 = 17 x 16: the least FP8 takes (leading dimensions of 16).
                           {"odd", 200, 96, 272, 8}};
   uint64_t seed = 1000;
+  // --small: the odd shape alone; a shape of one's own: the four GEMMs alone.
   for (const Shape& s : shapes)
-    if (!args.small || s.offset != 0) runner.run_shape(s, seed += 100);
+    if (s.offset != 0 ? !args.shape_given : !args.small) runner.run_shape(s, seed += 100);
   fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
   CUDA_CHECK(cudaFree(workspace));
   fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
@@ -380,11 +368,27 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
+const std::vector<bench::VersionInfo> kVersions = {
+    {"fwd", "no epilogue"},
+    {"fwd_bias", "bias epilogue"},
+    {"fwd_gelu", "bias + GELU epilogue, the pre-activation as aux (LLMC_GELU=epilogues)"},
+    {"fwd_gelu_kernel", "bias epilogue, then the GELU kernel (LLMC_GELU=kernels)"},
+    {"bwd_dinp", "the input gradient"},
+    {"bwd_dinp_dgelu", "the input gradient with the DGELU epilogue"},
+    {"bwd_dinp_gelu_kernel", "the input gradient, then the GELU backward kernel"},
+    {"bwd_dweight", "the weight gradient, accumulating"},
+    {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)"},
+    {"dbias_kernel", "slices summed by 32 warps per 32 columns, deterministic (LLMC_BIAS_GRAD=kernels)"},
+    {"dbias_epilogue", "the dweight GEMM's BGRADB epilogue into scratch, then added (LLMC_BIAS_GRAD=epilogue)"},
+    {"fwd_bias_timed", "fwd_bias with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)"},
+    {"bwd_dweight_timed", "bwd_dweight with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)"},
+    {"fwd_bias_fp8", "--fp8 1: operands cast to E4M3 by the trainer's kernels, cuBLASLt's FP8 GEMM (bf16 build)"},
+    {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)"},
+};
+
 int main(int argc, char** argv) {
-  return bench::run_main(
-      argc, argv,
-      {"fwd", "fwd_bias", "fwd_gelu", "fwd_gelu_kernel", "bwd_dinp", "bwd_dinp_dgelu", "bwd_dinp_gelu_kernel",
-       "bwd_dweight", "dbias_serial", "dbias_kernel", "dbias_epilogue", "fwd_bias_timed", "bwd_dweight_timed",
-       "fwd_bias_fp8", "bwd_dinp_fp8"},
-      run);
+  // GPT-2 124M at B*T = 8*1024; channels in whole 16-byte vectors.
+  const std::vector<bench::Dim> shape = {{"-BT", "rows (B*T)", 8 * 1024},
+                                         {"-C", "channels", 768, llmc::Packed128<floatX>::size}};
+  return bench::run_main(argc, argv, shape, kVersions, run);
 }

@@ -5,12 +5,15 @@
 # own process (emulator/tests/emu_faults.cu: the exit status and the words of the report are
 # checked), and every hand-written kernel family's dev/cuda checks at small shapes (--small) in BF16
 # and FP32 (TSan: BF16 only, and without global_norm, which racecheck carries). One summary line at
-# the end.
+# the end. On the ASan BF16 build also the benchmarks' command line (tests/lib/dev_cuda_command_line.sh):
+# shapes from the flags, timed with L2 flushed, block sizes swept, bad values refused.
 # Skips (exit 77) when there are no CUDA toolkit headers to compile against.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
 source tests/lib/emu_headers.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/dev_cuda_command_line.sh
+source tests/lib/dev_cuda_command_line.sh
 jobs=${EMU_JOBS:-2}
 logs=build/test-logs/emu
 mkdir -p "$logs"
@@ -165,6 +168,7 @@ for san in address thread racecheck; do
         echo "ok    $san $prec_dir $bench: $passes checks"
       fi
     done
+    [ "$san$precision" = addressBF16 ] && dev_cuda_command_line "build/emu-$san/$prec_dir" "$logs"
   done
 done
 
