@@ -54,7 +54,7 @@ say() { echo "run_gpt2_124M.sh: $*" >&2; }
 [[ $FAST_FAIL_SECONDS =~ ^[0-9]+$ ]] || err "FAST_FAIL_SECONDS: '$FAST_FAIL_SECONDS' is not a non-negative integer"
 [ -x "$TRAINER" ] || err "$TRAINER not found or not executable: build it with 'make train_gpt2cu' (or set TRAINER)"
 compgen -G "$DATA_DIR/fineweb_train_*.bin" >/dev/null ||
-  err "no training shards $DATA_DIR/fineweb_train_*.bin: make them with 'make tokenize && python3 dev/data/fineweb.py --version fineweb' (or set DATA_DIR)"
+  err "no training shards $DATA_DIR/fineweb_train_*.bin: make them with dev/data/fineweb.py (README, 'Train GPT-2 124M on FineWeb'), or set DATA_DIR"
 compgen -G "$DATA_DIR/fineweb_val_*.bin" >/dev/null ||
   err "no validation shard $DATA_DIR/fineweb_val_*.bin: dev/data/fineweb.py writes it with the training shards"
 if [ -z "${HELLASWAG:-}" ]; then
