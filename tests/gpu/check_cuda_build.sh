@@ -123,13 +123,13 @@ for p in bf16 fp32 bf16-nocudnn-nonccl; do
 done
 # The libraries each bf16 binary loads (readelf's NEEDED: what the loader will look for), and the
 # headers the variant's objects were compiled from (their .d files).
-needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl)[^]]*' | sort -u | tr '\n' ' '; }
+needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl)[^]]*' | sort -u | paste -sd ' '; }
 variant=$check_build/cuda-bf16-nocudnn-nonccl
 if [ -x "$variant/train_gpt2cu" ]; then
   headers=$(cat "$variant"/*.d "$variant"/llmc/*/*.d | grep -oE '[^ ]*/(nccl|cudnn)[^ /]*\.h' | sort -u | tr '\n' ' ')
   defaults=$(needed "$check_build/cuda-bf16/train_gpt2cu")
   if [ -z "$(needed "$variant/train_gpt2cu")$(needed "$variant/test_gpt2cu")$headers" ] &&
-    [ "$defaults" = "libcudnn.so.9 libnccl.so.2 " ]; then
+    [ "$defaults" = "libcudnn.so.9 libnccl.so.2" ]; then
     echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn or libnccl needed (the default build needs $defaults), no header of theirs"
   else
     echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 needs '$(needed "$variant/train_gpt2cu")', includes '$headers' (default build: '$defaults')"
@@ -164,9 +164,9 @@ fake_cuda_wheels "$wheels/site" "$cuda_home"
 site=$wheels/site/nvidia
 wheel_ok=0
 : >"$site/cudnn/lib/libcudnn.so.9.1.0"  # the major-version name wins over a longer one
-wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES: runs the script
+wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES [VARIABLE=VALUE]: runs the script
   local out rc=0
-  out=$(CUDA_HOME=$4 CUDA_WHEEL_SITES=$5 bash scripts/cuda_wheels.sh 2>&1) || rc=$?
+  out=$(env CUDA_HOME="$4" CUDA_WHEEL_SITES="$5" ${6:+"$6"} bash scripts/cuda_wheels.sh 2>&1) || rc=$?
   if [ "$rc" = "$2" ] && [ "$out" = "$3" ]; then echo "ok    cuda_wheels.sh: $1"; wheel_ok=$((wheel_ok + 1))
   else
     echo "FAIL  cuda_wheels.sh: $1 (exit $rc, expected $2)"
@@ -185,6 +185,9 @@ wheel_check "no NCCL anywhere: an error naming it" 1 "cuda_wheels: cannot build 
   nccl.h (not in $wheels/toolkit/include, the compiler's include path or <site>/nvidia/*/include)
   libnccl.so (not in $wheels/toolkit/lib64, $wheels/toolkit/lib or the compiler's library path) or libnccl.so.N (not in <site>/nvidia/*/lib)
   (site-packages searched: $wheels/site; CUDA_WHEEL_SITES=\"DIR...\" names others)" "$wheels/toolkit" "$wheels/site"
+wheel_check "no NCCL anywhere, NO_MULTI_GPU=1: not looked for" 0 "CUDA_LIB_INCLUDES=-I$site/cu13/include -I$site/cudnn/include
+CUBLAS_LIBS=-Xlinker $site/cu13/lib/libcublasLt.so.13 -Xlinker $site/cu13/lib/libcublas.so.13
+CUDNN_LIBS=-Xlinker $site/cudnn/lib/libcudnn.so.9" "$wheels/toolkit" "$wheels/site" NO_MULTI_GPU=1
 mv "$wheels/nccl-aside" "$site/nccl"
 wheel_check "nothing to add where the toolkit has everything" 0 "" "$cuda_home" "$wheels/site"
 # nvcc as a wrapper script on PATH (as /usr/local/bin/nvcc may be), CUDA_HOME unset: the toolkit is
