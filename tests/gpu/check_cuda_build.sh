@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
 # BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN and NCCL
-# (USE_CUDNN=0 NO_MULTI_GPU=1: its binaries need neither library, no object includes their headers),
+# (USE_CUDNN=0 NO_MULTI_GPU=1: its binaries need neither library, no object includes their headers,
+# its --dry-run plans two ranks through host staging),
 # and the dev/cuda kernel benchmarks for sm_90a. Then runs the
 # bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
 # where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
@@ -133,6 +134,18 @@ if [ -x "$variant/train_gpt2cu" ]; then
     echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn or libnccl needed (the default build needs $defaults), no header of theirs"
   else
     echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 needs '$(needed "$variant/train_gpt2cu")', includes '$headers' (default build: '$defaults')"
+    failed=$((failed + 1))
+  fi
+fi
+# Two ranks without NCCL are planned as they would run: the fallback attention, the collectives
+# through host staging, no overlapped buckets (a dry run needs no GPU).
+if [ -x "$variant/train_gpt2cu" ]; then
+  plan=$("$variant/train_gpt2cu" --dry-run 2 -e d12 -b 4 -t 64 2>&1)
+  if grep -q '^memory plan per rank: .* over 2 ranks; bf16, fallback attention, collectives staged through host memory$' <<<"$plan" &&
+    ! grep -q 'gradient bucket staging' <<<"$plan"; then
+    echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1 --dry-run 2: fallback attention, host staging, no NCCL buckets"
+  else
+    echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 --dry-run 2: $(head -n 1 <<<"$plan")"
     failed=$((failed + 1))
   fi
 fi
