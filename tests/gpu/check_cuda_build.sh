@@ -2,9 +2,8 @@
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
 # BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN and NCCL
 # (USE_CUDNN=0 NO_MULTI_GPU=1: its binaries need neither library, no object includes their headers,
-# its --dry-run plans two ranks through host staging),
-# and the dev/cuda kernel benchmarks for sm_90a. Then runs the
-# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
+# its --dry-run plans two ranks through host staging), and the dev/cuda kernel benchmarks for sm_90a.
+# Then runs the bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
 # where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
 # no nvcc.

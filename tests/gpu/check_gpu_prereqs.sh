@@ -7,7 +7,8 @@
 # honoured (CUDA_LIB_INCLUDES, *_LIBS with -L or a library's path, FMT_INCLUDE, MPI_INCLUDE).
 # Then the Makefile: `make train_gpt2cu` with a missing nvcc stops before compiling anything, and
 # `make -n` shows what USE_CUDNN=0 and NO_MULTI_GPU=1 leave out of the link. On this machine's real
-# toolkit (when there is one) the check passes with one line. Needs no GPU, and no nvcc but for that.
+# toolkit (when there is one) the check passes with one line, and the default CUDA_ARCHS puts compute_80's
+# PTX beside the machine code. Needs no GPU, and no nvcc but for those two.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 tmp=build/tmp/check_gpu_prereqs
@@ -159,6 +160,20 @@ fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 real="no CUDA toolkit here"
 if [ -x "$nvcc" ]; then
+  # What the default CUDA_ARCHS puts in every object, as nvcc's dry run lays out its fat binary:
+  # machine code for sm_80 and sm_90a and compute_80's PTX, from two compiler passes (the PTX is the
+  # sm_80 pass's, so it costs no compile time).
+  checks=$((checks + 1))
+  archs=$(make -s --no-print-directory --eval 'print-cuda-archs: ; @echo $(CUDA_ARCHS)' print-cuda-archs)
+  # shellcheck disable=SC2086
+  plan=$("$nvcc" --dryrun -c -x cu /dev/null -o "$tmp/probe.o" $archs 2>&1)
+  images=$(grep -o 'kind=[a-z]*,sm=[0-9a-z]*' <<<"$plan" | sort -u | paste -sd ' ')
+  passes=$(grep -c 'cicc"' <<<"$plan")
+  if [ "$images" = "kind=elf,sm=80 kind=elf,sm=90a kind=ptx,sm=80" ] && [ "$passes" = 2 ]; then
+    echo "ok    the default CUDA_ARCHS: sm_80 and sm_90a machine code and compute_80 PTX, in 2 compiler passes"
+  else
+    fail "the default CUDA_ARCHS ($archs) gives images '$images' in $passes passes"
+  fi
   checks=$((checks + 1))
   if out=$(NVCC="$nvcc" bash scripts/check_gpu_build.sh 2>&1) && [ "$(wc -l <<<"$out")" = 1 ]; then
     real=$out
