@@ -68,8 +68,7 @@ void check_kernel_image() {
   if (err == cudaErrorNoKernelImageForDevice)
     throw std::runtime_error(fmt::format(
         "CUDA backend: this binary has no code that runs on the {}: it holds {} (CUDA_ARCHS). Build for this "
-        "GPU: {} (with a CUDA toolkit that knows it: 12.8 or later for Blackwell), or add a plain "
-        "architecture's PTX, which the driver compiles for any later GPU (code=compute_80)",
+        "GPU: {} (with a CUDA toolkit that knows it: 12.8 or later for Blackwell)",
         gpu, kernel_images(), rebuild));
   int driver = 0;
   cudaDriverGetVersion(&driver);
