@@ -82,10 +82,14 @@ clean:
 -include $(LLMC_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(BUILD)/tokenize.d $(BUILD)/train_gpt2.d $(BUILD)/test_gpt2.d $(BUILD)/hf_convert.d
 
 # ==== CUDA trainer (docs/cuda-trainer.md) ======================================================
-# make train_gpt2cu / test_gpt2cu [PRECISION=BF16|FP32], make test-gpu, make bench, make gpu-dist,
-# make gpu-session.
-# Objects go to build/cuda-<precision>/; the host library for the CUDA binaries is compiled for
-# x86-64-v3 (not -march=native) into build/cuda-host/, so the same binaries run on the GPU machine.
+# make train_gpt2cu / test_gpt2cu [PRECISION=BF16|FP32] [USE_CUDNN=0] [NO_MULTI_GPU=1], make test-gpu,
+# make bench, make gpu-dist, make gpu-session.
+# Objects go to build/cuda-<precision>[-nocudnn][-nonccl]/; the host library for the CUDA binaries is
+# compiled for x86-64-v3 (not -march=native) into build/cuda-host/, so the same binaries run on the
+# GPU machine. scripts/check_gpu_build.sh runs before anything of it is compiled: it names what the
+# machine lacks (nvcc, cuBLAS, cuDNN, NCCL, MPI, fmt) and how to get it or leave it out.
+# USE_CUDNN=0: no cuDNN (the attention runs on our own kernels, llmc/cuda/attention.cuh); NO_MULTI_GPU=1:
+# no NCCL (one GPU, or ranks that sum through host memory; the MPI section's part is its own).
 # FMT_INCLUDE=DIR builds with header-only fmt from DIR (for a GPU machine without libfmt).
 # CUDA_LIB_INCLUDES, CUBLAS_LIBS, CUDNN_LIBS, NCCL_LIBS: where cuBLAS, cuDNN or NCCL are only Python
 # wheels, their include folders and versioned libraries by path (scripts/cuda_wheels.sh prints them).
@@ -94,7 +98,17 @@ CUBLAS_LIBS ?= -lcublasLt -lcublas
 CUDNN_LIBS  ?= -lcudnn
 NCCL_LIBS   ?= -lnccl
 PRECISION  ?= BF16
-CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a
+# The GPUs the binaries hold code for (README, "GPU machine"): sm_80 (A100 and later Ampere/Ada, as
+# SASS), sm_90a (H100/H200), and compute_80 as PTX, which the driver compiles at start-up for any
+# newer GPU (Blackwell sm_100/sm_120): nvcc takes that PTX from the sm_80 pass, at no extra cost. The
+# PTX must be a plain architecture: an "a" one (compute_90a) runs on that exact GPU only.
+CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80 \
+              -gencode arch=compute_90a,code=sm_90a
+# What CUDA_ARCHS names after code= (sm_80 compute_80 sm_90a), for the start-up error on a GPU that
+# none of them fits (llmc/cuda/device_platform.cuh); CUDA_ARCHS itself where it names none that way.
+cuda_comma := ,
+CUDA_CODES := $(or $(filter sm_% compute_%,$(patsubst code=%,%,$(subst $(cuda_comma), ,$(subst [, ,$(subst ], ,\
+              $(subst \,,$(subst ",,$(CUDA_ARCHS)))))))),$(CUDA_ARCHS))
 ifeq ($(PRECISION),BF16)
 CUDA_PREC       := bf16
 CUDA_PREC_FLAGS :=
@@ -110,16 +124,28 @@ CUDA_FMT_LIBS  :=
 else
 CUDA_FMT_LIBS  := -lfmt
 endif
-CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)
+USE_CUDNN ?= 1
+ifeq ($(filter 0 1,$(USE_CUDNN)),)
+$(error USE_CUDNN must be 0 (no cuDNN: our own attention kernels) or 1, got '$(USE_CUDNN)')
+endif
+ifneq ($(filter-out 0 1,$(NO_MULTI_GPU)),)
+$(error NO_MULTI_GPU must be 1 (no NCCL or MPI: one GPU) or 0, got '$(NO_MULTI_GPU)')
+endif
+CUDA_NO_CUDNN  := $(filter 0,$(USE_CUDNN))
+CUDA_NO_NCCL   := $(filter 1,$(NO_MULTI_GPU))
+CUDA_VARIANT   := $(if $(CUDA_NO_CUDNN),-nocudnn)$(if $(CUDA_NO_NCCL),-nonccl)
+CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)$(CUDA_VARIANT)
 CUDA_HOST      := $(BUILD)/cuda-host
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
 CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_backend_fp8.o cuda/cuda_device.o \
-                  dist/nccl_communicator.o $(if $(CUDA_PREC_FLAGS),,cuda/cudnn_attention.o))
+                  $(if $(CUDA_NO_NCCL),,dist/nccl_communicator.o) $(if $(CUDA_PREC_FLAGS)$(CUDA_NO_CUDNN),,cuda/cudnn_attention.o))
+# What the sources ask (llmc/cuda/device_platform.cuh): whether cuDNN and NCCL exist.
+CUDA_VARIANT_FLAGS := $(if $(CUDA_NO_CUDNN),-DLLMC_NO_CUDNN) $(if $(CUDA_NO_NCCL),-DLLMC_NO_NCCL)
 CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MMD -MP $(CUDA_FMT_FLAGS) \
                   $(CUDA_LIB_INCLUDES)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES) $(CUDA_PREC_FLAGS) \
-                  -Xcompiler -Wall,-Wextra,-fopenmp
+                  $(CUDA_VARIANT_FLAGS) -DLLMC_CUDA_CODES='"$(CUDA_CODES)"' -Xcompiler -Wall,-Wextra,-fopenmp
 # CUDA_WERROR=1 (tests/gpu/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
 ifeq ($(CUDA_WERROR),1)
 CUDA_CXXFLAGS  += -Werror
@@ -128,20 +154,28 @@ endif
 # RUNPATH $ORIGIN: a bundle's libfmt/libgomp next to the binary win over missing system ones.
 CUDA_LDFLAGS   := -Xlinker -rpath -Xlinker '$$ORIGIN'
 # libnccl: the GPU machine's (218 MB, not bundled); libmpi: appended in the MPI section.
-CUDA_LDLIBS    := $(CUDA_FMT_LIBS) $(CUBLAS_LIBS) $(CUDNN_LIBS) $(NCCL_LIBS) -lgomp -lpthread
+CUDA_LDLIBS    := $(CUDA_FMT_LIBS) $(CUBLAS_LIBS) $(if $(CUDA_NO_CUDNN),,$(CUDNN_LIBS)) $(if $(CUDA_NO_NCCL),,$(NCCL_LIBS)) \
+                  -lgomp -lpthread
 GPU_DIST       := $(BUILD)/gpu-dist
 DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
 
-.PHONY: test-gpu bench gpu-session gpu-dist cuda-binaries FORCE
+.PHONY: test-gpu bench gpu-session gpu-dist cuda-binaries gpu-build-check FORCE
 
-$(CUDA_HOST)/%.o: %.cpp
+# Every object of the CUDA binaries waits for it (order-only: it never makes one out of date).
+gpu-build-check:
+	@NVCC='$(NVCC)' CXX='$(CXX)' CUBLAS_LIBS='$(CUBLAS_LIBS)' CUDNN_LIBS='$(CUDNN_LIBS)' NCCL_LIBS='$(NCCL_LIBS)' \
+	  CUDA_LIB_INCLUDES='$(CUDA_LIB_INCLUDES)' FMT_INCLUDE='$(FMT_INCLUDE)' MPI_INCLUDE='$(MPI_INCLUDE)' \
+	  MPI_LIBDIR='$(MPI_LIBDIR)' USE_CUDNN='$(USE_CUDNN)' NO_MULTI_GPU='$(NO_MULTI_GPU)' NO_USE_MPI='$(NO_USE_MPI)' \
+	  bash scripts/check_gpu_build.sh
+
+$(CUDA_HOST)/%.o: %.cpp | gpu-build-check
 	@mkdir -p $(dir $@)
 	$(CXX) $(CUDA_CXXFLAGS) -c $< -o $@
 
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
 	$(archive)
 
-$(CUDA_DIR)/%.o: %.cu
+$(CUDA_DIR)/%.o: %.cu | gpu-build-check
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CUDA_NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
@@ -183,13 +217,13 @@ gpu-session:
 # (PROJECT_COMMIT), in build/gpu-dist, at most GPU_DIST_MAX_MIB: a bundle to copy, with the
 # working tree, to a GPU machine without a toolchain (docs/cuda-trainer.md).
 GPU_DIST_MAX_MIB := 60
-gpu-dist: data
+gpu-dist: gpu-build-check data
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
 	@$(MAKE) --no-print-directory -C dev/cuda
 	@rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/bin $(GPU_DIST)/include
 	@for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do \
-	  cp $(BUILD)/cuda-$$p/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
+	  cp $(BUILD)/cuda-$$p$(CUDA_VARIANT)/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
 	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
 	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/

@@ -10,7 +10,8 @@
 // (rank 0; llmc/cuda/launch_profile.h).
 // LLMC_COMMUNICATOR=nccl|mpi forces the gradient/parameter collectives onto NCCL (also for one
 // rank) or onto MPI with host staging; by default NCCL is used when there are several ranks and
-// each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that).
+// each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that) or when the build has no
+// NCCL (NO_MULTI_GPU=1).
 // LLMC_PEAK_TFLOPS=<dense TFLOP/s> sets the peak the step line's MFU is counted against, for a GPU
 // that llmc/train/mfu.h's table does not know (no MFU is shown then) or for the FP32 build.
 #include <fmt/format.h>
@@ -56,6 +57,12 @@ bool use_nccl(llmc::Communicator& host, int device) {
   if (choice != "" && choice != "nccl" && choice != "mpi")
     throw std::runtime_error(fmt::format("LLMC_COMMUNICATOR: '{}' is neither 'nccl' nor 'mpi'", choice));
   if (choice == "mpi") return false;
+  if (!llmc::cuda_build_has_nccl()) {
+    if (choice == "nccl")
+      throw std::runtime_error("LLMC_COMMUNICATOR=nccl: this train_gpt2cu was built without NCCL (NO_MULTI_GPU=1); "
+                               "its ranks sum through host memory (LLMC_COMMUNICATOR=mpi)");
+    return false;
+  }
   const std::vector<std::string> keys = gpu_keys(host, device);
   for (size_t a = 0; a < keys.size(); ++a)
     for (size_t b = a + 1; b < keys.size(); ++b)
@@ -70,7 +77,8 @@ bool use_nccl(llmc::Communicator& host, int device) {
 
 // --dry-run N: rank 0's plan (the largest ZeRO-1 chunk) for this build's precision and attention,
 // checked against --device-memory, else the free memory of a GPU if this machine has one. Several
-// ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them. -r auto
+// ranks are planned with one GPU each, talking over NCCL, as the launch scripts run them (through
+// host staging in a build without NCCL). -r auto
 // is planned as the backend would choose it: the least recompute that fits the budget, or, with no
 // budget to fit, none.
 std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOptions& o, int ranks) {
@@ -83,7 +91,11 @@ std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOption
                              ranks, o.overlap, llmc::cuda_precision(), llmc::default_attention_kind());
   in.cudnn_backward = speed.cudnn_backward;
   in.fp8 = o.fp8;
-  const bool nccl = ranks > 1;
+  const bool nccl = ranks > 1 && llmc::cuda_build_has_nccl();
+  if (ranks > 1 && !nccl) {
+    in.host_staging = true;
+    in.overlap_buckets = false;
+  }
   std::optional<llmc::MemoryBudget> budget;
   if (o.device_memory > 0) budget = llmc::budget_from_device_memory(o.device_memory, nccl);
   else if (const std::optional<size_t> free_bytes = llmc::cuda_free_memory())

@@ -1,6 +1,6 @@
 # ==== The emulated GPU (emulator/README.md, docs/cuda-emulator.md) ============================
 # Included last by the top-level Makefile, whose variables it uses: BUILD, CUDA_PREC and
-# CUDA_PREC_FLAGS, the dev/cuda benchmark list DEV_CUDA_BENCHES, MPI_CFLAGS and MPI_LDLIBS, the host
+# CUDA_PREC_FLAGS, CUDA_VARIANT and CUDA_VARIANT_FLAGS, the dev/cuda benchmark list DEV_CUDA_BENCHES, MPI_CFLAGS and MPI_LDLIBS, the host
 # libraries LIBLLMC and SANITIZE_LIB, the `archive` recipe and FORCE.
 # The CUDA kernels compiled with g++ against emulator/runtime/ (LLMC_CUDA_EMULATOR) and run on the
 # CPU, under a checker: EMU_SANITIZER=address (ASan + UBSan), thread (TSan), racecheck (the
@@ -112,13 +112,14 @@ $(EMU)/tests/%: $(EMU)/emulator/tests/%.o $(EMU_RUNTIME_LIB)
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
 # ---- The CUDA trainer and its parity test on the emulated GPU ----
-# make train_gpt2cu-emu / test_gpt2cu-emu [PRECISION=FP32] [EMU_SANITIZER=address|none]: the same
-# sources as train_gpt2cu / test_gpt2cu (the backend, the NCCL communicator, the two mains), compiled
-# with g++ against the emulator and linked with the host library built with the same checker
-# (build/sanitize/libllmc.a under ASan + UBSan, build/libllmc.a without).
-EMU_TRAINER      := $(EMU)/$(CUDA_PREC)/trainer
+# make train_gpt2cu-emu / test_gpt2cu-emu [PRECISION=FP32] [EMU_SANITIZER=address|none] [USE_CUDNN=0]
+# [NO_MULTI_GPU=1]: the same sources as train_gpt2cu / test_gpt2cu (the backend, the NCCL communicator,
+# the two mains), compiled with g++ against the emulator and linked with the host library built with
+# the same checker (build/sanitize/libllmc.a under ASan + UBSan, build/libllmc.a without); the GPU
+# build's variants as there (CUDA_VARIANT, CUDA_VARIANT_FLAGS), each in its own folder.
+EMU_TRAINER      := $(EMU)/$(CUDA_PREC)$(CUDA_VARIANT)/trainer
 EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_state.o llmc/cuda/cuda_backend_fp8.o \
-                    llmc/cuda/cuda_device.o llmc/dist/nccl_communicator.o)
+                    llmc/cuda/cuda_device.o $(if $(CUDA_NO_NCCL),,llmc/dist/nccl_communicator.o))
 ifeq ($(EMU_SANITIZER),address)
 EMU_HOST_LIB := $(SANITIZE_LIB)
 else ifeq ($(EMU_SANITIZER),none)
@@ -144,7 +145,7 @@ fp8-convergence:
 
 $(EMU_TRAINER)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_KERNEL_FLAGS) $(MPI_CFLAGS) -x c++ -c $< -o $@
+	$(CXX) $(EMU_KERNEL_FLAGS) $(CUDA_VARIANT_FLAGS) $(MPI_CFLAGS) -x c++ -c $< -o $@
 
 # As for the sanitizer's binaries: the main's object first on the link line, the libraries last.
 $(EMU_TRAINER)/train_gpt2cu: $(EMU_TRAINER)/train_gpt2.o $(EMU_TRAINER_OBJS) $(EMU_HOST_LIB) $(EMU_RUNTIME_LIB)

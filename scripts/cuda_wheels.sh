@@ -12,7 +12,8 @@
 # CUBLAS_LIBS, CUDNN_LIBS or NCCL_LIBS (the Makefiles' defaults are -lcublasLt -lcublas, -lcudnn,
 # -lnccl) as `-Xlinker PATH`: nvcc takes no input file named .so.2, the linker does. Nothing is
 # printed for what the system has. Exits 1, naming what is missing and where it looked, when a
-# header or library is found nowhere.
+# header or library is found nowhere. USE_CUDNN=0 or NO_MULTI_GPU=1 in the environment, as given to
+# make, leaves cuDNN or NCCL out of the search.
 #
 # Sourced (scripts/gpu_env.sh, which the GPU scripts source), it defines
 #   cuda_wheel_sites      the site-packages folders searched: the Python's (python3's
@@ -85,13 +86,17 @@ wheel_library() {
   return 1
 }
 
-for header in cublasLt.h cublas_v2.h cudnn.h nccl.h; do
+headers=(cublasLt.h cublas_v2.h)
+specs=("CUBLAS_LIBS libcublasLt libcublas")
+[ "${USE_CUDNN:-1}" = 0 ] || { headers+=(cudnn.h); specs+=("CUDNN_LIBS libcudnn"); }
+[ "${NO_MULTI_GPU:-0}" = 1 ] || { headers+=(nccl.h); specs+=("NCCL_LIBS libnccl"); }
+for header in "${headers[@]}"; do
   system_has_header "$header" || wheel_include "$header"
 done
 out=()
 [ ${#includes[@]} -gt 0 ] && out+=("CUDA_LIB_INCLUDES=${includes[*]}")
 # Each variable lists its libraries as -l<name> or by path; it is printed when a wheel supplies one.
-for spec in "CUBLAS_LIBS libcublasLt libcublas" "CUDNN_LIBS libcudnn" "NCCL_LIBS libnccl"; do
+for spec in "${specs[@]}"; do
   read -r -a words <<<"$spec"
   flags=()
   from_wheel=0

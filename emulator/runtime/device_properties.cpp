@@ -1,7 +1,9 @@
 // The device the emulated GPU stands for, as the runtime describes it: one H100 SXM per process
 // (device 0), its properties and the toolkit's version as both the runtime's and the driver's.
 // LLMC_EMU_COMPUTE_CAPABILITY ("major.minor", default 9.0) makes it report another compute
-// capability, so that a program's checks of it (FP8 needs sm_89) can be run on the emulated GPU.
+// capability, so that a program's checks of it (FP8 needs sm_89) can be run on the emulated GPU;
+// LLMC_EMU_KERNEL_IMAGES names the GPU code the program stands for holding, so that a GPU none of it
+// fits (cudaErrorNoKernelImageForDevice) can be too.
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "emulator/runtime/device_limits.h"
@@ -35,6 +38,35 @@ int compute_capability() {
   }
   return major * 10 + (env[n - 1] - '0');
 }
+
+std::string kernel_images() {
+  const char* env = std::getenv("LLMC_EMU_KERNEL_IMAGES");
+  return env ? env : "code for every GPU (LLMC_EMU_KERNEL_IMAGES unset)";
+}
+
+namespace {
+// Whether a driver runs `image` (sm_XY[a|f]: machine code; compute_XY[a|f]: PTX) on a GPU of
+// compute capability `cc` (major * 10 + minor), by NVIDIA's rules: plain machine code runs on its
+// major version from its minor up; PTX, compiled by the driver, on every later GPU; an "a" image
+// (sm_90a, compute_90a) on that GPU alone; an "f" image on its family (its major version, from its
+// minor up). A word that is neither stops the program, naming the variable.
+bool image_runs_on(const std::string& image, int cc) {
+  const bool ptx = image.rfind("compute_", 0) == 0;
+  const size_t digits = image.find('_') + 1;
+  size_t end = digits;
+  while (end < image.size() && std::isdigit((unsigned char)image[end])) ++end;
+  const std::string suffix = image.substr(end);
+  if ((!ptx && image.rfind("sm_", 0) != 0) || end - digits < 2 || (suffix != "" && suffix != "a" && suffix != "f")) {
+    std::fprintf(stderr, "emulated GPU: LLMC_EMU_KERNEL_IMAGES has '%s'; its words must be sm_XY or compute_XY, "
+                         "optionally with a or f (sm_90a)\n", image.c_str());
+    std::exit(2);
+  }
+  const int arch = std::atoi(image.substr(digits, end - digits).c_str());
+  if (suffix == "a") return cc == arch;
+  if (suffix == "f" || !ptx) return cc / 10 == arch / 10 && cc >= arch;
+  return cc >= arch;
+}
+}  // namespace
 
 }  // namespace emu
 
@@ -86,6 +118,28 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::memcpy(prop->uuid.bytes, "EMUGPU", 6);
   const uint32_t pid = uint32_t(getpid());
   std::memcpy(prop->uuid.bytes + 6, &pid, sizeof pid);
+  return cudaSuccess;
+}
+
+// Loading a kernel: every kernel of the program is compiled alike, so the images of
+// LLMC_EMU_KERNEL_IMAGES answer for each.
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (func == nullptr) return fail(cudaErrorInvalidDeviceFunction, "cudaFuncGetAttributes: no kernel");
+  const int cc = compute_capability();
+  if (const char* env = std::getenv("LLMC_EMU_KERNEL_IMAGES")) {
+    std::istringstream words(env);
+    std::string image;
+    bool runs = false;
+    while (words >> image) runs = image_runs_on(image, cc) || runs;
+    if (!runs)
+      return fail(cudaErrorNoKernelImageForDevice, "cudaFuncGetAttributes: none of '" + std::string(env) +
+                                                       "' runs on compute capability " + std::to_string(cc / 10) +
+                                                       "." + std::to_string(cc % 10));
+  }
+  *attr = cudaFuncAttributes{};
+  attr->maxThreadsPerBlock = int(kMaxThreadsPerBlock);
+  attr->binaryVersion = cc;
+  attr->ptxVersion = cc;
   return cudaSuccess;
 }
 

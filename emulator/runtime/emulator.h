@@ -16,6 +16,7 @@ extern thread_local int warpSize;
 }
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "emulator/runtime/device_functions.h"
@@ -26,5 +27,11 @@ namespace emu {
 // The sizes of the live device allocations, in the order cudaMalloc made them: what a program's
 // own account of its memory (the memory plan) is checked against (device_memory.cpp).
 std::vector<size_t> live_allocation_sizes();
+
+// The GPU code the program stands for holding, as nvcc's code= architectures ("sm_80 compute_80
+// sm_90a"): LLMC_EMU_KERNEL_IMAGES, where a test sets it; unset, code for every GPU. The emulated
+// driver loads kernels (cudaFuncGetAttributes) by it and the compute capability, as a GPU's driver
+// would (device_properties.cpp).
+std::string kernel_images();
 
 }  // namespace emu

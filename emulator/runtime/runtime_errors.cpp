@@ -87,6 +87,10 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorLaunchFailure";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorNoKernelImageForDevice:
+      return "cudaErrorNoKernelImageForDevice";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
     default:
       return "cudaErrorUnknown";
   }
@@ -117,6 +121,10 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "unspecified launch failure";
     case cudaErrorNotReady:
       return "device not ready";
+    case cudaErrorNoKernelImageForDevice:
+      return "no kernel image is available for execution on the device";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
     default:
       return "unknown error";
   }

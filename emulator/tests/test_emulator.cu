@@ -524,6 +524,29 @@ TEST_CASE("the device is an H100 as the runtime describes one") {
   }
 }
 
+__global__ void empty_kernel() {}
+
+// NVIDIA's rules, one case each: machine code runs on its major version from its minor up, PTX on
+// every later GPU, an "a" image on its own GPU only, an "f" image on its family.
+TEST_CASE("a kernel loads where one of LLMC_EMU_KERNEL_IMAGES runs on the compute capability") {
+  cudaFuncAttributes attributes{};
+  CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&empty_kernel)) == cudaSuccess);
+  const std::tuple<const char*, const char*, bool> cases[] = {
+      {"sm_80", "8.0", true},         {"sm_80", "8.9", true},          {"sm_80", "9.0", false},
+      {"sm_90a", "9.0", true},        {"sm_90a", "10.0", false},       {"compute_80", "12.0", true},
+      {"compute_90", "8.9", false},   {"compute_90a", "10.0", false},  {"sm_100f", "10.3", true},
+      {"sm_100f", "12.0", false},     {"sm_80 sm_90a", "12.0", false}, {"sm_80 compute_80 sm_90a", "12.0", true}};
+  for (const auto& [images, capability, loads] : cases) {
+    ScopedEnv held("LLMC_EMU_KERNEL_IMAGES", images);
+    ScopedEnv gpu("LLMC_EMU_COMPUTE_CAPABILITY", capability);
+    CAPTURE(images);
+    CAPTURE(capability);
+    const cudaError_t err = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&empty_kernel));
+    CHECK(err == (loads ? cudaSuccess : cudaErrorNoKernelImageForDevice));
+    CHECK(cudaGetLastError() == err);
+  }
+}
+
 __global__ void fill_dynamic_kernel(float* out, int floats) {
   float* dyn = llmc::dynamic_shared<float>();
   for (int i = threadIdx.x; i < floats; i += blockDim.x) dyn[i] = float(i);

@@ -88,8 +88,15 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                                          opt.recompute));
 #if !defined(LLMC_CUDNN)
   if (opt.attention == AttentionKind::kCudnn)
-    throw std::runtime_error("CUDA backend: this build has no cuDNN attention (the emulated GPU does not emulate "
-                             "cuDNN): use LLMC_ATTENTION=fallback");
+    throw std::runtime_error(fmt::format("CUDA backend: this build has no cuDNN attention ({}): use "
+                                         "LLMC_ATTENTION=fallback",
+                                         kNoCudnnReason));
+#endif
+#if !defined(LLMC_NCCL_LIBRARY)
+  if (opt.nccl_host != nullptr)
+    throw std::runtime_error(fmt::format("CUDA backend: this build has no NCCL ({}): leave nccl_host unset, and "
+                                         "several ranks sum through host memory",
+                                         kNoNcclReason));
 #endif
   if (C % 8 != 0 || NH <= 0 || C % NH != 0 || (C / NH) % 8 != 0)
     throw std::runtime_error(fmt::format(
@@ -107,6 +114,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
                                          C));
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
+  check_kernel_image();
   if (opt.fp8 && cuda_compute_capability() < kFp8ComputeCapability)
     throw std::runtime_error(fmt::format("CUDA backend: --fp8 1 needs FP8 tensor cores (compute capability 8.9 or "
                                          "more: Ada, Hopper, Blackwell); {} has none: leave --fp8 at 0",
@@ -123,11 +131,13 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   owned_slices = tensor_slices(layout, owned);
   max_bt = size_t(opt.max_batch) * opt.max_seq_len;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+#if defined(LLMC_NCCL_LIBRARY)
   if (opt.nccl_host != nullptr) nccl = std::make_unique<NcclCommunicator>(*opt.nccl_host, stream);
+#endif
 
   // all_reduce_gradients stages with several ranks, the ZeRO-1 collectives with any number.
-  plan_inputs.host_staging = nccl == nullptr && (opt.world_size > 1 || partition.sharded);
-  plan_inputs.overlap_buckets = nccl != nullptr && opt.overlap_gradients;
+  plan_inputs.host_staging = !over_nccl() && (opt.world_size > 1 || partition.sharded);
+  plan_inputs.overlap_buckets = over_nccl() && opt.overlap_gradients;
 #if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     // cuDNN's workspace is known only once its plans exist: for the training shape and for sampling
@@ -153,7 +163,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   const std::optional<size_t> free_bytes = cuda_free_memory();
   if (!free_bytes) throw std::runtime_error("CUDA backend: cannot query the device's free memory");
   MemoryBudget budget = budget_from_free_memory(*free_bytes, false);
-  if (opt.device_memory > 0) budget = tighter(budget, budget_from_device_memory(opt.device_memory, nccl != nullptr));
+  if (opt.device_memory > 0) budget = tighter(budget, budget_from_device_memory(opt.device_memory, over_nccl()));
   if (auto_recompute) opt.recompute = plan_inputs.recompute = least_recompute_that_fits(plan_inputs, budget, opt.recompute);
   MemoryPlan plan = plan_memory(plan_inputs);
   check_memory_fits(plan_inputs, plan, opt.world_size, budget);
@@ -212,7 +222,9 @@ CudaBackend::Impl::~Impl() {
     std::fflush(stdout);
     profiler.reset();
   }
+#if defined(LLMC_NCCL_LIBRARY)
   nccl.reset();
+#endif
 #if defined(LLMC_CUDNN)
   cudnn.reset();
 #endif
@@ -425,13 +437,18 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
                     stream);
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream);
-    // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h).
+    // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
+    // buckets overlap the backward pass over NCCL only.
+#if defined(LLMC_NCCL_LIBRARY)
     if (overlapping()) start_bucket(L - 1 - l);
+#endif
   }
   // d_big is free again; it holds the piece sums (encoder_piece_sums_floats fits, checked at construction).
   encoder_backward(grad(kWte), grad(kWpe), reinterpret_cast<float*>(d_big), dres, buckets_dev, buckets, B, T, C, seed,
                    stream);
+#if defined(LLMC_NCCL_LIBRARY)
   if (overlapping()) start_bucket(L);
+#endif
 }
 
 CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)

@@ -83,6 +83,12 @@ int cuda_device_count();
 std::string cuda_device_description();
 // The current device's compute capability as major * 10 + minor (90 for an H100).
 int cuda_compute_capability();
+// Throws std::runtime_error naming the current GPU's compute capability and the architectures this
+// binary holds code for (CUDA_ARCHS) when the driver can run none of them on it (no SASS for it, no
+// PTX it can compile, or PTX newer than the driver); the backend calls it before anything else.
+void check_kernel_image();
+// Whether this build has NCCL (not with NO_MULTI_GPU=1: several ranks then sum through host memory).
+bool cuda_build_has_nccl();
 // The least compute capability with FP8 tensor cores (Ada, sm_89), which --fp8 1 needs.
 constexpr int kFp8ComputeCapability = 89;
 // What MFU is counted against on the current device, for this build's precision:

@@ -24,7 +24,9 @@
 #include "llmc/cuda/planned_allocator.h"
 #include "llmc/dist/bucket_sync_order.h"
 #include "llmc/dist/gradient_buckets.h"
+#if defined(LLMC_NCCL_LIBRARY)
 #include "llmc/dist/nccl_communicator.h"
+#endif
 #if defined(LLMC_CUDNN)
 #include "llmc/cuda/cudnn_attention.h"
 #endif
@@ -60,6 +62,7 @@ inline std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStr
   return out;
 }
 
+#if defined(LLMC_NCCL_LIBRARY)
 // The NCCL element type of floatX (gradients and parameters).
 inline ncclDataType_t nccl_floatx() {
 #if defined(ENABLE_FP32)
@@ -68,6 +71,7 @@ inline ncclDataType_t nccl_floatx() {
   return ncclBfloat16;
 #endif
 }
+#endif
 
 // cudaMalloc and cudaFree behind the memory plan's allocator interface.
 class CudaDeviceAllocator final : public DeviceAllocator {
@@ -105,8 +109,14 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   CudaDeviceAllocator device_allocator;
   std::unique_ptr<PlannedAllocator> buffers;  // owns the device buffers; frees them when reset
 
-  // Collectives: NCCL on the device buffers, or fp32 staging through the host (staging_dev).
+  // Collectives: NCCL on the device buffers, or fp32 staging through the host (staging_dev), the
+  // only way in a build without NCCL (NO_MULTI_GPU=1).
+#if defined(LLMC_NCCL_LIBRARY)
   std::unique_ptr<NcclCommunicator> nccl;
+  bool over_nccl() const { return nccl != nullptr; }
+#else
+  bool over_nccl() const { return false; }
+#endif
   std::vector<float> staging_host, staging_shard;
   // Overlapped gradient sums (opt.overlap_gradients over NCCL): bucket b's messages run on
   // comm_stream after bucket_event, recorded on `stream` behind its last gradient kernel; one
@@ -212,8 +222,10 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void linear_forward(Fp8Linear linear, int l, floatX* out, const floatX* inp, int w, int b, int BT, int C, int OC);
   void setup_bucket_sync();
   bool overlapping() const { return bucket_order.active() && comm_stream != nullptr; }
+#if defined(LLMC_NCCL_LIBRARY)
   // The backward pass has finished bucket `bucket`'s gradients (kernels queued on `stream`).
   void start_bucket(int bucket);
+#endif
   // Host fp32 copies of device floatX ranges (through staging_dev), for the MPI path; throws
   // std::logic_error when the plan has no staging buffer (options.world_size/nccl_host are wrong).
   void ensure_staging();

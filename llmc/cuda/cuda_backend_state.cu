@@ -132,10 +132,12 @@ void CudaBackend::optimizer_step(const OptimizerStep& step) {
 
 void CudaBackend::all_reduce_gradients(Communicator& host) {
   Impl& d = *impl_;
+#if defined(LLMC_NCCL_LIBRARY)
   if (d.nccl) {
     d.nccl->all_reduce_sum(d.grads, d.num_params, nccl_floatx());
     return;
   }
+#endif
   if (host.world_size() == 1) return;
   d.ensure_staging();
   d.download(d.staging_host, d.grads, d.num_params);
@@ -147,11 +149,13 @@ void CudaBackend::reduce_scatter_gradients(Communicator& host) {
   Impl& d = *impl_;
   const ZeroLayout& layout = d.partition.layout;
   const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "reduce_scatter_gradients");
+#if defined(LLMC_NCCL_LIBRARY)
   if (d.nccl) {
     // In place: NCCL leaves this rank's summed chunk at its own position.
     d.nccl->reduce_scatter_sum(d.grads, d.grads + chunk.begin, layout.shard_size, nccl_floatx());
     return;
   }
+#endif
   d.ensure_staging();
   d.download(d.staging_host, d.grads, d.buffer_size);
   d.staging_shard.resize(layout.shard_size);
@@ -164,10 +168,12 @@ void CudaBackend::all_gather_parameters(Communicator& host) {
   d.fp8_weights_stale = true;
   const ZeroLayout& layout = d.partition.layout;
   const ElementRange chunk = d.partition.collective_chunk(host.world_size(), "all_gather_parameters");
+#if defined(LLMC_NCCL_LIBRARY)
   if (d.nccl) {
     d.nccl->all_gather(d.params + chunk.begin, d.params, layout.shard_size, nccl_floatx());
     return;
   }
+#endif
   d.ensure_staging();
   d.staging_shard.resize(layout.shard_size);
   d.download(d.staging_shard, d.params + chunk.begin, layout.shard_size);
@@ -208,6 +214,7 @@ void CudaBackend::Impl::setup_bucket_sync() {
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done, cudaEventDisableTiming));
 }
 
+#if defined(LLMC_NCCL_LIBRARY)
 // Packs the messages of several spans into the staging, sums every message (in place on the
 // gradients when it is one span) in one NCCL group, and unpacks what this rank received.
 void CudaBackend::Impl::start_bucket(int bucket) {
@@ -228,6 +235,7 @@ void CudaBackend::Impl::start_bucket(int bucket) {
   nccl->group_end();
   copy_spans(grads, bucket_staging, bucket_span_table + s.unpack_begin, s.num_unpack, s.largest_unpack, false, comm_stream);
 }
+#endif
 
 void CudaBackend::begin_gradient_sync(Communicator& host) {
   Impl& d = *impl_;

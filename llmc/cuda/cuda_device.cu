@@ -1,5 +1,5 @@
 // The CUDA trainer's device and library queries (llmc/cuda/cuda_backend.h): precision, attention
-// kind, devices, the peak MFU is counted against, versions. No kernels.
+// kind, devices, whether this binary has code for the GPU, the peak MFU is counted against, versions.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -11,11 +11,14 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/cublaslt_handle.cuh"
 #include "llmc/cuda/cuda_backend.h"
-#include "llmc/dist/nccl_communicator.h"
 
-// cuDNN's header only where its library is (llmc/cuda/device_platform.cuh), for its version below.
+// cuDNN's and NCCL's headers only where their libraries are (llmc/cuda/device_platform.cuh), for
+// their versions below.
 #if defined(LLMC_CUDNN_LIBRARY)
 #include <cudnn.h>
+#endif
+#if defined(LLMC_NCCL_LIBRARY)
+#include <nccl.h>
 #endif
 
 namespace llmc {
@@ -44,7 +47,45 @@ cudaDeviceProp current_device_properties() {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   return prop;
 }
+
+// Compiled like every kernel of the binary (the same CUDA_ARCHS), so whether the driver can load it
+// on this GPU answers for all of them.
+__global__ void kernel_image_probe() {}
 }  // namespace
+
+void check_kernel_image() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&kernel_image_probe));
+  if (err != cudaErrorNoKernelImageForDevice && err != cudaErrorUnsupportedPtxVersion) {
+    CUDA_CHECK(err);
+    return;
+  }
+  cudaGetLastError();  // not sticky; cleared so that nothing later reports it again
+  const cudaDeviceProp prop = current_device_properties();
+  const std::string gpu = fmt::format("{} (compute capability {}.{})", prop.name, prop.major, prop.minor);
+  const std::string rebuild = fmt::format("make CUDA_ARCHS=\"-gencode arch=compute_{0}{1},code=sm_{0}{1}\"",
+                                          prop.major, prop.minor);
+  if (err == cudaErrorNoKernelImageForDevice)
+    throw std::runtime_error(fmt::format(
+        "CUDA backend: this binary has no code that runs on the {}: it holds {} (CUDA_ARCHS). Build for this "
+        "GPU: {} (with a CUDA toolkit that knows it: 12.8 or later for Blackwell)",
+        gpu, kernel_images(), rebuild));
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  throw std::runtime_error(fmt::format(
+      "CUDA backend: the {} would run this binary's PTX ({}), but its driver (CUDA {}.{}) is older than the "
+      "toolkit that compiled it (CUDA {}.{}): update the driver, or build this GPU's own code: {}",
+      gpu, kernel_images(), driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+      rebuild));
+}
+
+bool cuda_build_has_nccl() {
+#if defined(LLMC_NCCL_LIBRARY)
+  return true;
+#else
+  return false;
+#endif
+}
 
 AttentionKind default_attention_kind() {
 #if defined(LLMC_CUDNN)
@@ -91,18 +132,24 @@ std::string cuda_library_versions() {
   const auto dotted = [](long long v, long long major_unit, long long minor_unit) {
     return fmt::format("{}.{}.{}", v / major_unit, v % major_unit / minor_unit, v % minor_unit);
   };
-  int driver = 0, runtime = 0, nccl = 0;
+  int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  ncclGetVersion(&nccl);
 #if defined(LLMC_CUDNN_LIBRARY)
   const std::string cudnn = dotted(static_cast<long long>(cudnnGetVersion()), 10000, 100);
 #else
-  const std::string cudnn = "none (not emulated)";
+  const std::string cudnn = fmt::format("none ({})", kNoCudnnReason);
+#endif
+#if defined(LLMC_NCCL_LIBRARY)
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  const std::string nccl = dotted(nccl_version, 10000, 100);
+#else
+  const std::string nccl = fmt::format("none ({})", kNoNcclReason);
 #endif
   return fmt::format("driver {}.{}, runtime {}.{}, cuBLASLt {}, cuDNN {}, NCCL {}", driver / 1000, driver % 1000 / 10,
                      runtime / 1000, runtime % 1000 / 10, dotted(static_cast<long long>(cublasLtGetVersion()), 10000, 100),
-                     cudnn, dotted(nccl, 10000, 100));
+                     cudnn, nccl);
 }
 
 int cuda_device_for_local_rank(int local_rank) {

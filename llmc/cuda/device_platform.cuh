@@ -3,8 +3,9 @@
 // emulated one (g++ against emulator/runtime/, which runs the same kernels on the CPU under
 // sanitizers: emulator/README.md). The kernels, the backend and the mains are one source for both;
 // everything that differs between the two builds is below: the headers, the kernel launch, the
-// shared memory declarations, the alignment check of 16-byte accesses, whether cuDNN exists, and
-// what only the emulated GPU can tell. Other files ask LLMC_CUDNN_LIBRARY or kEmulatedGpu.
+// shared memory declarations, the alignment check of 16-byte accesses, whether cuDNN and NCCL exist,
+// which GPUs the binary holds code for, and what only the emulated GPU can tell. Other files ask
+// LLMC_CUDNN_LIBRARY, LLMC_NCCL_LIBRARY or kEmulatedGpu.
 #pragma once
 #if defined(LLMC_CUDA_EMULATOR)
 #include "emulator/runtime/emulator.h"
@@ -21,12 +22,41 @@
 
 #include "llmc/cuda/launch_profile.h"
 
-// cuDNN's header and library exist in the GPU build only: the emulated GPU does not emulate cuDNN.
-#if !defined(LLMC_CUDA_EMULATOR)
+// cuDNN's header and library exist in the GPU build, unless it was built with USE_CUDNN=0 (the
+// Makefile defines LLMC_NO_CUDNN); the emulated GPU does not emulate cuDNN. NCCL exists in both,
+// the emulated GPU's being its own (emulator/runtime/nccl_api.cpp), unless the build was made with
+// NO_MULTI_GPU=1 (LLMC_NO_NCCL): then nccl.h is never included.
+#if !defined(LLMC_CUDA_EMULATOR) && !defined(LLMC_NO_CUDNN)
 #define LLMC_CUDNN_LIBRARY 1
+#endif
+#if !defined(LLMC_NO_NCCL)
+#define LLMC_NCCL_LIBRARY 1
 #endif
 
 namespace llmc {
+
+// Why a build has no cuDNN attention, or no NCCL, in the words its errors and version line use.
+#if defined(LLMC_NO_CUDNN)
+inline constexpr const char* kNoCudnnReason = "built with USE_CUDNN=0";
+#elif defined(LLMC_CUDA_EMULATOR)
+inline constexpr const char* kNoCudnnReason = "the emulated GPU does not emulate cuDNN";
+#else
+inline constexpr const char* kNoCudnnReason = "cuDNN's attention is the bf16 build's";
+#endif
+inline constexpr const char* kNoNcclReason = "built with NO_MULTI_GPU=1";
+
+// The GPU code this binary holds, as the build named it: nvcc's code= architectures (the Makefile's
+// CUDA_CODES, from CUDA_ARCHS: "sm_80 compute_80 sm_90a"); on the emulated GPU, what it is told the
+// binary holds (LLMC_EMU_KERNEL_IMAGES, emulator/runtime/device_properties.cpp).
+inline std::string kernel_images() {
+#if defined(LLMC_CUDA_EMULATOR)
+  return emu::kernel_images();
+#elif defined(LLMC_CUDA_CODES)
+  return LLMC_CUDA_CODES;
+#else
+  return "not recorded (built without the Makefile's CUDA_CODES)";
+#endif
+}
 
 // What cuda_device_emulated and cuda_live_allocation_sizes (llmc/cuda/cuda_backend.h) report.
 #if defined(LLMC_CUDA_EMULATOR)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
-# BF16 and FP32 for sm_80 and sm_90a, and the dev/cuda kernel benchmarks for sm_90a. Then runs the
-# bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
+# BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN and NCCL
+# (USE_CUDNN=0 NO_MULTI_GPU=1: its binaries need neither library, no object includes their headers,
+# its --dry-run plans two ranks through host staging), and the dev/cuda kernel benchmarks for sm_90a.
+# Then runs the bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
 # where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
 # no nvcc.
@@ -57,6 +59,12 @@ for precision in BF16 FP32; do
     make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=$precision \
     cuda-binaries
 done
+# Without cuDNN and NCCL at once: each #if of the two is on in the builds above and off here, and
+# neither touches the other (tests/gpu/check_gpu_prereqs.sh checks each one's link line alone); BF16,
+# the precision that has cuDNN's attention. About a minute of nvcc.
+step "train_gpt2cu + test_gpt2cu (BF16, USE_CUDNN=0 NO_MULTI_GPU=1, -Werror)" \
+  make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=BF16 USE_CUDNN=0 \
+  NO_MULTI_GPU=1 cuda-binaries
 # dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
 # the CPU references and llmc/cuda/*.cu archives, then each benchmark compiled and linked there too
 # (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
@@ -108,11 +116,38 @@ for ((i = 0; i < ${#pending[@]}; i += jobs)); do
   done
 done
 
-for p in bf16 fp32; do
+for p in bf16 fp32 bf16-nocudnn-nonccl; do
   for b in train_gpt2cu test_gpt2cu; do
     [ -x "$check_build/cuda-$p/$b" ] || { echo "FAIL  $check_build/cuda-$p/$b was not built"; failed=$((failed + 1)); }
   done
 done
+# The libraries each bf16 binary loads (readelf's NEEDED: what the loader will look for), and the
+# headers the variant's objects were compiled from (their .d files).
+needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl)[^]]*' | sort -u | paste -sd ' '; }
+variant=$check_build/cuda-bf16-nocudnn-nonccl
+if [ -x "$variant/train_gpt2cu" ]; then
+  headers=$(cat "$variant"/*.d "$variant"/llmc/*/*.d | grep -oE '[^ ]*/(nccl|cudnn)[^ /]*\.h' | sort -u | tr '\n' ' ')
+  defaults=$(needed "$check_build/cuda-bf16/train_gpt2cu")
+  if [ -z "$(needed "$variant/train_gpt2cu")$(needed "$variant/test_gpt2cu")$headers" ] &&
+    [ "$defaults" = "libcudnn.so.9 libnccl.so.2" ]; then
+    echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn or libnccl needed (the default build needs $defaults), no header of theirs"
+  else
+    echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 needs '$(needed "$variant/train_gpt2cu")', includes '$headers' (default build: '$defaults')"
+    failed=$((failed + 1))
+  fi
+fi
+# Two ranks without NCCL are planned as they would run: the fallback attention, the collectives
+# through host staging, no overlapped buckets (a dry run needs no GPU).
+if [ -x "$variant/train_gpt2cu" ]; then
+  plan=$("$variant/train_gpt2cu" --dry-run 2 -e d12 -b 4 -t 64 2>&1)
+  if grep -q '^memory plan per rank: .* over 2 ranks; bf16, fallback attention, collectives staged through host memory$' <<<"$plan" &&
+    ! grep -q 'gradient bucket staging' <<<"$plan"; then
+    echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1 --dry-run 2: fallback attention, host staging, no NCCL buckets"
+  else
+    echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 --dry-run 2: $(head -n 1 <<<"$plan")"
+    failed=$((failed + 1))
+  fi
+fi
 # A dry run needs no GPU: the bf16 trainer just built plans its memory here (a few seconds).
 dry_run="not run (no bf16 train_gpt2cu)"
 if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
@@ -141,9 +176,9 @@ fake_cuda_wheels "$wheels/site" "$cuda_home"
 site=$wheels/site/nvidia
 wheel_ok=0
 : >"$site/cudnn/lib/libcudnn.so.9.1.0"  # the major-version name wins over a longer one
-wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES: runs the script
+wheel_check() {  # wheel_check NAME EXPECTED_EXIT EXPECTED_OUTPUT TOOLKIT SITES [VARIABLE=VALUE]: runs the script
   local out rc=0
-  out=$(CUDA_HOME=$4 CUDA_WHEEL_SITES=$5 bash scripts/cuda_wheels.sh 2>&1) || rc=$?
+  out=$(env CUDA_HOME="$4" CUDA_WHEEL_SITES="$5" ${6:+"$6"} bash scripts/cuda_wheels.sh 2>&1) || rc=$?
   if [ "$rc" = "$2" ] && [ "$out" = "$3" ]; then echo "ok    cuda_wheels.sh: $1"; wheel_ok=$((wheel_ok + 1))
   else
     echo "FAIL  cuda_wheels.sh: $1 (exit $rc, expected $2)"
@@ -162,6 +197,9 @@ wheel_check "no NCCL anywhere: an error naming it" 1 "cuda_wheels: cannot build 
   nccl.h (not in $wheels/toolkit/include, the compiler's include path or <site>/nvidia/*/include)
   libnccl.so (not in $wheels/toolkit/lib64, $wheels/toolkit/lib or the compiler's library path) or libnccl.so.N (not in <site>/nvidia/*/lib)
   (site-packages searched: $wheels/site; CUDA_WHEEL_SITES=\"DIR...\" names others)" "$wheels/toolkit" "$wheels/site"
+wheel_check "no NCCL anywhere, NO_MULTI_GPU=1: not looked for" 0 "CUDA_LIB_INCLUDES=-I$site/cu13/include -I$site/cudnn/include
+CUBLAS_LIBS=-Xlinker $site/cu13/lib/libcublasLt.so.13 -Xlinker $site/cu13/lib/libcublas.so.13
+CUDNN_LIBS=-Xlinker $site/cudnn/lib/libcudnn.so.9" "$wheels/toolkit" "$wheels/site" NO_MULTI_GPU=1
 mv "$wheels/nccl-aside" "$site/nccl"
 wheel_check "nothing to add where the toolkit has everything" 0 "" "$cuda_home" "$wheels/site"
 # nvcc as a wrapper script on PATH (as /usr/local/bin/nvcc may be), CUDA_HOME unset: the toolkit is
@@ -203,4 +241,4 @@ if [ "$failed" -ne 0 ]; then
   echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
+echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; bf16 without cuDNN and NCCL; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
