@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
                                                      : std::to_string(backend->recompute()),
                  double(backend->planned_bytes()) / mib, double(backend->device_bytes()) / mib,
                  options.nccl_host ? fmt::format("{} rank(s) over NCCL", W)
-                 : W > 1           ? fmt::format("{} ranks over MPI, staged through host memory", W)
+                 : W > 1           ? fmt::format("{} ranks over {}, staged through host memory", W,
+                                                 o.init_method == "mpi" ? "MPI" : "sockets (-pi " + o.init_method + ")")
                                    : std::string("one rank"));
       fmt::print("cuda libraries: {}\n", llmc::cuda_library_versions());
       fmt::print("mfu: {:.0f} FLOPs per token (6N + 6LCT at T={}) against {}\n",

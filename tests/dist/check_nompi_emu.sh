@@ -45,7 +45,7 @@ two_processes() {
 LLMC_COMMUNICATOR=mpi timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -z 1 -o "$tmp/mpirun" \
   >"$tmp/mpirun.out" 2>&1 || { tail -n 20 "$tmp/mpirun.out"; fail "mpirun -np 2, -z 1"; }
 LLMC_COMMUNICATOR=mpi two_processes "$tmp/tcp" -z 1 || { tail -n 20 "$tmp"/tcp.rank*; fail "-pi tcp, 2 processes, -z 1"; }
-grep -q "2 ranks over MPI, staged through host memory" "$tmp/tcp.rank0" ||
+grep -q "2 ranks over sockets (-pi tcp), staged through host memory" "$tmp/tcp.rank0" ||
   fail "-pi tcp: the collectives were not staged through host memory"
 cmp "$tmp/mpirun/main.log" "$tmp/tcp/main.log" ||
   fail "-pi tcp, 2 processes, -z 1: main.log differs from mpirun -np 2 (LLMC_COMMUNICATOR=mpi)"
