@@ -27,18 +27,8 @@ export LLMC_RENDEZVOUS_TIMEOUT=30
 
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# Every process a part started: killed (and continued, if stopped) when the check ends.
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-
-# A process is gone once it no longer runs: it has exited, or is a zombie nobody reaped yet.
-running() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# shellcheck source-path=SCRIPTDIR source=../lib/tracked_processes.sh
+source "$(dirname "$0")/../lib/tracked_processes.sh"
 
 # wait_all PID...: waits (at most 120 s) for each; returns 1 when any exited non-zero or had to be
 # killed.

@@ -23,19 +23,8 @@ SLACK=12
   val_000000.bin:200 train_000001.bin:20000 >/dev/null
 flags=(-e "$tmp/model.bin" -i "$tmp/train_*.bin" -j "$tmp/val_*.bin" -b 2 -t 16 -v 0 -s 0)
 
-# Every process a check started and may have stopped: continued and killed whatever happens, so a
-# failing check leaves nothing behind.
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-
-# A process is gone once it no longer runs: it has exited, or is a zombie nobody reaped yet.
-running() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# shellcheck source-path=SCRIPTDIR source=../lib/tracked_processes.sh
+source "$(dirname "$0")/../lib/tracked_processes.sh"
 
 # wait_gone SECONDS PID...: waits until none of the processes runs; fails after SECONDS.
 wait_gone() {

@@ -14,13 +14,10 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
-# shellcheck source-path=SCRIPTDIR source=../lib/emu_headers.sh
-source tests/lib/emu_headers.sh
 # shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
-emu=build/emu-address/fp32/trainer/train_gpt2cu
-make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=FP32 "$emu" >"$tmp/build.log" 2>&1 ||
-  { tail -n 30 "$tmp/build.log"; echo "FAIL: build of the emulated trainer (FP32)"; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_fp32_trainer.sh
+source tests/lib/emu_fp32_trainer.sh
 export ASAN_OPTIONS=detect_leaks=0
 
 # 3 layers, 3 heads of 32, T=40, vocabulary 1000. B*T = 80 tokens per window; the shards hold 16
