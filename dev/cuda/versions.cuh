@@ -23,7 +23,8 @@ struct Version {
   std::string what;
   // Threads per block a --sweep times, the version's own first; empty: no block-size parameter.
   std::vector<int> blocks;
-  // Launches the version on d with `block` threads per block (0: its own): what is timed.
+  // Launches the version on d with `block` threads per block (0: its own): what is timed. Unset
+  // (with cost): a version that is a check alone, with nothing to time.
   std::function<void(Data& d, int block)> launch;
   // Runs the version on d (through `launch` or, where the trainer calls it another way, that way)
   // and checks it against the CPU reference: PASS/FAIL lines starting with `tag`; true if all pass.
@@ -65,7 +66,7 @@ template <class Data>
 void time_versions(const Args& a, const std::vector<Version<Data>>& table, Data& d, const std::string& tag,
                    const std::string& suffix = "") {
   for (const Version<Data>& v : table) {
-    if (!selected(a, v.name) || (v.runs_on && !v.runs_on(d))) continue;
+    if (!selected(a, v.name) || !v.launch || (v.runs_on && !v.runs_on(d))) continue;
     const Cost c = v.cost(d);
     for (int block : blocks_to_run(a, {v.name, v.what, v.blocks}))
       report(tag + with_block(v.name, block) + suffix, time_ms([&] { v.launch(d, block); }), c.bytes, c.flops);
