@@ -34,6 +34,8 @@ struct Version {
   // Whether the version exists on d (a build or a shape it does not support; its check may be what
   // finds out, and says so): if not, it is not timed. Unset: always.
   std::function<bool(const Data& d)> runs_on = nullptr;
+  // Untimed launches, then timed ones (each --reps where given).
+  int warmup = 10, reps = 100;
 };
 
 template <class Data>
@@ -69,7 +71,7 @@ void time_versions(const Args& a, const std::vector<Version<Data>>& table, Data&
     if (!selected(a, v.name) || !v.launch || (v.runs_on && !v.runs_on(d))) continue;
     const Cost c = v.cost(d);
     for (int block : blocks_to_run(a, {v.name, v.what, v.blocks}))
-      report(tag + with_block(v.name, block) + suffix, time_ms([&] { v.launch(d, block); }), c.bytes, c.flops);
+      report(tag + with_block(v.name, block) + suffix, time_ms([&] { v.launch(d, block); }, v.warmup, v.reps), c.bytes, c.flops);
   }
 }
 
