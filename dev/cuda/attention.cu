@@ -230,6 +230,7 @@ void cudnn_fwd(Data& d, int) {
   cudnn_fwd_of<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>(d, "cudnn_bwd");
 }
 
+// A backward version, for its graph's switches: the launch, and the check.
 template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
 struct CudnnBwd {
   std::string version;
@@ -309,7 +310,8 @@ const std::vector<Version> kVersions = {
     cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>("cudnn_bwd",
                                                                                   "its backward (the defaults)"),
     cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAuto>(
-        "cudnn_bwd_auto_clear", "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"),
+        "cudnn_bwd_auto_clear",
+        "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"),
     cudnn_bwd_version<llmc::CudnnBackward::kDeterministic, llmc::CudnnDqClear::kAlways>(
         "cudnn_bwd_deterministic", "cudnn_bwd, deterministic (LLMC_CUDNN_BACKWARD=deterministic)"),
 #endif

@@ -225,8 +225,12 @@ void bwd_dweight(Data& d, int) {
   llmc::matmul_backward_weight(d.ctx, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
 }
 
-void dbias_serial(Data& d, int) { matmul_bias_grad_serial(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC); }
-void dbias_kernel(Data& d, int) { llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0); }
+void dbias_serial(Data& d, int) {
+  matmul_bias_grad_serial(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC);
+}
+void dbias_kernel(Data& d, int) {
+  llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0);
+}
 
 // false: cuBLASLt has no BGRADB epilogue for this GEMM (nothing was launched).
 bool dbias_epilogue_launch(Data& d) {
@@ -367,7 +371,8 @@ bool check_dbias_epilogue(Data& d, const Version& v, const std::string& tag, int
     fmt::print("UNSUPPORTED  {}  cuBLASLt has no BGRADB epilogue for this GEMM\n", tag);
     return true;
   }
-  bool ok = bench::check(accumulated(v, d, " dweight"), bench::from_device(d.buf.dweight, d.s.n_w()), d.r.dweight, kTol);
+  bool ok =
+      bench::check(accumulated(v, d, " dweight"), bench::from_device(d.buf.dweight, d.s.n_w()), d.r.dweight, kTol);
   ok &= bench::check(accumulated(v, d, " dbias"), bench::from_device(d.buf.dbias, d.s.OC), d.r.dbias, kTol);
   return ok;
 }

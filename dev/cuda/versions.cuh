@@ -71,7 +71,8 @@ void time_versions(const Args& a, const std::vector<Version<Data>>& table, Data&
     if (!selected(a, v.name) || !v.launch || (v.runs_on && !v.runs_on(d))) continue;
     const Cost c = v.cost(d);
     for (int block : blocks_to_run(a, {v.name, v.what, v.blocks}))
-      report(tag + with_block(v.name, block) + suffix, time_ms([&] { v.launch(d, block); }, v.warmup, v.reps), c.bytes, c.flops);
+      report(tag + with_block(v.name, block) + suffix, time_ms([&] { v.launch(d, block); }, v.warmup, v.reps),
+             c.bytes, c.flops);
   }
 }
 
