@@ -10,18 +10,20 @@
 // cuDNN's backward in three versions, one per speed switch value that changes it: cudnn_bwd (the
 // defaults), cudnn_bwd_auto_clear (LLMC_CUDNN_DQ_CLEAR=auto: the dQ accumulator cleared only where
 // the loaded cuDNN needs it) and cudnn_bwd_deterministic (LLMC_CUDNN_BACKWARD=deterministic, also
-// checked bit-identical over two runs). The versions: kVersions at the end (or --help).
+// checked bit-identical over two runs). The versions: kVersions below (or --help).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "dev/cuda/common.cuh"
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/attention.h"
 #include "llmc/cuda/attention.cuh"
 // The cuDNN versions exist where cuDNN does: not on the emulated GPU (llmc/cuda/device_platform.cuh).
@@ -89,141 +91,245 @@ T* device_alloc(size_t n) {
   return p;
 }
 
-struct Runner {
-  bench::Args args;
-  bool all_ok = true;
-  void ok(bool pass) { all_ok = all_ok && pass; }
-
-  // The fallback at batch B: checks when `ref` is given, times unless --check.
-  void fallback(llmc::BlasContext& ctx, const Shape& s, const Reference* ref, const std::vector<float>& qkv_host,
-                const std::vector<float>& dout_host) {
-    const int B = s.B, T = s.T, NH = s.NH, C = s.NH * s.HS;
-    const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C, n_att = size_t(B) * NH * T * T;
-    floatX* qkv = bench::to_device<floatX>(qkv_host);
-    floatX* dout = bench::to_device<floatX>(dout_host);
-    floatX* out = device_alloc<floatX>(n_out);
-    floatX* att = device_alloc<floatX>(n_att);
-    floatX* dqkv = device_alloc<floatX>(n_qkv);
-    floatX* heads = device_alloc<floatX>(7 * n_out + n_att);
-    const llmc::AttentionBuffers buf{heads,         heads + n_out,     heads + 2 * n_out, heads + 3 * n_out,
-                                     heads + 4 * n_out, heads + 5 * n_out, heads + 6 * n_out, heads + 7 * n_out};
-    auto fwd = [&] { llmc::attention_forward(ctx, out, att, buf, qkv, B, T, C, NH, llmc::FastMath::kOff, 0); };
-    auto bwd = [&] { llmc::attention_backward(ctx, dqkv, dout, qkv, att, buf, B, T, C, NH, 0); };
-    const std::string sfx = label(s);
-    const double e = sizeof(floatX);
-    if (bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd")) {
-      bench::poison(out, n_out * sizeof(floatX));
-      bench::poison(att, n_att * sizeof(floatX));
-      fwd();
-      if (ref && bench::selected(args, "fallback_fwd")) {
-        ok(bench::check("fallback_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kFallbackTol));
-        ok(bench::check("fallback_fwd att" + sfx, bench::from_device(att, n_att), ref->att, kFallbackTol));
-      }
-      if (!args.check_only && bench::selected(args, "fallback_fwd"))
-        bench::report("fallback_fwd" + sfx, bench::time_ms(fwd, 3, 20), e * (n_qkv + n_out + n_att),
-                      causal_flops(s, 2));
-    }
-    if (bench::selected(args, "fallback_bwd")) {
-      bench::poison(dqkv, n_qkv * sizeof(floatX));
-      bwd();
-      if (ref) ok(bench::check("fallback_bwd dqkv" + sfx, bench::from_device(dqkv, n_qkv), ref->dqkv, kFallbackTol));
-      if (!args.check_only)
-        bench::report("fallback_bwd" + sfx, bench::time_ms(bwd, 3, 20), e * (2 * n_qkv + n_out + n_att),
-                      causal_flops(s, 4));
-    }
-    for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)att, (void*)dqkv, (void*)heads}) cudaFree(p);
-  }
+// What a shape's versions run on: a CPU reference to check against (null at the timed shape, which
+// is only timed) and the inputs, in the precision each path computes in.
+struct Inputs {
+  const Reference* ref;
+  const std::vector<float>& qkv;
+  const std::vector<float>& dout;
+};
 
 #if defined(LLMC_CUDNN_LIBRARY)
-  // cudnn_fwd when `bwd` is "cudnn_bwd" (the defaults' object), and the backward version `bwd`,
-  // with attn built for that version's switches.
-  void cudnn(llmc::CudnnAttention& attn, const std::string& bwd, const Shape& s, const Reference* ref,
-             const std::vector<float>& qkv_host, const std::vector<float>& dout_host) {
-    const int B = s.B, T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
-    const size_t n_qkv = size_t(B) * T * 3 * C, n_out = size_t(B) * T * C, n_rows = size_t(B) * NH * T;
-    const std::string sfx = label(s);
-    const size_t ws_bytes = std::max(attn.forward_workspace_bytes(B, T, NH, HS, true),
-                                     attn.backward_workspace_bytes(B, T, NH, HS));
-    fmt::print("cudnn workspace B={}: {:.1f} MiB\n", B, ws_bytes / 1048576.0);
-    bf16* qkv = bench::to_device<bf16>(qkv_host);
-    bf16* dout = bench::to_device<bf16>(dout_host);
-    bf16* out = device_alloc<bf16>(n_out);
-    bf16* dqkv = device_alloc<bf16>(n_qkv);
-    float* stats = device_alloc<float>(n_rows);
-    char* ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
-    auto fwd = [&] { attn.forward(out, stats, qkv, B, T, NH, HS, true, ws, ws_bytes, 0); };
-    auto bwd_run = [&] { attn.backward(dqkv, dout, qkv, out, stats, B, T, NH, HS, ws, ws_bytes, 0); };
-    const bool check_fwd = bwd == "cudnn_bwd" && bench::selected(args, "cudnn_fwd");
-    // The forward writes the out and stats every backward reads.
-    bench::poison(out, n_out * sizeof(bf16));
-    bench::poison(stats, n_rows * sizeof(float));
-    fwd();
-    if (ref && check_fwd) {
-      ok(bench::check("cudnn_fwd out" + sfx, bench::from_device(out, n_out), ref->out, kCudnnTol));
-      ok(bench::check("cudnn_fwd stats (log-sum-exp)" + sfx, bench::from_device(stats, n_rows), ref->lse, kCudnnTol));
-    }
-    if (!args.check_only && check_fwd)
-      bench::report("cudnn_fwd" + sfx, bench::time_ms(fwd), 2.0 * (n_qkv + n_out) + 4.0 * n_rows, causal_flops(s, 2));
-    if (bench::selected(args, bwd)) {
-      bench::poison(dqkv, n_qkv * sizeof(bf16));
-      bwd_run();
-      const std::vector<float> first = bench::from_device(dqkv, n_qkv);
-      if (ref) ok(bench::check(bwd + " dqkv" + sfx, first, ref->dqkv, kCudnnTol));
-      if (bwd == "cudnn_bwd_deterministic") {
-        bench::poison(dqkv, n_qkv * sizeof(bf16));
-        bwd_run();
-        ok(bench::check_identical(bwd + " dqkv" + sfx, bench::from_device(dqkv, n_qkv), first));
-      }
-      if (!args.check_only)
-        bench::report(bwd + sfx, bench::time_ms(bwd_run), 2.0 * (2 * n_qkv + 2 * n_out) + 4.0 * n_rows,
-                      causal_flops(s, 4));
-    }
-    for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats, (void*)ws}) cudaFree(p);
+// cuDNN's attention built for one backward version's switches, and the workspace it needs.
+struct CudnnGraph {
+  llmc::CudnnAttention attn;
+  char* ws = nullptr;
+  size_t ws_bytes = 0;
+  CudnnGraph(llmc::CudnnBackward backward, llmc::CudnnDqClear dq_clear, const Shape& s) : attn(backward, dq_clear) {
+    ws_bytes = std::max(attn.forward_workspace_bytes(s.B, s.T, s.NH, s.HS, true),
+                        attn.backward_workspace_bytes(s.B, s.T, s.NH, s.HS));
+    fmt::print("cudnn workspace B={}: {:.1f} MiB\n", s.B, ws_bytes / 1048576.0);
+    ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
   }
+  ~CudnnGraph() { cudaFree(ws); }
+  CudnnGraph(const CudnnGraph&) = delete;
+  CudnnGraph& operator=(const CudnnGraph&) = delete;
+};
+#endif
+
+// One shape's device buffers: the fallback's in floatX (made when a fallback version is asked for),
+// cuDNN's in bf16 (when a cuDNN one is), and each cuDNN backward version's graph, built when the
+// version first runs.
+struct Data {
+  Shape s;
+  llmc::BlasContext& ctx;
+  const Reference *fallback_ref = nullptr, *cudnn_ref = nullptr;
+  floatX *qkv = nullptr, *dout = nullptr, *out = nullptr, *att = nullptr, *dqkv = nullptr, *heads = nullptr;
+  llmc::AttentionBuffers buf{};
+  bool att_written = false;  // the fallback forward has run: its att is what the backward reads
+  bf16 *qkv16 = nullptr, *dout16 = nullptr, *out16 = nullptr, *dqkv16 = nullptr;
+  float* stats = nullptr;
+#if defined(LLMC_CUDNN_LIBRARY)
+  std::map<std::string, std::unique_ptr<CudnnGraph>> graphs;
+#endif
+
+  Data(llmc::BlasContext& blas, const Shape& shape, const Inputs& fallback, const Inputs& cudnn, bool want_fallback,
+       bool want_cudnn)
+      : s(shape), ctx(blas), fallback_ref(fallback.ref), cudnn_ref(cudnn.ref) {
+    if (want_fallback) {
+      qkv = bench::to_device<floatX>(fallback.qkv);
+      dout = bench::to_device<floatX>(fallback.dout);
+      out = device_alloc<floatX>(n_out());
+      att = device_alloc<floatX>(n_att());
+      dqkv = device_alloc<floatX>(n_qkv());
+      heads = device_alloc<floatX>(7 * n_out() + n_att());
+      buf = {heads,           heads + n_out(),     heads + 2 * n_out(), heads + 3 * n_out(),
+             heads + 4 * n_out(), heads + 5 * n_out(), heads + 6 * n_out(), heads + 7 * n_out()};
+    }
+    if (want_cudnn) {
+      qkv16 = bench::to_device<bf16>(cudnn.qkv);
+      dout16 = bench::to_device<bf16>(cudnn.dout);
+      out16 = device_alloc<bf16>(n_out());
+      dqkv16 = device_alloc<bf16>(n_qkv());
+      stats = device_alloc<float>(n_rows());
+    }
+  }
+  ~Data() {
+    for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)att, (void*)dqkv, (void*)heads, (void*)qkv16,
+                    (void*)dout16, (void*)out16, (void*)dqkv16, (void*)stats})
+      cudaFree(p);
+  }
+  Data(const Data&) = delete;
+  Data& operator=(const Data&) = delete;
+
+  size_t n_qkv() const { return size_t(s.B) * s.T * 3 * s.NH * s.HS; }
+  size_t n_out() const { return size_t(s.B) * s.T * s.NH * s.HS; }
+  size_t n_att() const { return size_t(s.B) * s.NH * s.T * s.T; }
+  size_t n_rows() const { return size_t(s.B) * s.NH * s.T; }
+};
+
+void fallback_fwd(Data& d, int) {
+  llmc::attention_forward(d.ctx, d.out, d.att, d.buf, d.qkv, d.s.B, d.s.T, d.s.NH * d.s.HS, d.s.NH,
+                          llmc::FastMath::kOff, 0);
+  d.att_written = true;
+}
+
+void fallback_bwd(Data& d, int) {
+  llmc::attention_backward(d.ctx, d.dqkv, d.dout, d.qkv, d.att, d.buf, d.s.B, d.s.T, d.s.NH * d.s.HS, d.s.NH, 0);
+}
+
+using Version = bench::Version<Data>;
+
+// Without a reference (the timed shape) a check only runs its version once.
+bool check_fallback_fwd(Data& d, const Version& v, const std::string&, int block) {
+  bench::poison(d.out, d.n_out() * sizeof(floatX));
+  bench::poison(d.att, d.n_att() * sizeof(floatX));
+  v.launch(d, block);
+  if (!d.fallback_ref) return true;
+  bool ok = bench::check(v.name + " out" + label(d.s), bench::from_device(d.out, d.n_out()), d.fallback_ref->out,
+                         kFallbackTol);
+  ok &= bench::check(v.name + " att" + label(d.s), bench::from_device(d.att, d.n_att()), d.fallback_ref->att,
+                     kFallbackTol);
+  return ok;
+}
+
+// The backward reads the forward's att: the forward runs first where it has not run on d.
+bool check_fallback_bwd(Data& d, const Version& v, const std::string&, int block) {
+  if (!d.att_written) fallback_fwd(d, 0);
+  bench::poison(d.dqkv, d.n_qkv() * sizeof(floatX));
+  v.launch(d, block);
+  if (!d.fallback_ref) return true;
+  return bench::check(v.name + " dqkv" + label(d.s), bench::from_device(d.dqkv, d.n_qkv()), d.fallback_ref->dqkv,
+                      kFallbackTol);
+}
+
+// Bytes: the inputs read and the outputs written once, att included; FLOPs: causal_flops.
+bench::Cost fallback_fwd_cost(const Data& d) {
+  return {sizeof(floatX) * double(d.n_qkv() + d.n_out() + d.n_att()), causal_flops(d.s, 2)};
+}
+bench::Cost fallback_bwd_cost(const Data& d) {
+  return {sizeof(floatX) * double(2 * d.n_qkv() + d.n_out() + d.n_att()), causal_flops(d.s, 4)};
+}
+
+#if defined(LLMC_CUDNN_LIBRARY)
+// The graph of a backward version's switches, built (and its workspace allocated) when first used.
+template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+CudnnGraph& graph_of(Data& d, const std::string& version) {
+  std::unique_ptr<CudnnGraph>& g = d.graphs[version];
+  if (!g) g = std::make_unique<CudnnGraph>(kGraph, kDqClear, d.s);
+  return *g;
+}
+
+// The forward writes the out and stats every backward reads; cudnn_fwd is the defaults' graph's.
+template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+void cudnn_fwd_of(Data& d, const std::string& version) {
+  CudnnGraph& g = graph_of<kGraph, kDqClear>(d, version);
+  g.attn.forward(d.out16, d.stats, d.qkv16, d.s.B, d.s.T, d.s.NH, d.s.HS, true, g.ws, g.ws_bytes, 0);
+}
+void cudnn_fwd(Data& d, int) {
+  cudnn_fwd_of<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>(d, "cudnn_bwd");
+}
+
+// A backward version, for its graph's switches: the launch, and the check.
+template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+struct CudnnBwd {
+  std::string version;
+  void operator()(Data& d, int) const {
+    CudnnGraph& g = graph_of<kGraph, kDqClear>(d, version);
+    g.attn.backward(d.dqkv16, d.dout16, d.qkv16, d.out16, d.stats, d.s.B, d.s.T, d.s.NH, d.s.HS, g.ws, g.ws_bytes, 0);
+  }
+  // Its graph's forward, then the backward checked; the deterministic graph also bit-identical over
+  // two runs.
+  bool operator()(Data& d, const Version& v, const std::string&, int block) const {
+    cudnn_fwd_of<kGraph, kDqClear>(d, version);
+    bench::poison(d.dqkv16, d.n_qkv() * sizeof(bf16));
+    v.launch(d, block);
+    const std::vector<float> first = bench::from_device(d.dqkv16, d.n_qkv());
+    if (!d.cudnn_ref) return true;
+    bool ok = bench::check(v.name + " dqkv" + label(d.s), first, d.cudnn_ref->dqkv, kCudnnTol);
+    if (kGraph == llmc::CudnnBackward::kDeterministic) {
+      bench::poison(d.dqkv16, d.n_qkv() * sizeof(bf16));
+      v.launch(d, block);
+      ok &= bench::check_identical(v.name + " dqkv" + label(d.s), bench::from_device(d.dqkv16, d.n_qkv()), first);
+    }
+    return ok;
+  }
+};
+
+bool check_cudnn_fwd(Data& d, const Version& v, const std::string&, int block) {
+  bench::poison(d.out16, d.n_out() * sizeof(bf16));
+  bench::poison(d.stats, d.n_rows() * sizeof(float));
+  v.launch(d, block);
+  if (!d.cudnn_ref) return true;
+  bool ok = bench::check(v.name + " out" + label(d.s), bench::from_device(d.out16, d.n_out()), d.cudnn_ref->out,
+                         kCudnnTol);
+  ok &= bench::check(v.name + " stats (log-sum-exp)" + label(d.s), bench::from_device(d.stats, d.n_rows()),
+                     d.cudnn_ref->lse, kCudnnTol);
+  return ok;
+}
+
+// A cuDNN failure (no engine for the graph, an execution error) is a FAIL of that version; the
+// others still run.
+template <class Check>
+auto cudnn_failures_reported(Check check) {
+  return [check](Data& d, const Version& v, const std::string& tag, int block) {
+    try {
+      return check(d, v, tag, block);
+    } catch (const std::runtime_error& e) {
+      fmt::print("FAIL  {}  {}\n", tag, e.what());
+      return false;
+    }
+  };
+}
+
+// Bytes in bf16: the inputs read and the outputs written once, with the float log-sum-exp per row.
+bench::Cost cudnn_fwd_cost(const Data& d) {
+  return {2.0 * (d.n_qkv() + d.n_out()) + 4.0 * d.n_rows(), causal_flops(d.s, 2)};
+}
+bench::Cost cudnn_bwd_cost(const Data& d) {
+  return {2.0 * (2 * d.n_qkv() + 2 * d.n_out()) + 4.0 * d.n_rows(), causal_flops(d.s, 4)};
+}
+
+// A backward version: its name, and the switches its graph is built with.
+template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+Version cudnn_bwd_version(const std::string& name, const std::string& what) {
+  const CudnnBwd<kGraph, kDqClear> bwd{name};
+  return {name, what, {}, bwd, cudnn_failures_reported(bwd), cudnn_bwd_cost};
+}
+#endif
+
+// The fallback is timed over fewer runs: its att is B*NH*T*T elements.
+const std::vector<Version> kVersions = {
+    {"fallback_fwd",
+     "llmc/cuda/attention.cuh: permutes, cuBLAS batched GEMMs, causal softmax (the trainer built without cuDNN)",
+     {}, fallback_fwd, check_fallback_fwd, fallback_fwd_cost, nullptr, 3, 20},
+    {"fallback_bwd", "its backward", {}, fallback_bwd, check_fallback_bwd, fallback_bwd_cost, nullptr, 3, 20},
+#if defined(LLMC_CUDNN_LIBRARY)
+    {"cudnn_fwd", "llmc/cuda/cudnn_attention.h: cuDNN's fused flash attention (bf16)", {}, cudnn_fwd,
+     cudnn_failures_reported(check_cudnn_fwd), cudnn_fwd_cost},
+    cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>("cudnn_bwd",
+                                                                                  "its backward (the defaults)"),
+    cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAuto>(
+        "cudnn_bwd_auto_clear",
+        "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"),
+    cudnn_bwd_version<llmc::CudnnBackward::kDeterministic, llmc::CudnnDqClear::kAlways>(
+        "cudnn_bwd_deterministic", "cudnn_bwd, deterministic (LLMC_CUDNN_BACKWARD=deterministic)"),
 #endif
 };
 
+bool selected_any(const bench::Args& args, const std::string& prefix) {
+  return std::any_of(kVersions.begin(), kVersions.end(), [&](const Version& v) {
+    return v.name.rfind(prefix, 0) == 0 && bench::selected(args, v.name);
+  });
+}
+
 bool run(const bench::Args& args) {
-  const bool want_fallback = bench::selected(args, "fallback_fwd") || bench::selected(args, "fallback_bwd");
-  Runner runner{args};
+  const bool want_fallback = selected_any(args, "fallback_"), want_cudnn = selected_any(args, "cudnn_");
   const size_t blas_ws_bytes = size_t(32) << 20;
   void* blas_ws = nullptr;
   CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
   llmc::BlasContext ctx(blas_ws, blas_ws_bytes);
-#if defined(LLMC_CUDNN_LIBRARY)
-  // Each backward version with the switches it stands for; the first also runs cudnn_fwd.
-  struct CudnnVersion {
-    std::string bwd;
-    llmc::CudnnBackward graph;
-    llmc::CudnnDqClear dq_clear;
-  };
-  const std::vector<CudnnVersion> cudnn_versions = {
-      {"cudnn_bwd", llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways},
-      {"cudnn_bwd_auto_clear", llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAuto},
-      {"cudnn_bwd_deterministic", llmc::CudnnBackward::kDeterministic, llmc::CudnnDqClear::kAlways}};
-  bool want_cudnn = bench::selected(args, "cudnn_fwd");
-  for (const CudnnVersion& v : cudnn_versions) want_cudnn = want_cudnn || bench::selected(args, v.bwd);
-
-  // A cuDNN failure (no engine for the graph, an execution error) is reported as a FAIL and the
-  // remaining versions still run.
-  auto run_cudnn = [&](const Shape& s, const Reference* ref, const std::vector<float>& qkv,
-                       const std::vector<float>& dout) {
-    for (const CudnnVersion& v : cudnn_versions) {
-      if (!bench::selected(args, v.bwd) && !(v.bwd == "cudnn_bwd" && bench::selected(args, "cudnn_fwd"))) continue;
-      try {
-        llmc::CudnnAttention attn(v.graph, v.dq_clear);
-        runner.cudnn(attn, v.bwd, s, ref, qkv, dout);
-      } catch (const std::runtime_error& e) {
-        fmt::print("FAIL  {}{}  {}\n", v.bwd, label(s), e.what());
-        runner.ok(false);
-      }
-    }
-  };
-#else
-  // Without cuDNN (the emulated GPU) the cudnn versions do not exist.
-  auto run_cudnn = [](const Shape&, const Reference*, const std::vector<float>&, const std::vector<float>&) {};
-  const bool want_cudnn = false;
-#endif
+  bool ok = true;
   // Checked with inputs the GPU can represent exactly: floatX for the fallback, bf16 for cuDNN (the
   // same values in the default BF16 build). GPT-2's heads at B=4, then a small model's: 3 heads of
   // 32, T not a multiple of the softmax's 32 lanes.
@@ -236,45 +342,30 @@ bool run(const bench::Args& args) {
     if (args.small && s.T == 1024) continue;
     fmt::print("computing CPU reference at{}...\n", label(s));
     const Reference ref_bf16 = make_reference(s, 77, true);
-    if (want_fallback) {
-      if (fallback_is_bf16) {
-        runner.fallback(ctx, s, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
-      } else {
-        const Reference ref_fp32 = make_reference(s, 77, false);
-        runner.fallback(ctx, s, &ref_fp32, ref_fp32.qkv, ref_fp32.dout);
-      }
-    }
-    if (want_cudnn) run_cudnn(s, &ref_bf16, ref_bf16.qkv, ref_bf16.dout);
+    const Reference ref_fp32 = want_fallback && !fallback_is_bf16 ? make_reference(s, 77, false) : Reference{};
+    const Reference& fallback_ref = fallback_is_bf16 ? ref_bf16 : ref_fp32;
+    Data d(ctx, s, {&fallback_ref, fallback_ref.qkv, fallback_ref.dout}, {&ref_bf16, ref_bf16.qkv, ref_bf16.dout},
+           want_fallback, want_cudnn);
+    ok &= bench::run_versions(args, kVersions, d, "", true, label(s));
   }
 
   if (!args.check_only && !args.small && !args.shape_given) {
     const Shape& s = given;
     const std::vector<float> qkv = bench::random_vector(size_t(s.B) * s.T * 3 * s.NH * s.HS, 91);
     const std::vector<float> dout = bench::random_vector(size_t(s.B) * s.T * s.NH * s.HS, 92);
-    if (want_fallback) runner.fallback(ctx, s, nullptr, qkv, dout);
-    if (want_cudnn) run_cudnn(s, nullptr, qkv, dout);
+    Data d(ctx, s, {nullptr, qkv, dout}, {nullptr, qkv, dout}, want_fallback, want_cudnn);
+    ok &= bench::run_versions(args, kVersions, d, "", true, label(s));
   }
   CUDA_CHECK(cudaFree(blas_ws));
-  fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
-  return runner.all_ok;
+  fmt::print("{}\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+  return ok;
 }
 
 }  // namespace
-
-const std::vector<bench::VersionInfo> kVersions = {
-    {"fallback_fwd", "llmc/cuda/attention.cuh: permutes, cuBLAS batched GEMMs, causal softmax (the trainer built without cuDNN)"},
-    {"fallback_bwd", "its backward"},
-#if defined(LLMC_CUDNN_LIBRARY)
-    {"cudnn_fwd", "llmc/cuda/cudnn_attention.h: cuDNN's fused flash attention (bf16)"},
-    {"cudnn_bwd", "its backward (the defaults)"},
-    {"cudnn_bwd_auto_clear", "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"},
-    {"cudnn_bwd_deterministic", "cudnn_bwd, deterministic (LLMC_CUDNN_BACKWARD=deterministic)"},
-#endif
-};
 
 int main(int argc, char** argv) {
   // GPT-2 124M's heads at B=8, T=1024; head sizes in whole 16-byte bf16 vectors (cuDNN's need).
   const std::vector<bench::Dim> shape = {
       {"-B", "batch", 8}, {"-T", "sequence length", 1024}, {"-NH", "heads", 12}, {"-HS", "head size", 64, 8}};
-  return bench::run_main(argc, argv, shape, kVersions, run);
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }

@@ -1,11 +1,11 @@
 // Encoder (token + position embedding) forward and backward: versions checked against
 // llmc/cpu/encoder.h, then timed.
-// The versions: kVersions at the end (or --help).
+// The versions: kVersions below (or --help).
 // Besides random tokens, a skewed batch where one token fills 7 positions of 8 (a frequent token's
 // long chain, as "," or end-of-text make in real text), which random tokens never give.
 #include <chrono>
 
-#include "dev/cuda/common.cuh"
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/encoder.h"
 #include "llmc/cuda/encoder.cuh"
 
@@ -56,131 +56,157 @@ __global__ void encoder_backward_wpe_naive(floatX* dwpe, const floatX* dout, int
   dwpe[i] = floatX(float(dwpe[i]) + acc);
 }
 
-void forward(const std::string& version, const Shape& s, floatX* out, const int* tokens, const floatX* wte,
-             const floatX* wpe) {
-  const int B = s.B, T = s.T, C = s.C;
-  if (version == "fwd1") {
-    llmc::launch<encoder_forward_naive>(llmc::ceil_div(static_cast<long long>(B) * T * C, 256), 256, 0, 0, out, tokens,
-                                        wte, wpe, B * T, T, C);
-    CUDA_CHECK_LAST();
-  } else {
-    llmc::encoder_forward(out, tokens, wte, wpe, B, T, C, 0);
-  }
+// One shape's inputs, outputs and CPU answers; the bucket tables both backward layouts read.
+struct Data {
+  Shape s;
+  llmc::EncoderBuckets buckets, pieces;  // chains (bwd1, bwd2); cut into pieces (bwd3)
+  int *tokens, *buckets_dev, *pieces_dev;
+  float* piece_sums;
+  floatX *wte, *wpe, *dout, *out, *dwte, *dwpe;
+  std::vector<float> dwte0, dwpe0, out_ref, dwte_ref, dwpe_ref;
+};
+
+void fwd1(Data& d, int) {
+  const int B = d.s.B, T = d.s.T, C = d.s.C;
+  llmc::launch<encoder_forward_naive>(llmc::ceil_div(static_cast<long long>(B) * T * C, 256), 256, 0, 0, d.out,
+                                      d.tokens, d.wte, d.wpe, B * T, T, C);
+  CUDA_CHECK_LAST();
 }
 
-void backward(const std::string& version, const Shape& s, floatX* dwte, floatX* dwpe, float* piece_sums,
-              const floatX* dout, const int* buckets, const llmc::EncoderBuckets& counts, unsigned seed) {
-  const int num_buckets = counts.num_buckets;
-  const int B = s.B, T = s.T, C = s.C;
-  if (version == "bwd1") {
-    llmc::launch<encoder_backward_wte_naive>(llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256, 0, 0,
-                                             dwte, dout, buckets, num_buckets, C);
-    CUDA_CHECK_LAST();
-    llmc::launch<encoder_backward_wpe_naive>(llmc::ceil_div(T * C, 256), 256, 0, 0, dwpe, dout, B, T, C);
-    CUDA_CHECK_LAST();
-  } else {
-    llmc::encoder_backward(dwte, dwpe, piece_sums, dout, buckets, counts, B, T, C, seed, 0);
-  }
+void fwd2(Data& d, int) { llmc::encoder_forward(d.out, d.tokens, d.wte, d.wpe, d.s.B, d.s.T, d.s.C, 0); }
+
+void bwd1(Data& d, int) {
+  const int num_buckets = d.buckets.num_buckets;
+  const int B = d.s.B, T = d.s.T, C = d.s.C;
+  llmc::launch<encoder_backward_wte_naive>(llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256, 0, 0,
+                                           d.dwte, d.dout, d.buckets_dev, num_buckets, C);
+  CUDA_CHECK_LAST();
+  llmc::launch<encoder_backward_wpe_naive>(llmc::ceil_div(T * C, 256), 256, 0, 0, d.dwpe, d.dout, B, T, C);
+  CUDA_CHECK_LAST();
 }
+
+// The trainer's backward on the chains (bwd2) or the pieces (bwd3): the layout of the buckets
+// chooses the kernels.
+template <bool kPieces>
+void bwd_buckets(Data& d, int) {
+  llmc::encoder_backward(d.dwte, d.dwpe, d.piece_sums, d.dout, kPieces ? d.pieces_dev : d.buckets_dev,
+                         kPieces ? d.pieces : d.buckets, d.s.B, d.s.T, d.s.C, 77, 0);
+}
+
+// Bytes: every output row written once; per position one wte row read, wpe read once.
+bench::Cost forward_cost(const Data& d) {
+  const double BTC = double(d.s.B) * d.s.T * d.s.C;
+  return {2.0 * BTC * sizeof(floatX) + double(d.s.T) * d.s.C * sizeof(floatX) + d.s.B * d.s.T * sizeof(int)};
+}
+// Bytes: dout read once, touched dwte rows and all of dwpe read and written, buckets read.
+bench::Cost backward_cost(const Data& d) {
+  const double BTC = double(d.s.B) * d.s.T * d.s.C;
+  return {BTC * sizeof(floatX) + 2.0 * d.buckets.num_buckets * d.s.C * sizeof(floatX) +
+          2.0 * double(d.s.T) * d.s.C * sizeof(floatX) + d.buckets.packed.size() * sizeof(int)};
+}
+
+using Version = bench::Version<Data>;
+
+bool check_forward(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.out, d.out_ref.size() * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag + " out", bench::from_device(d.out, d.out_ref.size()), d.out_ref, 1e-2);
+}
+
+// dwte and dwpe accumulated onto the random initial gradients, then dwte bitwise equal over a
+// second run from the same start.
+bool check_backward(Data& d, const Version& v, const std::string& tag, int block) {
+  const auto run_from_start = [&] {
+    bench::upload(d.dwte, d.dwte0);
+    bench::upload(d.dwpe, d.dwpe0);
+    v.launch(d, block);
+  };
+  run_from_start();
+  const auto dwte_got = bench::from_device(d.dwte, d.dwte0.size());
+  const auto dwpe_got = bench::from_device(d.dwpe, d.dwpe0.size());
+  bool ok = bench::check(tag + " dwte", dwte_got, d.dwte_ref, 1e-2);
+  ok &= bench::check(tag + " dwpe", dwpe_got, d.dwpe_ref, 1e-2);
+  if (d.s.skewed) {  // the long chain's row alone, which the whole table's error could hide
+    const int C = d.s.C;
+    const auto row = [&](const std::vector<float>& w) {
+      return std::vector<float>(w.begin() + 7 * C, w.begin() + 8 * C);
+    };
+    ok &= bench::check(tag + " dwte row 7 (the long chain)", row(dwte_got), row(d.dwte_ref), 1e-2);
+  }
+  run_from_start();
+  ok &= bench::check_identical(tag + " dwte", bench::from_device(d.dwte, d.dwte0.size()), dwte_got);
+  return ok;
+}
+
+const std::vector<Version> kVersions = {
+    {"fwd1", "a thread per element, scalar loads", {}, fwd1, check_forward, forward_cost},
+    {"fwd2", "llmc/cuda/encoder.cuh: a thread per 16-byte vector", {}, fwd2, check_forward, forward_cost},
+    {"bwd1", "host buckets; a thread per (token, channel), scalar, positions summed serially", {}, bwd1,
+     check_backward, backward_cost},
+    {"bwd2",
+     "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): a block per token, 16-byte vectors, positions split "
+     "over groups",
+     {}, bwd_buckets<false>, check_backward, backward_cost},
+    {"bwd3",
+     "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than kEncoderPieceRows positions cut "
+     "into pieces summed by a block each, then added in order",
+     {}, bwd_buckets<true>, check_backward, backward_cost},
+};
 
 // Checks (and, when `timed`, times) every selected version at shape s.
 bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const int B = s.B, T = s.T, C = s.C, V = s.V, Vp = s.Vp;
   const std::string tag = fmt::format("encoder B={} T={} C={} V={}{} ", B, T, C, V, s.skewed ? " skewed" : "");
-  bool ok = true;
   const size_t BTC = static_cast<size_t>(B) * T * C;
+  Data d{};
+  d.s = s;
 
   const std::vector<int> tokens = shape_tokens(s);
   const auto wte = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 2));
   const auto wpe = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 3));
   const auto dout = bench::round_through<floatX>(bench::random_vector(BTC, 4));
-  const auto dwte0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 5));
-  const auto dwpe0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 6));
+  d.dwte0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(Vp) * C, 5));
+  d.dwpe0 = bench::round_through<floatX>(bench::random_vector(static_cast<size_t>(T) * C, 6));
 
-  std::vector<float> out_ref(BTC);
-  llmc::encoder_forward(out_ref.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-  std::vector<float> dwte_ref = dwte0, dwpe_ref = dwpe0;
-  llmc::encoder_backward(dwte_ref.data(), dwpe_ref.data(), dout.data(), tokens.data(), B, T, C);
+  d.out_ref.resize(BTC);
+  llmc::encoder_forward(d.out_ref.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  d.dwte_ref = d.dwte0;
+  d.dwpe_ref = d.dwpe0;
+  llmc::encoder_backward(d.dwte_ref.data(), d.dwpe_ref.data(), dout.data(), tokens.data(), B, T, C);
 
   const auto start = std::chrono::steady_clock::now();
-  const llmc::EncoderBuckets buckets = llmc::build_encoder_buckets(tokens.data(), B * T, Vp);
+  d.buckets = llmc::build_encoder_buckets(tokens.data(), B * T, Vp);
   const double bucket_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const llmc::EncoderBuckets pieces =
-      llmc::build_encoder_buckets(tokens.data(), B * T, Vp, llmc::EncoderBackward::kPieces);
-  const auto buckets_of = [&](const std::string& v) -> const llmc::EncoderBuckets& {
-    return v == "bwd3" ? pieces : buckets;
-  };
+  d.pieces = llmc::build_encoder_buckets(tokens.data(), B * T, Vp, llmc::EncoderBackward::kPieces);
 
-  int* d_tokens = bench::to_device_ints(tokens);
-  int* d_buckets = bench::to_device_ints(buckets.packed);
-  int* d_pieces = bench::to_device_ints(pieces.packed);
-  const auto device_buckets_of = [&](const std::string& v) { return v == "bwd3" ? d_pieces : d_buckets; };
-  float* d_piece_sums =
+  d.tokens = bench::to_device_ints(tokens);
+  d.buckets_dev = bench::to_device_ints(d.buckets.packed);
+  d.pieces_dev = bench::to_device_ints(d.pieces.packed);
+  d.piece_sums =
       bench::to_device<float>(std::vector<float>(llmc::encoder_piece_sums_floats(size_t(B) * T, size_t(C)) + 1, 0.0f));
-  floatX* d_wte = bench::to_device<floatX>(wte);
-  floatX* d_wpe = bench::to_device<floatX>(wpe);
-  floatX* d_dout = bench::to_device<floatX>(dout);
-  floatX* d_out = bench::to_device<floatX>(std::vector<float>(BTC, 1.0f));
-  floatX* d_dwte = bench::to_device<floatX>(dwte0);
-  floatX* d_dwpe = bench::to_device<floatX>(dwpe0);
-  const size_t wpe_bytes = static_cast<size_t>(T) * C * sizeof(floatX);
-  auto reset_grads = [&] {
-    bench::upload(d_dwte, dwte0);
-    bench::upload(d_dwpe, dwpe0);
-  };
+  d.wte = bench::to_device<floatX>(wte);
+  d.wpe = bench::to_device<floatX>(wpe);
+  d.dout = bench::to_device<floatX>(dout);
+  d.out = bench::to_device<floatX>(std::vector<float>(BTC, 1.0f));
+  d.dwte = bench::to_device<floatX>(d.dwte0);
+  d.dwpe = bench::to_device<floatX>(d.dwpe0);
 
-  for (const std::string v : {"fwd1", "fwd2"}) {
-    if (!bench::selected(args, v)) continue;
-    bench::poison(d_out, BTC * sizeof(floatX));
-    forward(v, s, d_out, d_tokens, d_wte, d_wpe);
-    ok &= bench::check(tag + v + " out", bench::from_device(d_out, BTC), out_ref, 1e-2);
-  }
-  for (const std::string v : {"bwd1", "bwd2", "bwd3"}) {
-    if (!bench::selected(args, v)) continue;
-    reset_grads();
-    backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
-    const auto dwte_got = bench::from_device(d_dwte, dwte0.size());
-    const auto dwpe_got = bench::from_device(d_dwpe, dwpe0.size());
-    ok &= bench::check(tag + v + " dwte", dwte_got, dwte_ref, 1e-2);
-    ok &= bench::check(tag + v + " dwpe", dwpe_got, dwpe_ref, 1e-2);
-    if (s.skewed) {  // the long chain's row alone, which the whole table's error could hide
-      const auto row = [&](const std::vector<float>& w) {
-        return std::vector<float>(w.begin() + 7 * C, w.begin() + 8 * C);
-      };
-      ok &= bench::check(tag + v + " dwte row 7 (the long chain)", row(dwte_got), row(dwte_ref), 1e-2);
-    }
-    reset_grads();
-    backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
-    ok &= bench::check_identical(tag + v + " dwte", bench::from_device(d_dwte, dwte0.size()), dwte_got);
-  }
+  bool ok = bench::check_versions(args, kVersions, d, tag);
   // The skewed batch must have been cut (a check that it exercises the pieces at all).
-  if (s.skewed && pieces.num_cut == 0) {
+  if (s.skewed && d.pieces.num_cut == 0) {
     fmt::print("FAIL {}: the skewed batch left no token cut into pieces\n", tag);
     ok = false;
   }
-
   if (timed && !args.check_only && ok) {
     fmt::print("B={} T={} C={}{}: {} distinct tokens, {} cut into {} pieces; host bucket build {:.3f} ms (not in the "
                "timings)\n",
-               B, T, C, s.skewed ? " skewed" : "", buckets.num_buckets, pieces.num_cut, pieces.num_pieces, bucket_ms);
-    // Bytes: every output row written once; per position one wte row read, wpe read once.
-    const double fwd_bytes = 2.0 * BTC * sizeof(floatX) + wpe_bytes + B * T * sizeof(int);
-    // Bytes: dout read once, touched dwte rows and all of dwpe read and written, buckets read.
-    const double bwd_bytes = BTC * sizeof(floatX) + 2.0 * buckets.num_buckets * C * sizeof(floatX) + 2.0 * wpe_bytes +
-                             buckets.packed.size() * sizeof(int);
-    for (const std::string v : {"fwd1", "fwd2"})
-      if (bench::selected(args, v))
-        bench::report(tag + v, bench::time_ms([&] { forward(v, s, d_out, d_tokens, d_wte, d_wpe); }), fwd_bytes,
-                      0);
-    for (const std::string v : {"bwd1", "bwd2", "bwd3"})
-      if (bench::selected(args, v))
-        bench::report(tag + v, bench::time_ms([&] {
-                        backward(v, s, d_dwte, d_dwpe, d_piece_sums, d_dout, device_buckets_of(v), buckets_of(v), 77);
-                      }),
-                      bwd_bytes, 0);
+               B, T, C, s.skewed ? " skewed" : "", d.buckets.num_buckets, d.pieces.num_cut, d.pieces.num_pieces,
+               bucket_ms);
+    bench::time_versions(args, kVersions, d, tag);
   }
 
-  bench::free_device({d_tokens, d_buckets, d_pieces, d_piece_sums, d_wte, d_wpe, d_dout, d_out, d_dwte, d_dwpe});
+  bench::free_device({d.tokens, d.buckets_dev, d.pieces_dev, d.piece_sums, d.wte, d.wpe, d.dout, d.out, d.dwte,
+                      d.dwpe});
   return ok;
 }
 
@@ -211,16 +237,6 @@ bool run(const bench::Args& args) {
 
 }  // namespace
 
-const std::vector<bench::VersionInfo> kVersions = {
-    {"fwd1", "a thread per element, scalar loads"},
-    {"fwd2", "llmc/cuda/encoder.cuh: a thread per 16-byte vector"},
-    {"bwd1", "host buckets; a thread per (token, channel), scalar, positions summed serially"},
-    {"bwd2", "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): a block per token, 16-byte vectors, "
-             "positions split over groups"},
-    {"bwd3", "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than kEncoderPieceRows "
-             "positions cut into pieces summed by a block each, then added in order"},
-};
-
 int main(int argc, char** argv) {
   // GPT-2 124M at B=8, T=1024; channels and the padded vocabulary in whole 16-byte vectors.
   const int vector = llmc::Packed128<floatX>::size;
@@ -229,5 +245,5 @@ int main(int argc, char** argv) {
                                          {"-C", "channels", 768, vector},
                                          {"-V", "vocabulary", 50257},
                                          {"-Vp", "padded vocabulary (>= V)", 50304, vector}};
-  return bench::run_main(argc, argv, shape, kVersions, run);
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }

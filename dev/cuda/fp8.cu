@@ -1,11 +1,11 @@
 // FP8 casts (llmc/cuda/fp8.cuh, --fp8 1): checked against cuda_fp8.h's host conversion of the same
 // floatX values at the same scale, byte for byte, then timed.
-// The versions: kVersions at the end (or --help). Only `cast` is timed.
+// The versions: kVersions below (or --help). Only `cast` is timed.
 #include <functional>
 #include <iterator>
 #include <tuple>
 
-#include "dev/cuda/common.cuh"
+#include "dev/cuda/versions.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/layernorm.cuh"
@@ -328,49 +328,76 @@ bool check_weight() {
   return ok;
 }
 
-bool run(const bench::Args& args) {
-  const size_t n = size_t(args.dim("-N"));
+// The sizes the checks run at, and the buffers `cast` is timed on (set only when it is).
+struct Data {
+  size_t n;
+  bool small, shape_given;
+  floatX* x = nullptr;
+  __nv_fp8_storage_t* q = nullptr;
+  float* state = nullptr;
+};
+
+using Version = bench::Version<Data>;
+
+// The checks name their own lines (the version's name first, a size where there are two).
+bool check_encode_version(Data&, const Version&, const std::string&, int) { return check_encode(); }
+bool check_scales_version(Data&, const Version&, const std::string&, int) { return check_scales(); }
+bool check_weight_version(Data&, const Version&, const std::string&, int) { return check_weight(); }
+bool check_fused_version(Data& d, const Version&, const std::string&, int) {
+  return check_fused(d.small ? kSmallN : d.n, "");
+}
+bool check_cast_version(Data& d, const Version&, const std::string&, int) {
   bool ok = true;
-  if (bench::selected(args, "encode")) ok &= check_encode();
-  if (bench::selected(args, "cast")) {
-    if (!args.small) ok &= check_cast(n, "");
-    if (!args.shape_given) ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
-  }
-  if (bench::selected(args, "scale")) ok &= check_scales();
-  if (bench::selected(args, "fused")) ok &= check_fused(args.small ? kSmallN : n, "");
-  if (bench::selected(args, "weight")) ok &= check_weight();
+  if (!d.small) ok &= check_cast(d.n, "");
+  if (!d.shape_given) ok &= check_cast(kSmallN, fmt::format("n={} ", kSmallN));
+  return ok;
+}
+
+void cast_e4m3(Data& d, int) { llmc::fp8_cast(sink_of(d.q, d.state, 0, __NV_E4M3), d.x, d.n, 0); }
+
+// A cast reads n floatX and writes n bytes.
+bench::Cost cast_cost(const Data& d) { return {double(d.n) * (sizeof(floatX) + 1)}; }
+
+const std::vector<Version> kVersions = {
+    {"encode",
+     "fp8_encode on the device (the GPU's conversion instruction; on the emulated GPU, cuda_fp8.h's host code) "
+     "against codes worked out by hand from the OCP FP8 formats: rounding to nearest even, subnormals, saturation "
+     "of large values and infinities, NaN",
+     {}, nullptr, check_encode_version, nullptr},
+    {"cast",
+     "fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's range saturate; the amax "
+     "is the largest |x|, whatever the scale)",
+     {}, cast_e4m3, check_cast_version, cast_cost},
+    {"scale", "the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))", {}, nullptr,
+     check_scales_version, nullptr},
+    {"fused",
+     "the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same bytes and amax as "
+     "fp8_cast of the floatX output they store",
+     {}, nullptr, check_fused_version, nullptr},
+    {"weight",
+     "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their transposes", {},
+     nullptr, check_weight_version, nullptr},
+};
+
+bool run(const bench::Args& args) {
+  Data d{size_t(args.dim("-N")), args.small, args.shape_given};
+  const bool ok = bench::check_versions(args, kVersions, d, "");
   if (!args.small && !args.check_only && ok && bench::selected(args, "cast")) {
-    // A cast reads n floatX and writes n bytes.
-    floatX* d_x = bench::to_device<floatX>(bench::random_vector(n, 61));
-    __nv_fp8_storage_t* d_q = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_q, n));
-    float* state = new_state();
-    bench::report("cast e4m3 (recording amax)",
-                  bench::time_ms([&] { llmc::fp8_cast(sink_of(d_q, state, 0, __NV_E4M3), d_x, n, 0); }),
-                  double(n) * (sizeof(floatX) + 1), 0);
-    bench::free_device({d_x, d_q, state});
+    d.x = bench::to_device<floatX>(bench::random_vector(d.n, 61));
+    CUDA_CHECK(cudaMalloc(&d.q, d.n));
+    d.state = new_state();
+    // The one timed version: its line says what the launch does.
+    bench::time_versions(args, kVersions, d, "", " e4m3 (recording amax)");
+    bench::free_device({d.x, d.q, d.state});
   }
   return ok;
 }
 
 }  // namespace
 
-const std::vector<bench::VersionInfo> kVersions = {
-    {"encode", "fp8_encode on the device (the GPU's conversion instruction; on the emulated GPU, cuda_fp8.h's "
-               "host code) against codes worked out by hand from the OCP FP8 formats: rounding to nearest even, "
-               "subnormals, saturation of large values and infinities, NaN"},
-    {"cast", "fp8_cast: E4M3 and E5M2 copies and the amax each records (values past the format's range saturate; "
-             "the amax is the largest |x|, whatever the scale)"},
-    {"scale", "the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))"},
-    {"fused", "the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same bytes and "
-              "amax as fp8_cast of the floatX output they store"},
-    {"weight", "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their "
-               "transposes"},
-};
-
 int main(int argc, char** argv) {
   // The fc activations of GPT-2 124M at B=8, T=1024, in whole 16-byte vectors.
   const std::vector<bench::Dim> shape = {
       {"-N", "elements", static_cast<long long>(size_t(8) * 1024 * 4 * 768), llmc::Packed128<floatX>::size}};
-  return bench::run_main(argc, argv, shape, kVersions, run);
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }

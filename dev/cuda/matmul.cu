@@ -1,17 +1,18 @@
 // Fully connected layer through cuBLASLt (llmc/cuda/matmul.cuh) at GPT-2 124M shapes and one small shape
 // with tails and misaligned matrices, each version checked against the CPU layer
-// (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed. The versions: kVersions at the end (or --help).
+// (llmc/cpu/matmul.h, llmc/cpu/gelu.h) and timed. The versions: kVersions below (or --help).
 // The FP8 versions are checked against the CPU layer run on the very values the FP8 copies hold, so
 // only the accumulation and the bf16 output round.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "dev/cuda/common.cuh"
+#include "dev/cuda/versions.cuh"
 #include "llmc/cpu/gelu.h"
 #include "llmc/cpu/matmul.h"
 #include "llmc/cuda/fp8.cuh"
@@ -52,6 +53,9 @@ struct Shape {
   // Elements between each device buffer's 256-byte-aligned allocation and the matrix: 8 puts the
   // matrices 16 (bf16) bytes past the boundary, as the per-layer tensors of a small model may be.
   int offset = 0;
+  size_t n_in() const { return size_t(BT) * C; }
+  size_t n_out() const { return size_t(BT) * OC; }
+  size_t n_w() const { return size_t(OC) * C; }
 };
 
 // CPU results for one shape, computed once and shared by every version.
@@ -134,218 +138,319 @@ std::vector<float> fp8_values(const std::vector<float>& x, float scale, __nv_fp8
   return out;
 }
 
-struct Runner {
-  bench::Args args;
-  llmc::BlasContext& ctx;
-  bool all_ok = true;
+// The FP8 operands of --fp8 1 on one shape's inputs: activations and weights E4M3, the output
+// gradient E5M2, at powers of two that fit the inputs' ranges (|inp|, |dout| < 1: 2^8 and 2^15; the
+// weight's own, from its amax), cast by the trainer's kernels; and the values those copies hold.
+struct Fp8Operands {
+  float* state = nullptr;
+  __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
+  std::vector<float> inp, w, dout;  // the values of the FP8 copies
+  llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m;
 
-  void ok(bool pass) { all_ok = all_ok && pass; }
-
-  template <class Launch>
-  void time_it(const std::string& label, Launch&& launch, double bytes, double flops) {
-    if (args.check_only) return;
-    bench::report(label, bench::time_ms(launch), bytes, flops);
-  }
-
-  // The versions with one output: launched once into the poisoned `out` (n elements), checked
-  // against `ref`, then timed.
-  template <class Launch>
-  void check_and_time(const std::string& label, floatX* out, size_t n, const std::vector<float>& ref, double bytes,
-                      double flops, Launch&& launch) {
-    bench::poison(out, n * sizeof(floatX));
-    launch();
-    ok(bench::check(label, bench::from_device(out, n), ref, kTol));
-    time_it(label, launch, bytes, flops);
-  }
-
-  // A search of one GEMM chose one algorithm, and stays with it: a second launch searches no more.
-  void check_searched(const std::string& label, const llmc::BlasContext& timed) {
-    const bool one = timed.searched().algos.size() == 1 && timed.cached_algorithms() == 1;
-    fmt::print("{}  {}  the search chose one algorithm for its one shape\n", one ? "PASS" : "FAIL", label);
-    ok(one);
-  }
-
-  // The FP8 GEMMs of --fp8 1 on this shape's inputs: activations and weights E4M3, the output
-  // gradient E5M2, at powers of two that fit the inputs' ranges (|inp|, |dout| < 1: 2^8 and 2^15;
-  // the weight's own, from its amax). FP8 needs bf16 activations and leading dimensions that are
-  // multiples of 16.
-  void run_fp8(const Shape& s, const Reference& r, const DeviceBuffers& d) {
-    if (!std::is_same<floatX, __nv_bfloat16>::value || s.C % 16 != 0 || s.OC % 16 != 0) {
-      fmt::print("UNSUPPORTED  fp8 {}  FP8 GEMMs need the bf16 build and C, OC multiples of 16\n", s.name);
-      return;
-    }
-    const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC, n_w = size_t(s.OC) * s.C;
+  Fp8Operands(const Shape& s, const Reference& r, const DeviceBuffers& d) {
     const int input = llmc::fp8_tensor_index(llmc::Fp8Role::kInput, llmc::Fp8Linear::kQkv, 0, 1);
     const int gradient = llmc::fp8_tensor_index(llmc::Fp8Role::kGradient, llmc::Fp8Linear::kQkv, 0, 1);
     const int weight = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
     const float inp_scale = 256.0f, dout_scale = 32768.0f;
-    std::vector<float> state = llmc::fp8_initial_state(1);
+    std::vector<float> host_state = llmc::fp8_initial_state(1);
     for (const auto& [i, scale] : {std::pair{input, inp_scale}, std::pair{gradient, dout_scale}}) {
-      state[llmc::fp8_scale_offset(i)] = scale;
-      state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;
+      host_state[llmc::fp8_scale_offset(i)] = scale;
+      host_state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;
     }
-    float* d_state = nullptr;
-    __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_state, state.size() * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(d_state, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMalloc(&inp8, n_in));
-    CUDA_CHECK(cudaMalloc(&dout8, n_out));
-    CUDA_CHECK(cudaMalloc(&w8, n_w));
-    CUDA_CHECK(cudaMalloc(&wt8, n_w));
-    llmc::fp8_cast({inp8, d_state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, n_in, 0);
-    llmc::fp8_cast({dout8, d_state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, n_out, 0);
-    llmc::fp8_cast_weights({{d.weight, s.OC, s.C, weight, w8, wt8}}, d_state, weight, 1, 0);
+    CUDA_CHECK(cudaMalloc(&state, host_state.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(state, host_state.data(), host_state.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&inp8, s.n_in()));
+    CUDA_CHECK(cudaMalloc(&dout8, s.n_out()));
+    CUDA_CHECK(cudaMalloc(&w8, s.n_w()));
+    CUDA_CHECK(cudaMalloc(&wt8, s.n_w()));
+    llmc::fp8_cast({inp8, state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, s.n_in(), 0);
+    llmc::fp8_cast({dout8, state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, s.n_out(), 0);
+    llmc::fp8_cast_weights({{d.weight, s.OC, s.C, weight, w8, wt8}}, state, weight, 1, 0);
     float w_scale = 0.0f;
-    CUDA_CHECK(cudaMemcpy(&w_scale, d_state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
-    const std::vector<float> inp = fp8_values(r.inp, inp_scale, __NV_E4M3), w = fp8_values(r.weight, w_scale, __NV_E4M3);
-    const llmc::Fp8Matrix a{inp8, d_state + llmc::fp8_scale_inv_offset(input), __NV_E4M3};
-    const llmc::Fp8Matrix wm{w8, d_state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
-    const double gemm_flops = 2.0 * s.BT * s.C * s.OC, e = sizeof(floatX);
-    auto tag = [&](const char* v) { return fmt::format("{} {}", v, s.name); };
-    if (bench::selected(args, "fwd_bias_fp8")) {
-      std::vector<float> ref(n_out);
-      llmc::matmul_forward(ref.data(), inp.data(), w.data(), r.bias.data(), s.BT, s.C, s.OC);
-      check_and_time(tag("fwd_bias_fp8"), d.out, n_out, ref, double(n_in + n_w) + e * n_out, gemm_flops,
-                     [&] { llmc::matmul_forward_fp8(ctx, d.out, a, wm, d.bias, s.BT, s.C, s.OC, 0); });
-    }
-    if (bench::selected(args, "bwd_dinp_fp8")) {
-      const std::vector<float> dout = fp8_values(r.dout, dout_scale, __NV_E5M2);
-      std::vector<float> ref(n_in), dweight(n_w, 0.0f), dbias(size_t(s.OC), 0.0f);
-      llmc::matmul_backward(ref.data(), dweight.data(), dbias.data(), dout.data(), r.inp.data(), w.data(), s.BT, s.C,
-                            s.OC);
-      llmc::MatmulBackward p{.dinp = d.dinp, .BT = s.BT, .C = s.C, .OC = s.OC};
-      p.dout8 = {dout8, d_state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
-      p.weight_t8 = {wt8, d_state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
-      check_and_time(tag("bwd_dinp_fp8"), d.dinp, n_in, ref, double(n_out + n_w) + e * n_in, gemm_flops,
-                     [&] { llmc::matmul_backward_input(ctx, p, 0); });
-    }
-    bench::free_device({d_state, inp8, dout8, w8, wt8});
+    CUDA_CHECK(cudaMemcpy(&w_scale, state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
+    inp = fp8_values(r.inp, inp_scale, __NV_E4M3);
+    w = fp8_values(r.weight, w_scale, __NV_E4M3);
+    dout = fp8_values(r.dout, dout_scale, __NV_E5M2);
+    inp_m = {inp8, state + llmc::fp8_scale_inv_offset(input), __NV_E4M3};
+    w_m = {w8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
+    dout_m = {dout8, state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
+    wt_m = {wt8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
   }
-
-  void run_shape(const Shape& s, uint64_t seed) {
-    fmt::print("== {}: BT={} C={} OC={}\n", s.name, s.BT, s.C, s.OC);
-    const Reference r = make_reference(s, seed);
-    DeviceBuffers d(s, r);
-    const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC, n_w = size_t(s.OC) * s.C;
-    const double gemm_flops = 2.0 * s.BT * s.C * s.OC;
-    const double e = sizeof(floatX);
-    const double fwd_bytes = e * (n_in + n_w + n_out);
-    auto tag = [&](const char* v) { return fmt::format("{} {}", v, s.name); };
-
-    if (bench::selected(args, "fwd"))
-      check_and_time(tag("fwd"), d.out, n_out, r.out_nobias, fwd_bytes, gemm_flops,
-                     [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, nullptr, s.BT, s.C, s.OC, 0); });
-    if (bench::selected(args, "fwd_bias"))
-      check_and_time(tag("fwd_bias"), d.out, n_out, r.out_bias, fwd_bytes, gemm_flops,
-                     [&] { llmc::matmul_forward(ctx, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); });
-    // The GELU two ways: cuBLASLt's epilogues, and a plain GEMM followed by the GELU kernels.
-    for (bool epilogue : {true, false}) {
-      const char* version = epilogue ? "fwd_gelu" : "fwd_gelu_kernel";
-      if (!bench::selected(args, version)) continue;
-      bench::poison(d.out, n_out * sizeof(floatX));
-      bench::poison(d.aux, n_out * sizeof(floatX));
-      auto run = [&] {
-        llmc::matmul_forward_gelu(ctx, d.out, d.aux, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, epilogue,
-                                  llmc::FastMath::kOff, 0);
-      };
-      run();
-      ok(bench::check(tag(version) + " out", bench::from_device(d.out, n_out), r.out_gelu, kTol));
-      ok(bench::check(tag(version) + " pre-activation", bench::from_device(d.aux, n_out), r.out_bias, kTol));
-      time_it(tag(version), run, fwd_bytes + e * n_out * (epilogue ? 1 : 3), gemm_flops);
-    }
-    const double dinp_bytes = e * (n_out + n_w + n_in);
-    const llmc::MatmulBackward plain{.dinp = d.dinp, .dout = d.dout, .weight = d.weight, .BT = s.BT, .C = s.C,
-                                     .OC = s.OC};
-    if (bench::selected(args, "bwd_dinp"))
-      check_and_time(tag("bwd_dinp"), d.dinp, n_in, r.dinp, dinp_bytes, gemm_flops,
-                     [&] { llmc::matmul_backward_input(ctx, plain, 0); });
-    for (bool epilogue : {true, false}) {
-      const char* version = epilogue ? "bwd_dinp_dgelu" : "bwd_dinp_gelu_kernel";
-      llmc::MatmulBackward dgelu = plain;
-      dgelu.pre_gelu = d.pre_gelu_in;
-      dgelu.dgelu_epilogue = epilogue;
-      if (bench::selected(args, version))
-        check_and_time(tag(version), d.dinp, n_in, r.dinp_dgelu, dinp_bytes + e * n_in * (epilogue ? 1 : 3),
-                       gemm_flops, [&] { llmc::matmul_backward_input(ctx, dgelu, 0); });
-    }
-    // The accumulating outputs are reset to the random initial gradient, checked after one launch,
-    // then timed on the same buffers (which keep accumulating).
-    if (bench::selected(args, "bwd_dweight")) {
-      bench::upload(d.dweight, r.dweight0);
-      auto run = [&] { llmc::matmul_backward_weight(ctx, d.dweight, d.dout, d.inp, s.BT, s.C, s.OC, 0); };
-      run();
-      ok(bench::check(tag("bwd_dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
-      time_it(tag("bwd_dweight"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
-    }
-    // The timed search, as the trainer's tuning pass runs it: the first launch times every candidate
-    // on the real buffers and runs the fastest last. An overwriting GEMM's output is then the chosen
-    // algorithm's; an accumulating one has added 2 x candidates + 1 times, so it is reset and run
-    // again with the algorithm chosen.
-    if (bench::selected(args, "fwd_bias_timed")) {
-      llmc::BlasContext timed(ctx.workspace(), ctx.workspace_bytes());
-      timed.begin_search();
-      check_and_time(tag("fwd_bias_timed"), d.out, n_out, r.out_bias, fwd_bytes, gemm_flops,
-                     [&] { llmc::matmul_forward(timed, d.out, d.inp, d.weight, d.bias, s.BT, s.C, s.OC, 0); });
-      check_searched(tag("fwd_bias_timed"), timed);
-    }
-    if (bench::selected(args, "bwd_dweight_timed")) {
-      llmc::BlasContext timed(ctx.workspace(), ctx.workspace_bytes());
-      auto run = [&] { llmc::matmul_backward_weight(timed, d.dweight, d.dout, d.inp, s.BT, s.C, s.OC, 0); };
-      timed.begin_search();
-      run();
-      timed.end_search();
-      bench::upload(d.dweight, r.dweight0);
-      run();
-      ok(bench::check(tag("bwd_dweight_timed (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
-      check_searched(tag("bwd_dweight_timed"), timed);
-      time_it(tag("bwd_dweight_timed"), run, e * (n_out + n_in + 2 * n_w), gemm_flops);
-    }
-    // The two deterministic kernel paths: checked, then run again for the same bits, then timed.
-    for (const char* version : {"dbias_serial", "dbias_kernel"}) {
-      if (!bench::selected(args, version)) continue;
-      const bool serial = std::string(version) == "dbias_serial";
-      auto run = [&] {
-        if (serial)
-          matmul_bias_grad_serial(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC);
-        else
-          llmc::matmul_bias_grad(d.dbias, d.bias_scratch, d.dout, s.BT, s.OC, 0);
-      };
-      bench::upload(d.dbias, r.dbias0);
-      run();
-      ok(bench::check(tag(version) + " (+=)", bench::from_device(d.dbias, s.OC), r.dbias, kTol));
-      const std::vector<float> first = bench::from_device(d.dbias, s.OC);
-      bench::upload(d.dbias, r.dbias0);
-      run();
-      const bool same = bench::from_device(d.dbias, s.OC) == first;
-      fmt::print("{}  {}  bitwise identical on a second run\n", same ? "PASS" : "FAIL", tag(version));
-      ok(same);
-      time_it(tag(version), run, e * (n_out + 2.0 * s.OC), 0.0);
-    }
-    if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "bwd_dinp_fp8")) run_fp8(s, r, d);
-    if (bench::selected(args, "dbias_epilogue")) {
-      bench::upload(d.dweight, r.dweight0);
-      bench::upload(d.dbias, r.dbias0);
-      const llmc::MatmulBackward p{.dweight = d.dweight, .dbias = d.dbias, .bias_scratch = d.bias_scratch,
-                                   .dout = d.dout, .inp = d.inp, .BT = s.BT, .C = s.C, .OC = s.OC};
-      if (!llmc::matmul_backward_weight_bias_epilogue(ctx, p, 0)) {
-        // The trainer then takes the kernels (dbias_kernel): reported, not failed.
-        fmt::print("UNSUPPORTED  {}  cuBLASLt has no BGRADB epilogue for this GEMM\n", tag("dbias_epilogue"));
-        return;
-      }
-      ok(bench::check(tag("dbias_epilogue dweight (+=)"), bench::from_device(d.dweight, n_w), r.dweight, kTol));
-      ok(bench::check(tag("dbias_epilogue dbias (+=)"), bench::from_device(d.dbias, s.OC), r.dbias, kTol));
-      time_it(tag("dbias_epilogue"), [&] { llmc::matmul_backward_weight_bias_epilogue(ctx, p, 0); },
-              e * (n_out + n_in + 2 * n_w + 3.0 * s.OC), gemm_flops);
-    }
-  }
+  ~Fp8Operands() { bench::free_device({state, inp8, dout8, w8, wt8}); }
+  Fp8Operands(const Fp8Operands&) = delete;
+  Fp8Operands& operator=(const Fp8Operands&) = delete;
 };
+
+// One shape's reference, buffers and cuBLASLt context, and what the checks leave for the timings:
+// the timed searches' contexts (each searched once, then timed with its choice), the FP8 operands
+// (absent where the build or the shape has no FP8 GEMM) and whether cuBLASLt has the BGRADB epilogue.
+struct Data {
+  const Shape& s;
+  const Reference& r;
+  DeviceBuffers& buf;
+  llmc::BlasContext& ctx;
+  std::optional<llmc::BlasContext> fwd_search{}, dweight_search{};
+  std::optional<Fp8Operands> fp8{};
+  bool bias_epilogue = true;
+};
+
+template <bool kBias>
+void fwd(Data& d, int) {
+  llmc::matmul_forward(d.ctx, d.buf.out, d.buf.inp, d.buf.weight, kBias ? d.buf.bias : nullptr, d.s.BT, d.s.C,
+                       d.s.OC, 0);
+}
+
+// The GELU two ways: cuBLASLt's epilogue, or a plain GEMM followed by the GELU kernel.
+template <bool kEpilogue>
+void fwd_gelu(Data& d, int) {
+  llmc::matmul_forward_gelu(d.ctx, d.buf.out, d.buf.aux, d.buf.inp, d.buf.weight, d.buf.bias, d.s.BT, d.s.C, d.s.OC,
+                            kEpilogue, llmc::FastMath::kOff, 0);
+}
+
+llmc::MatmulBackward plain_backward(const Data& d) {
+  return {.dinp = d.buf.dinp, .dout = d.buf.dout, .weight = d.buf.weight, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
+}
+
+void bwd_dinp(Data& d, int) { llmc::matmul_backward_input(d.ctx, plain_backward(d), 0); }
+
+template <bool kEpilogue>
+void bwd_dinp_dgelu(Data& d, int) {
+  llmc::MatmulBackward p = plain_backward(d);
+  p.pre_gelu = d.buf.pre_gelu_in;
+  p.dgelu_epilogue = kEpilogue;
+  llmc::matmul_backward_input(d.ctx, p, 0);
+}
+
+void bwd_dweight(Data& d, int) {
+  llmc::matmul_backward_weight(d.ctx, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
+}
+
+void dbias_serial(Data& d, int) {
+  matmul_bias_grad_serial(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC);
+}
+void dbias_kernel(Data& d, int) {
+  llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0);
+}
+
+// false: cuBLASLt has no BGRADB epilogue for this GEMM (nothing was launched).
+bool dbias_epilogue_launch(Data& d) {
+  const llmc::MatmulBackward p{.dweight = d.buf.dweight, .dbias = d.buf.dbias, .bias_scratch = d.buf.bias_scratch,
+                               .dout = d.buf.dout, .inp = d.buf.inp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
+  return llmc::matmul_backward_weight_bias_epilogue(d.ctx, p, 0);
+}
+void dbias_epilogue(Data& d, int) { dbias_epilogue_launch(d); }
+
+void fwd_bias_timed(Data& d, int) {
+  llmc::matmul_forward(*d.fwd_search, d.buf.out, d.buf.inp, d.buf.weight, d.buf.bias, d.s.BT, d.s.C, d.s.OC, 0);
+}
+void bwd_dweight_timed(Data& d, int) {
+  llmc::matmul_backward_weight(*d.dweight_search, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
+}
+
+void fwd_bias_fp8(Data& d, int) {
+  llmc::matmul_forward_fp8(d.ctx, d.buf.out, d.fp8->inp_m, d.fp8->w_m, d.buf.bias, d.s.BT, d.s.C, d.s.OC, 0);
+}
+void bwd_dinp_fp8(Data& d, int) {
+  llmc::MatmulBackward p{.dinp = d.buf.dinp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
+  p.dout8 = d.fp8->dout_m;
+  p.weight_t8 = d.fp8->wt_m;
+  llmc::matmul_backward_input(d.ctx, p, 0);
+}
+
+// Bytes: each operand read once and the output written once (in floatX; FP8 operands a byte an
+// element), with the passes over the output an unfused GELU adds; FLOPs: the GEMM's 2*BT*C*OC.
+constexpr double kE = sizeof(floatX);
+double gemm_flops(const Data& d) { return 2.0 * d.s.BT * d.s.C * d.s.OC; }
+bench::Cost forward_cost(const Data& d) { return {kE * (d.s.n_in() + d.s.n_w() + d.s.n_out()), gemm_flops(d)}; }
+template <bool kEpilogue>
+bench::Cost fwd_gelu_cost(const Data& d) {
+  return {forward_cost(d).bytes + kE * d.s.n_out() * (kEpilogue ? 1 : 3), gemm_flops(d)};
+}
+bench::Cost dinp_cost(const Data& d) { return {kE * (d.s.n_out() + d.s.n_w() + d.s.n_in()), gemm_flops(d)}; }
+template <bool kEpilogue>
+bench::Cost dgelu_cost(const Data& d) {
+  return {dinp_cost(d).bytes + kE * d.s.n_in() * (kEpilogue ? 1 : 3), gemm_flops(d)};
+}
+bench::Cost dweight_cost(const Data& d) { return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w()), gemm_flops(d)}; }
+bench::Cost dbias_cost(const Data& d) { return {kE * (d.s.n_out() + 2.0 * d.s.OC), 0.0}; }
+bench::Cost dbias_epilogue_cost(const Data& d) {
+  return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w() + 3.0 * d.s.OC), gemm_flops(d)};
+}
+bench::Cost fwd_fp8_cost(const Data& d) { return {double(d.s.n_in() + d.s.n_w()) + kE * d.s.n_out(), gemm_flops(d)}; }
+bench::Cost dinp_fp8_cost(const Data& d) { return {double(d.s.n_out() + d.s.n_w()) + kE * d.s.n_in(), gemm_flops(d)}; }
+
+using Version = bench::Version<Data>;
+
+// Lines are named version first, then the shape (`tag`); an accumulating output's, with what it is
+// and "(+=)" between the two.
+std::string accumulated(const Version& v, const Data& d, const std::string& what) {
+  return fmt::format("{}{} (+=) {}", v.name, what, d.s.name);
+}
+
+// The versions with one overwritten output: launched once into the poisoned output, checked.
+bool check_out(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.buf.out, d.s.n_out() * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag, bench::from_device(d.buf.out, d.s.n_out()), v.name == "fwd" ? d.r.out_nobias : d.r.out_bias,
+                      kTol);
+}
+
+bool check_gelu(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.buf.out, d.s.n_out() * sizeof(floatX));
+  bench::poison(d.buf.aux, d.s.n_out() * sizeof(floatX));
+  v.launch(d, block);
+  bool ok = bench::check(tag + " out", bench::from_device(d.buf.out, d.s.n_out()), d.r.out_gelu, kTol);
+  ok &= bench::check(tag + " pre-activation", bench::from_device(d.buf.aux, d.s.n_out()), d.r.out_bias, kTol);
+  return ok;
+}
+
+bool check_dinp(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.buf.dinp, d.s.n_in() * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag, bench::from_device(d.buf.dinp, d.s.n_in()), v.name == "bwd_dinp" ? d.r.dinp : d.r.dinp_dgelu,
+                      kTol);
+}
+
+// The accumulating weight gradient: reset to the random initial gradient, checked after one launch
+// (the timings then keep accumulating into it).
+bool check_dweight(Data& d, const Version& v, const std::string&, int block) {
+  bench::upload(d.buf.dweight, d.r.dweight0);
+  v.launch(d, block);
+  return bench::check(accumulated(v, d, ""), bench::from_device(d.buf.dweight, d.s.n_w()), d.r.dweight, kTol);
+}
+
+// A search of one GEMM chose one algorithm, and stays with it: a second launch searches no more.
+bool check_searched(const std::string& tag, const llmc::BlasContext& searched) {
+  const bool one = searched.searched().algos.size() == 1 && searched.cached_algorithms() == 1;
+  fmt::print("{}  {}  the search chose one algorithm for its one shape\n", one ? "PASS" : "FAIL", tag);
+  return one;
+}
+
+// The timed search, as the trainer's tuning pass runs it: the first launch times every candidate on
+// the real buffers and runs the fastest last, so an overwriting GEMM's output is the chosen
+// algorithm's; a second launch must search no more.
+bool check_fwd_bias_timed(Data& d, const Version& v, const std::string& tag, int block) {
+  d.fwd_search.emplace(d.ctx.workspace(), d.ctx.workspace_bytes());
+  d.fwd_search->begin_search();
+  bool ok = check_out(d, v, tag, block);
+  v.launch(d, block);
+  return check_searched(tag, *d.fwd_search) && ok;
+}
+
+// An accumulating GEMM has added 2 x candidates + 1 times during the search, so it is reset and run
+// again with the algorithm chosen.
+bool check_bwd_dweight_timed(Data& d, const Version& v, const std::string& tag, int block) {
+  d.dweight_search.emplace(d.ctx.workspace(), d.ctx.workspace_bytes());
+  d.dweight_search->begin_search();
+  v.launch(d, block);
+  d.dweight_search->end_search();
+  const bool ok = check_dweight(d, v, tag, block);
+  return check_searched(tag, *d.dweight_search) && ok;
+}
+
+// The two deterministic kernel paths: checked, then run again from the same start for the same bits.
+bool check_dbias(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::upload(d.buf.dbias, d.r.dbias0);
+  v.launch(d, block);
+  const std::vector<float> first = bench::from_device(d.buf.dbias, d.s.OC);
+  bool ok = bench::check(tag + " (+=)", first, d.r.dbias, kTol);
+  bench::upload(d.buf.dbias, d.r.dbias0);
+  v.launch(d, block);
+  const bool same = bench::from_device(d.buf.dbias, d.s.OC) == first;
+  fmt::print("{}  {}  bitwise identical on a second run\n", same ? "PASS" : "FAIL", tag);
+  return ok && same;
+}
+
+// Where cuBLASLt has no BGRADB epilogue for the GEMM the trainer takes the kernels (dbias_kernel):
+// reported, not failed, and not timed.
+bool check_dbias_epilogue(Data& d, const Version& v, const std::string& tag, int) {
+  bench::upload(d.buf.dweight, d.r.dweight0);
+  bench::upload(d.buf.dbias, d.r.dbias0);
+  d.bias_epilogue = dbias_epilogue_launch(d);
+  if (!d.bias_epilogue) {
+    fmt::print("UNSUPPORTED  {}  cuBLASLt has no BGRADB epilogue for this GEMM\n", tag);
+    return true;
+  }
+  bool ok =
+      bench::check(accumulated(v, d, " dweight"), bench::from_device(d.buf.dweight, d.s.n_w()), d.r.dweight, kTol);
+  ok &= bench::check(accumulated(v, d, " dbias"), bench::from_device(d.buf.dbias, d.s.OC), d.r.dbias, kTol);
+  return ok;
+}
+
+// The FP8 GEMMs against the CPU layer run on the very values the FP8 copies hold, so only the
+// accumulation and the output's rounding differ. Where there are no FP8 operands, run() has said so.
+bool check_fwd_fp8(Data& d, const Version& v, const std::string& tag, int block) {
+  if (!d.fp8) return true;
+  std::vector<float> ref(d.s.n_out());
+  llmc::matmul_forward(ref.data(), d.fp8->inp.data(), d.fp8->w.data(), d.r.bias.data(), d.s.BT, d.s.C, d.s.OC);
+  bench::poison(d.buf.out, d.s.n_out() * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag, bench::from_device(d.buf.out, d.s.n_out()), ref, kTol);
+}
+
+bool check_dinp_fp8(Data& d, const Version& v, const std::string& tag, int block) {
+  if (!d.fp8) return true;
+  std::vector<float> ref(d.s.n_in()), dweight(d.s.n_w(), 0.0f), dbias(size_t(d.s.OC), 0.0f);
+  llmc::matmul_backward(ref.data(), dweight.data(), dbias.data(), d.fp8->dout.data(), d.r.inp.data(),
+                        d.fp8->w.data(), d.s.BT, d.s.C, d.s.OC);
+  bench::poison(d.buf.dinp, d.s.n_in() * sizeof(floatX));
+  v.launch(d, block);
+  return bench::check(tag, bench::from_device(d.buf.dinp, d.s.n_in()), ref, kTol);
+}
+
+bool has_fp8(const Data& d) { return d.fp8.has_value(); }
+bool has_bias_epilogue(const Data& d) { return d.bias_epilogue; }
+
+const std::vector<Version> kVersions = {
+    {"fwd", "no epilogue", {}, fwd<false>, check_out, forward_cost},
+    {"fwd_bias", "bias epilogue", {}, fwd<true>, check_out, forward_cost},
+    {"fwd_gelu", "bias + GELU epilogue, the pre-activation as aux (LLMC_GELU=epilogues)", {}, fwd_gelu<true>,
+     check_gelu, fwd_gelu_cost<true>},
+    {"fwd_gelu_kernel", "bias epilogue, then the GELU kernel (LLMC_GELU=kernels)", {}, fwd_gelu<false>, check_gelu,
+     fwd_gelu_cost<false>},
+    {"bwd_dinp", "the input gradient", {}, bwd_dinp, check_dinp, dinp_cost},
+    {"bwd_dinp_dgelu", "the input gradient with the DGELU epilogue", {}, bwd_dinp_dgelu<true>, check_dinp,
+     dgelu_cost<true>},
+    {"bwd_dinp_gelu_kernel", "the input gradient, then the GELU backward kernel", {}, bwd_dinp_dgelu<false>,
+     check_dinp, dgelu_cost<false>},
+    {"bwd_dweight", "the weight gradient, accumulating", {}, bwd_dweight, check_dweight, dweight_cost},
+    {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)",
+     {}, dbias_serial, check_dbias, dbias_cost},
+    {"dbias_kernel", "slices summed by 32 warps per 32 columns, deterministic (LLMC_BIAS_GRAD=kernels)", {},
+     dbias_kernel, check_dbias, dbias_cost},
+    {"dbias_epilogue", "the dweight GEMM's BGRADB epilogue into scratch, then added (LLMC_BIAS_GRAD=epilogue)", {},
+     dbias_epilogue, check_dbias_epilogue, dbias_epilogue_cost, has_bias_epilogue},
+    {"fwd_bias_timed", "fwd_bias with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {}, fwd_bias_timed,
+     check_fwd_bias_timed, forward_cost},
+    {"bwd_dweight_timed", "bwd_dweight with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {},
+     bwd_dweight_timed, check_bwd_dweight_timed, dweight_cost},
+    {"fwd_bias_fp8", "--fp8 1: operands cast to E4M3 by the trainer's kernels, cuBLASLt's FP8 GEMM (bf16 build)", {},
+     fwd_bias_fp8, check_fwd_fp8, fwd_fp8_cost, has_fp8},
+    {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)", {},
+     bwd_dinp_fp8, check_dinp_fp8, dinp_fp8_cost, has_fp8},
+};
+
+// Checks, then (unless --check, and where every check passed) times every selected version at s.
+bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, uint64_t seed) {
+  fmt::print("== {}: BT={} C={} OC={}\n", s.name, s.BT, s.C, s.OC);
+  const Reference r = make_reference(s, seed);
+  DeviceBuffers buf(s, r);
+  Data d{s, r, buf, ctx};
+  if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "bwd_dinp_fp8")) {
+    // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
+    if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
+      d.fp8.emplace(s, r, buf);
+    else
+      fmt::print("UNSUPPORTED  fp8 {}  FP8 GEMMs need the bf16 build and C, OC multiples of 16\n", s.name);
+  }
+  return bench::run_versions(args, kVersions, d, "", true, " " + std::string(s.name));
+}
 
 bool run(const bench::Args& args) {
   const size_t workspace_bytes = size_t(32) << 20;
   void* workspace = nullptr;
   CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
   llmc::BlasContext ctx(workspace, workspace_bytes);
-  Runner runner{args, ctx};
   // A layer's four GEMMs at B*T rows of C channels: qkv, attproj, fc, fcproj.
   const int BT = int(args.dim("-BT")), C = int(args.dim("-C"));
   const Shape shapes[] = {{"qkv", BT, C, 3 * C},
@@ -357,38 +462,21 @@ bool run(const bench::Args& args) {
                           // OC = 272 = 17 x 16: the least FP8 takes (leading dimensions of 16).
                           {"odd", 200, 96, 272, 8}};
   uint64_t seed = 1000;
+  bool ok = true;
   // --small: the odd shape alone; a shape of one's own: the four GEMMs alone.
   for (const Shape& s : shapes)
-    if (s.offset != 0 ? !args.shape_given : !args.small) runner.run_shape(s, seed += 100);
+    if (s.offset != 0 ? !args.shape_given : !args.small) ok &= run_shape(args, ctx, s, seed += 100);
   fmt::print("cached cuBLASLt algorithms: {}\n", ctx.cached_algorithms());
   CUDA_CHECK(cudaFree(workspace));
-  fmt::print("{}\n", runner.all_ok ? "all checks passed" : "SOME CHECKS FAILED");
-  return runner.all_ok;
+  fmt::print("{}\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+  return ok;
 }
 
 }  // namespace
-
-const std::vector<bench::VersionInfo> kVersions = {
-    {"fwd", "no epilogue"},
-    {"fwd_bias", "bias epilogue"},
-    {"fwd_gelu", "bias + GELU epilogue, the pre-activation as aux (LLMC_GELU=epilogues)"},
-    {"fwd_gelu_kernel", "bias epilogue, then the GELU kernel (LLMC_GELU=kernels)"},
-    {"bwd_dinp", "the input gradient"},
-    {"bwd_dinp_dgelu", "the input gradient with the DGELU epilogue"},
-    {"bwd_dinp_gelu_kernel", "the input gradient, then the GELU backward kernel"},
-    {"bwd_dweight", "the weight gradient, accumulating"},
-    {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)"},
-    {"dbias_kernel", "slices summed by 32 warps per 32 columns, deterministic (LLMC_BIAS_GRAD=kernels)"},
-    {"dbias_epilogue", "the dweight GEMM's BGRADB epilogue into scratch, then added (LLMC_BIAS_GRAD=epilogue)"},
-    {"fwd_bias_timed", "fwd_bias with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)"},
-    {"bwd_dweight_timed", "bwd_dweight with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)"},
-    {"fwd_bias_fp8", "--fp8 1: operands cast to E4M3 by the trainer's kernels, cuBLASLt's FP8 GEMM (bf16 build)"},
-    {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)"},
-};
 
 int main(int argc, char** argv) {
   // GPT-2 124M at B*T = 8*1024; channels in whole 16-byte vectors.
   const std::vector<bench::Dim> shape = {{"-BT", "rows (B*T)", 8 * 1024},
                                          {"-C", "channels", 768, llmc::Packed128<floatX>::size}};
-  return bench::run_main(argc, argv, shape, kVersions, run);
+  return bench::run_main(argc, argv, shape, bench::infos(kVersions), run);
 }
