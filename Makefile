@@ -5,12 +5,18 @@ CXXFLAGS ?= -O3 -march=native
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -MMD -MP
 LDLIBS   += -lfmt -lpthread
 
-# NO_USE_MPI=1 (NO_MULTI_GPU=1 implies it) builds without MPI into build/no-mpi/: see the MPI section.
+# BUILD=DIR puts every object and binary under DIR (default build). NO_USE_MPI=1 (NO_MULTI_GPU=1
+# implies it) builds without MPI into $(BUILD)/no-mpi/ (see the MPI section), also under a BUILD given
+# on the command line: objects with and without MPI never share a folder, where an archive of both
+# would change its members with each build.
 ifeq ($(NO_MULTI_GPU),1)
 NO_USE_MPI := 1
 endif
 LLMC_MPI_SRCS := llmc/dist/mpi_communicator.cpp llmc/dist/mpi_launch.cpp
-BUILD     := $(if $(filter 1,$(NO_USE_MPI)),build/no-mpi,build)
+BUILD     := build
+ifeq ($(NO_USE_MPI),1)
+override BUILD := $(BUILD)/no-mpi
+endif
 LLMC_SRCS := $(filter-out $(if $(filter 1,$(NO_USE_MPI)),$(LLMC_MPI_SRCS),llmc/dist/mpi_launch_absent.cpp),\
                           $(wildcard llmc/*.cpp llmc/*/*.cpp))
 # `ar` keeps one member per file name: two llmc/ sources with the same name would silently drop one.

@@ -10,7 +10,11 @@
 #      standing in for the architectures the binary holds): the trainer stops before training with
 #      an error naming the GPU's compute capability, the architectures and the CUDA_ARCHS to build;
 #      the default architectures' PTX (compute_80) runs on a Blackwell (12.0), an "a" PTX does not.
-# The nvcc side of the variants is tests/gpu/check_cuda_build.sh's. Skips (77) without the CUDA headers.
+# NO_MULTI_GPU=1 implies NO_USE_MPI=1 (host code without MPI, in build/no-mpi/); here NO_USE_MPI=0 keeps
+# the host library's MPI, as the emulated GPU's stand-in for NCCL carries its ranks over MPI and the
+# emulator's runtime links it. The host code without MPI is tests/dist/check_no_mpi_build.sh's, and the
+# nvcc side of the variants (NO_MULTI_GPU=1 with no MPI at all) tests/gpu/check_cuda_build.sh's.
+# Skips (77) without the CUDA headers.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
@@ -19,7 +23,7 @@ source tests/lib/emu_headers.sh
 default=build/emu-address/bf16/trainer
 variant=build/emu-address/bf16-nocudnn-nonccl/trainer
 make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=BF16 "$default/train_gpt2cu" >"$tmp/build.log" 2>&1 &&
-  make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=BF16 USE_CUDNN=0 NO_MULTI_GPU=1 \
+  make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=BF16 USE_CUDNN=0 NO_MULTI_GPU=1 NO_USE_MPI=0 \
     "$variant/train_gpt2cu" "$variant/test_gpt2cu" >>"$tmp/build.log" 2>&1 ||
   { tail -n 30 "$tmp/build.log"; echo "FAIL: build of the emulated trainer"; exit 1; }
 export OMP_NUM_THREADS=2

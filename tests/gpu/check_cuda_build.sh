@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
-# BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN and NCCL
-# (USE_CUDNN=0 NO_MULTI_GPU=1: its binaries need neither library, no object includes their headers,
-# its --dry-run plans two ranks through host staging), and the dev/cuda kernel benchmarks for sm_90a.
+# BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN, NCCL and MPI
+# (USE_CUDNN=0 NO_MULTI_GPU=1, in build/cuda-check/no-mpi: its binaries need none of the three
+# libraries, no object includes their headers, its --dry-run plans two ranks through host staging), and the dev/cuda kernel benchmarks for sm_90a.
 # Then runs the bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
 # where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
@@ -116,21 +116,22 @@ for ((i = 0; i < ${#pending[@]}; i += jobs)); do
   done
 done
 
-for p in bf16 fp32 bf16-nocudnn-nonccl; do
+# NO_MULTI_GPU=1 implies NO_USE_MPI=1, which builds in $(BUILD)/no-mpi.
+variant=$check_build/no-mpi/cuda-bf16-nocudnn-nonccl
+for dir in "$check_build/cuda-bf16" "$check_build/cuda-fp32" "$variant"; do
   for b in train_gpt2cu test_gpt2cu; do
-    [ -x "$check_build/cuda-$p/$b" ] || { echo "FAIL  $check_build/cuda-$p/$b was not built"; failed=$((failed + 1)); }
+    [ -x "$dir/$b" ] || { echo "FAIL  $dir/$b was not built"; failed=$((failed + 1)); }
   done
 done
 # The libraries each bf16 binary loads (readelf's NEEDED: what the loader will look for), and the
 # headers the variant's objects were compiled from (their .d files).
-needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl)[^]]*' | sort -u | paste -sd ' '; }
-variant=$check_build/cuda-bf16-nocudnn-nonccl
+needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl|mpi)[^]]*' | sort -u | paste -sd ' '; }
 if [ -x "$variant/train_gpt2cu" ]; then
-  headers=$(cat "$variant"/*.d "$variant"/llmc/*/*.d | grep -oE '[^ ]*/(nccl|cudnn)[^ /]*\.h' | sort -u | tr '\n' ' ')
+  headers=$(cat "$variant"/*.d "$variant"/llmc/*/*.d | grep -oE '[^ ]*/(nccl|cudnn|mpi)[^ /]*\.h' | sort -u | tr '\n' ' ')
   defaults=$(needed "$check_build/cuda-bf16/train_gpt2cu")
   if [ -z "$(needed "$variant/train_gpt2cu")$(needed "$variant/test_gpt2cu")$headers" ] &&
-    [ "$defaults" = "libcudnn.so.9 libnccl.so.2" ]; then
-    echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn or libnccl needed (the default build needs $defaults), no header of theirs"
+    [ "$defaults" = "libcudnn.so.9 libmpi.so.40 libnccl.so.2" ]; then
+    echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn, libmpi or libnccl needed (the default build needs $defaults), no header of theirs"
   else
     echo "FAIL  USE_CUDNN=0 NO_MULTI_GPU=1 needs '$(needed "$variant/train_gpt2cu")', includes '$headers' (default build: '$defaults')"
     failed=$((failed + 1))
@@ -241,4 +242,4 @@ if [ "$failed" -ne 0 ]; then
   echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; bf16 without cuDNN and NCCL; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
+echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; bf16 without cuDNN, NCCL and MPI; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
