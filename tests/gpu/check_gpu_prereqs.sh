@@ -127,23 +127,28 @@ else
   head -n 20 <<<"$out" | sed 's/^/      /'
 fi
 # What each variant links (make -n prints the commands without running them).
-link_of() {  # link_of VARIABLE=VALUE...: the bf16 train_gpt2cu's link command
-  make --no-print-directory -n BUILD="$tmp/plan" "$@" "$tmp/plan/cuda-bf16$variant/train_gpt2cu" |
-    grep -F -- "-o $tmp/plan/cuda-bf16$variant/train_gpt2cu"
+link_of() {  # link_of DIR VARIABLE=VALUE...: the bf16 train_gpt2cu's link command, its objects in DIR
+  local dir=$1
+  shift
+  make --no-print-directory -n BUILD="$tmp/plan" "$@" "$dir/cuda-bf16$variant/train_gpt2cu" |
+    grep -F -- "-o $dir/cuda-bf16$variant/train_gpt2cu"
 }
-for spec in ":-lcudnn -lnccl nccl_communicator.o cudnn_attention.o:" \
-  "-nocudnn:-lnccl nccl_communicator.o:-lcudnn cudnn_attention.o:USE_CUDNN=0" \
-  "-nonccl:-lcudnn cudnn_attention.o:-lnccl nccl_communicator.o:NO_MULTI_GPU=1" \
-  "-nocudnn-nonccl::-lcudnn -lnccl nccl_communicator.o cudnn_attention.o:USE_CUDNN=0 NO_MULTI_GPU=1"; do
+for spec in ":-lcudnn -lnccl -lmpi nccl_communicator.o cudnn_attention.o:" \
+  "-nocudnn:-lnccl -lmpi nccl_communicator.o:-lcudnn cudnn_attention.o:USE_CUDNN=0" \
+  "-nonccl:-lcudnn cudnn_attention.o:-lnccl -lmpi nccl_communicator.o:NO_MULTI_GPU=1" \
+  "-nocudnn-nonccl::-lcudnn -lnccl -lmpi nccl_communicator.o cudnn_attention.o:USE_CUDNN=0 NO_MULTI_GPU=1"; do
   IFS=: read -r variant has lacks vars <<<"$spec"
   checks=$((checks + 1))
+  # NO_MULTI_GPU=1 implies NO_USE_MPI=1, which builds in $(BUILD)/no-mpi.
+  dir=$tmp/plan
+  [[ $vars != *NO_MULTI_GPU=1* ]] || dir=$tmp/plan/no-mpi
   # shellcheck disable=SC2086
-  link=$(link_of $vars)
+  link=$(link_of "$dir" $vars)
   ok=1
   for w in $has; do grep -qF -- "$w" <<<"$link" || ok=0; done
   for w in $lacks; do grep -qF -- "$w" <<<"$link" && ok=0; done
   if [ -n "$link" ] && [ "$ok" = 1 ]; then
-    echo "ok    ${vars:-the default build} links ${has:-neither cuDNN nor NCCL} (build/cuda-bf16$variant)"
+    echo "ok    ${vars:-the default build} links ${has:-none of cuDNN, NCCL and MPI} (build${dir#"$tmp/plan"}/cuda-bf16$variant)"
   else
     fail "${vars:-the default build}: expected ${has:-none} and none of $lacks in: ${link:-no link command}"
   fi
