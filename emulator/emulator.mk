@@ -12,6 +12,15 @@
 # Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
 # every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire
 # (LLMC_EMU_TSAN). The CPU references run serially there (no OpenMP: libgomp is not TSan-aware).
+# The emulated NCCL carries its ranks over MPI (runtime/nccl_api.cpp), so the emulator builds with
+# MPI: NO_USE_MPI=1 (and NO_MULTI_GPU=1, which implies it) is refused for its targets; NO_MULTI_GPU=1
+# NO_USE_MPI=0 builds the trainer without NCCL on the emulated GPU.
+ifeq ($(NO_USE_MPI),1)
+ifneq ($(filter %-emu test-emu emu-%,$(MAKECMDGOALS))$(findstring /emu-,$(MAKECMDGOALS)),)
+$(error the emulated GPU builds with MPI (its NCCL carries the ranks over MPI): add NO_USE_MPI=0, which \
+  with NO_MULTI_GPU=1 still leaves NCCL out)
+endif
+endif
 CUDA_HOME     ?= /usr/local/cuda
 EMU_SANITIZER ?= address
 EMU           := $(BUILD)/emu-$(EMU_SANITIZER)
