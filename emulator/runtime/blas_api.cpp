@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/runtime/blas_lt.h"
 #include "emulator/runtime/device_memory.h"
 #include "emulator/runtime/gemm.h"
 
@@ -38,26 +39,6 @@ struct cublasContext {
 namespace emu {
 namespace {
 
-struct LtDesc {
-  cublasComputeType_t compute;
-  cudaDataType_t scale;
-  int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
-  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  void* bias = nullptr;
-  // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: -1 (the default) is D's type.
-  int32_t bias_type = -1;
-  void* aux = nullptr;
-  int64_t aux_ld = 0;
-  // CUBLASLT_MATMUL_DESC_{A,B,C,D}_SCALE_POINTER and _AMAX_D_POINTER: device floats, null meaning
-  // a scale of 1 and no amax. Only FP8 matmuls take them (check_scales).
-  const float* scales[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
-  float* amax_d = nullptr;
-};
-struct LtLayout {
-  cudaDataType_t type;
-  uint64_t rows, cols;
-  int64_t ld;
-};
 struct LtPreference {
   uint64_t max_workspace = 0;
   uint32_t align[4] = {256, 256, 256, 256};  // A, B, C, D (the documented defaults)
@@ -141,14 +122,6 @@ LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<Lt
 bool supported_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
 bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
 size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : is_fp8(t) ? 1 : 2; }
-ElementType element_type(cudaDataType_t t) {
-  switch (t) {
-    case CUDA_R_16BF: return ElementType::bf16;
-    case CUDA_R_8F_E4M3: return ElementType::e4m3;
-    case CUDA_R_8F_E5M2: return ElementType::e5m2;
-    default: return ElementType::fp32;
-  }
-}
 
 // The largest power of two up to 256 that divides the address.
 uint32_t alignment_of(const void* p) {
@@ -156,30 +129,7 @@ uint32_t alignment_of(const void* p) {
   return uint32_t(bits & (~bits + 1));
 }
 
-// The tanh approximation, as cuBLASLt's GELU epilogues compute it, and its derivative. The constants
-// are the library's own, written here rather than taken from the product's (llmc/gpt2_constants.h),
-// so that a caller and the emulation cannot share one misreading (emulator/tests/test_blas.cu).
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
-float gelu(float x) {
-  const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
-  return 0.5f * x * (1.0f + t);
-}
-float gelu_grad(float x) {
-  const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
-}
 
-float load(const void* p, cudaDataType_t type, size_t i) {
-  if (type == CUDA_R_32F) return static_cast<const float*>(p)[i];
-  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-}
-void store(void* p, cudaDataType_t type, size_t i, float v) {
-  if (type == CUDA_R_32F)
-    static_cast<float*>(p)[i] = v;
-  else
-    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
-}
 
 // The bytes a column-major rows x cols matrix with leading dimension ld spans from its start.
 size_t matrix_bytes(uint64_t rows, uint64_t cols, int64_t ld, cudaDataType_t type) {
@@ -198,28 +148,6 @@ bool check_device(const char* call, const char* what, const void* p, size_t byte
   return false;
 }
 
-enum class EpilogueKind { plain, bias, gelu, gelu_bias, gelu_aux, gelu_aux_bias, dgelu, dgelu_bgrad, bgrada, bgradb };
-bool epilogue_kind(uint32_t e, EpilogueKind& kind) {
-  switch (e) {
-    case CUBLASLT_EPILOGUE_DEFAULT: kind = EpilogueKind::plain; return true;
-    case CUBLASLT_EPILOGUE_BIAS: kind = EpilogueKind::bias; return true;
-    case CUBLASLT_EPILOGUE_GELU: kind = EpilogueKind::gelu; return true;
-    case CUBLASLT_EPILOGUE_GELU_BIAS: kind = EpilogueKind::gelu_bias; return true;
-    case CUBLASLT_EPILOGUE_GELU_AUX: kind = EpilogueKind::gelu_aux; return true;
-    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: kind = EpilogueKind::gelu_aux_bias; return true;
-    case CUBLASLT_EPILOGUE_DGELU: kind = EpilogueKind::dgelu; return true;
-    case CUBLASLT_EPILOGUE_DGELU_BGRAD: kind = EpilogueKind::dgelu_bgrad; return true;
-    case CUBLASLT_EPILOGUE_BGRADA: kind = EpilogueKind::bgrada; return true;
-    case CUBLASLT_EPILOGUE_BGRADB: kind = EpilogueKind::bgradb; return true;
-    default: return false;
-  }
-}
-bool uses_bias(EpilogueKind k) { return k != EpilogueKind::plain && k != EpilogueKind::gelu &&
-                                        k != EpilogueKind::gelu_aux && k != EpilogueKind::dgelu; }
-bool uses_aux(EpilogueKind k) {
-  return k == EpilogueKind::gelu_aux || k == EpilogueKind::gelu_aux_bias || k == EpilogueKind::dgelu ||
-         k == EpilogueKind::dgelu_bgrad;
-}
 
 // cublasLtMatmul's FP8 rules (cuBLAS documentation, cublasLtMatmul, FP8): compute capability 8.9
 // or newer; A and B both FP8, but not both E5M2; the "TN" layout, A transposed and B not; leading
@@ -254,10 +182,6 @@ cublasStatus_t check_fp8(const char* call, const LtDesc& o, const LtLayout& la, 
 
 // The shape checks common to the heuristic query and the matmul: op(A) is m x k, op(B) k x n, C and
 // D m x n; types, leading dimensions and the epilogue's extra operands as documented.
-struct LtShape {
-  uint64_t m, n, k;
-  EpilogueKind kind;
-};
 cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                         cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, LtShape& shape) {
   if (!alive(op) || !alive(a) || !alive(b) || !alive(c) || !alive(d))
@@ -341,65 +265,6 @@ cublasStatus_t check_scales(const char* call, const LtDesc& o, bool fp8) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// D = alpha scale_A scale_B op(A) op(B) + beta scale_C C and the epilogue, on host-visible device
-// memory, each scale 1 unless set; amax_D, when set, gets the largest |x| over D's elements x as
-// computed in fp32 after the epilogue, before their rounding to D's type. `c` may equal `d` (the
-// product is formed in full before D is written).
-void run_lt(const LtDesc& o, const LtShape& s, float alpha, const void* a, const LtLayout& la, const void* b,
-            const LtLayout& lb, float beta, const void* c, const LtLayout& lc, void* d, const LtLayout& ld) {
-  const cudaDataType_t t = ld.type;
-  const GemmOperand ga{a, element_type(la.type), la.ld, o.trans_a == CUBLAS_OP_T},
-      gb{b, element_type(lb.type), lb.ld, o.trans_b == CUBLAS_OP_T};
-  // The scales are read now, when the GEMM runs on its stream, as the library's kernel reads them.
-  const auto scale_value = [](const float* p) { return p ? *p : 1.0f; };
-  const float ab_factor = alpha * scale_value(o.scales[0]) * scale_value(o.scales[1]);
-  const float c_factor = beta * scale_value(o.scales[2]);
-  float amax = 0.0f;
-  std::vector<float> acc;
-  gemm_fp32(acc, ga, gb, int(s.m), int(s.n), int(s.k));
-  const EpilogueKind kind = s.kind;
-  const bool add_bias = kind == EpilogueKind::bias || kind == EpilogueKind::gelu_bias ||
-                        kind == EpilogueKind::gelu_aux_bias;
-  const bool apply_gelu = kind == EpilogueKind::gelu || kind == EpilogueKind::gelu_bias ||
-                          kind == EpilogueKind::gelu_aux || kind == EpilogueKind::gelu_aux_bias;
-  const bool dgelu = kind == EpilogueKind::dgelu || kind == EpilogueKind::dgelu_bgrad;
-  const bool write_aux = kind == EpilogueKind::gelu_aux || kind == EpilogueKind::gelu_aux_bias;
-  // Bias gradients: reductions over k of op(A) (BGRADA, one per row of D) or op(B) (BGRADB, one per
-  // column), read from the inputs as they are, before any scaling.
-  if (kind == EpilogueKind::bgrada || kind == EpilogueKind::bgradb) {
-    const bool by_rows = kind == EpilogueKind::bgrada;
-    const GemmOperand& x = by_rows ? ga : gb;
-    const uint64_t count = by_rows ? s.m : s.n;
-    for (uint64_t i = 0; i < count; ++i) {
-      float sum = 0.0f;
-      for (uint64_t p = 0; p < s.k; ++p) {
-        const long long r = by_rows ? i : p, col = by_rows ? p : i;  // op(X)'s element
-        sum += x.transposed ? operand_at(x, col, r) : operand_at(x, r, col);
-      }
-      store(o.bias, t, i, sum);
-    }
-  }
-  std::vector<float> row_sums(dgelu ? s.m : 0, 0.0f);
-  for (uint64_t j = 0; j < s.n; ++j)
-    for (uint64_t i = 0; i < s.m; ++i) {
-      const size_t at = size_t(i + j * ld.ld);
-      float x = ab_factor * acc[size_t(i + j * s.m)];
-      if (beta != 0.0f) x += c_factor * load(c, t, size_t(i + j * lc.ld));
-      if (add_bias) x += load(o.bias, t, i);
-      const size_t aux_at = size_t(i + j * uint64_t(o.aux_ld));
-      if (write_aux) store(o.aux, t, aux_at, x);
-      if (apply_gelu) x = gelu(x);
-      if (dgelu) {
-        x *= gelu_grad(load(o.aux, t, aux_at));
-        row_sums[i] += x;
-      }
-      amax = std::max(amax, std::fabs(x));
-      store(d, t, at, x);
-    }
-  if (kind == EpilogueKind::dgelu_bgrad)
-    for (uint64_t i = 0; i < s.m; ++i) store(o.bias, t, i, row_sums[i]);
-  if (o.amax_d) *o.amax_d = amax;
-}
 
 }  // namespace
 }  // namespace emu

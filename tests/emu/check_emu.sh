@@ -98,7 +98,7 @@ racecheck_faults() {
 
 for san in address thread racecheck; do
   build "$san" BF16 emu-tests || continue
-  for test in test_emulator test_blas test_fp8; do
+  for test in test_emulator test_blas test_blas_fp8 test_fp8; do
     log="$logs/$san-$test.log"
     if "build/emu-$san/tests/$test" >"$log" 2>&1; then
       cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
