@@ -17,23 +17,23 @@ namespace llmc {
 enum class GeluPath { kMixed, kKernels, kEpilogues };
 
 // How the encoder backward adds up the dout rows of a token's positions into its dwte row
-// (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kChains, the default: one block walks all of a
-// token's positions, so a frequent token (",", "the", end-of-text) is one long serial chain that
-// bounds the kernel's time. kPieces: a token with more than kEncoderPieceRows positions
-// (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed by one block each in
-// parallel, and the piece sums are added in piece order: still deterministic, in another order.
-enum class EncoderBackward { kChains, kPieces };
+// (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kPieces, the default: a token with more than
+// kEncoderPieceRows positions (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed
+// by one block each in parallel, and the piece sums are added in piece order: deterministic. kChains:
+// one block walks all of a token's positions, so a frequent token (",", "the", end-of-text) is one
+// long serial chain that bounds the kernel's time.
+enum class EncoderBackward { kPieces, kChains };
 
-// Exponentials (LLMC_FAST_MATH; llmc/cuda/fast_math.cuh). kOff, the default: expf and tanhf, within
-// 2 ulp. kOn: the hardware's ex2.approx of a pre-scaled argument (exp2f, __expf) and an approximate
-// division (__fdividef) in the fused classifier, the fallback attention's softmax and the GELU
-// kernels, which are templates on it, chosen per launch so that one binary times both.
-enum class FastMath { kOff, kOn };
+// Exponentials (LLMC_FAST_MATH; llmc/cuda/fast_math.cuh). kOn, the default: the hardware's
+// ex2.approx of a pre-scaled argument (exp2f, __expf) and an approximate division (__fdividef) in
+// the fused classifier, the fallback attention's softmax and the GELU kernels, which are templates on
+// it, chosen per launch so that one binary times both. kOff: expf and tanhf, within 2 ulp.
+enum class FastMath { kOn, kOff };
 
 // cuDNN's attention backward and its fp32 dQ accumulator (LLMC_CUDNN_DQ_CLEAR;
-// llmc/cuda/cudnn_attention.cu). kAlways, the default: cleared before every backward. kAuto:
-// only when the loaded cuDNN is older than the version that clears it itself.
-enum class CudnnDqClear { kAlways, kAuto };
+// llmc/cuda/cudnn_attention.cu). kAuto, the default: cleared only when the loaded cuDNN is older
+// than the version that clears it itself. kAlways: cleared before every backward.
+enum class CudnnDqClear { kAuto, kAlways };
 
 // cuDNN's attention backward graph (LLMC_CUDNN_BACKWARD). kDefault: dQ accumulated in fp32 across
 // key blocks, in whatever order the blocks finish. kDeterministic: dQ = dS K as its own product,
@@ -48,11 +48,11 @@ enum class CudnnBackward { kDefault, kDeterministic };
 enum class BiasGradPath { kKernels, kEpilogue };
 
 // How each GEMM shape's cuBLASLt algorithm is chosen (LLMC_GEMM_SEARCH; llmc/cuda/gemm_search.cuh).
-// kHeuristic, the default: the heuristic's first choice. kTimed: a start-up tuning pass (one
-// forward and backward micro-step, Backend::tune_kernels) times up to kGemmSearchCandidates of the
-// heuristic's choices per shape and keeps the fastest; rank 0's table goes to every rank and into
-// the checkpoints, so that a resumed run runs the same algorithms.
-enum class GemmSearch { kHeuristic, kTimed };
+// kTimed, the default: a start-up tuning pass (one forward and backward micro-step,
+// Backend::tune_kernels) times up to kGemmSearchCandidates of the heuristic's choices per shape and
+// keeps the fastest; rank 0's table goes to every rank and into the checkpoints, so that a resumed
+// run runs the same algorithms. kHeuristic: the heuristic's first choice, no tuning pass.
+enum class GemmSearch { kTimed, kHeuristic };
 
 // LayerNorm backward's finishing pass, which adds every block's partial dweight/dbias in block order
 // (LLMC_LAYERNORM_BACKWARD). kTwoPass, the default: a kernel of its own. kFused: the last block of the

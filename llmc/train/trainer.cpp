@@ -237,11 +237,14 @@ void Trainer::choose_kernels(Backend& backend) {
   if (resumed_step_ >= 0)
     say("kernel choices: checkpoint step {} holds none (written without them): timing them now\n", resumed_step_);
   std::vector<uint8_t> choices;
+  double seconds = 0.0;
   if (lead_) {
     const DataLoaderPosition position = train_->position();
     train_->next_batch(inputs_.data(), targets_.data());
     train_->restore(position);
+    const auto start = std::chrono::steady_clock::now();
     backend.tune_kernels(inputs_.data(), targets_.data(), o_.batch_size, o_.seq_len);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     choices = backend.kernel_choices();
   }
   uint64_t bytes = choices.size();
@@ -249,7 +252,8 @@ void Trainer::choose_kernels(Backend& backend) {
   choices.resize(bytes);
   host_.broadcast(choices.data(), bytes, 0);
   const std::string what = backend.set_kernel_choices(choices);
-  say("kernel choices: rank 0 timed {}{}\n", what, world_size_ > 1 ? ", every rank runs them" : "");
+  // The seconds are the start-up cost of LLMC_GEMM_SEARCH=timed (the README quotes it).
+  say("kernel choices: rank 0 timed {} in {:.1f} s{}\n", what, seconds, world_size_ > 1 ? ", every rank runs them" : "");
 }
 
 void Trainer::train(Backend& backend) {

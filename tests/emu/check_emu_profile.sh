@@ -2,8 +2,9 @@
 # LLMC_PROFILE=on (llmc/cuda/launch_profile.h) on the emulated GPU, BF16 under ASan + UBSan: a 4-step
 # run prints the `profile:` table of its 3 steps after the warm-up step, whose calls per step are
 # those counted by hand from the model below, and trains bit for bit as the same run without it
-# (main.log equal, the same `cuda:` line: the events allocate no device memory), also with
-# LLMC_GEMM_SEARCH=timed, whose tuning pass is not counted as a step. The emulator's
+# (main.log equal, the same `cuda:` line: the events allocate no device memory); the default
+# LLMC_GEMM_SEARCH=timed's tuning pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no
+# tuning pass) counts the same calls and trains the same. The emulator's
 # times mean nothing; only the names and counts are checked. A bad value is refused by name.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
@@ -45,10 +46,11 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 #   causal_softmax_forward_kernel and causal_softmax_backward_kernel L = 3 each (the fallback);
 #   bias_grad_partial_kernel and bias_grad_finish_kernel 4L = 12 each (qkv, attproj, fc, fcproj biases);
 #   fused_classifier_kernel 1; accumulate_loss_kernel 1; encoder_backward_wte_kernel and
-#   encoder_backward_wpe_kernel 1 each (chains); global_norm_partial_kernel 1; adamw_vector_kernel 16
+#   encoder_backward_wpe_kernel 1 each (no token has more than kEncoderPieceRows positions, so
+#   LLMC_ENCODER_BACKWARD=pieces cuts none); global_norm_partial_kernel 1; adamw_vector_kernel 16
 #   (one per parameter tensor, each with its own weight decay).
 # The kernels' template arguments: the element type, then (where a switch picks an instance) the
-# switch's value, false for two-pass LayerNorm and for LLMC_FAST_MATH=off.
+# switch's value: false for two-pass LayerNorm, true for LLMC_FAST_MATH=on (the defaults).
 # The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
 # in the output $2 (default: the profiled run's).
 calls_of() {
@@ -57,10 +59,10 @@ calls_of() {
 }
 for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
   "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
-  "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, false>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
-  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, false>:3" \
+  "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, true>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
+  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:12" \
-  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, false>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
+  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, true>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:16"; do
   name=${expected%:*}
@@ -69,21 +71,24 @@ for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_ker
 done
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
 
-# With LLMC_GEMM_SEARCH=timed the start-up tuning pass (a forward and backward pass that runs every
-# GEMM's candidates) is no training step: still 3 steps after 1 warm-up, the same calls per step,
-# and (the emulated algorithms all sum alike) the same training.
-LLMC_GEMM_SEARCH=timed LLMC_PROFILE=on LLMC_EMU_SEED=5 "$trainer" "${run[@]}" -o "$tmp/timed" >"$tmp/timed.out" 2>&1 ||
-  fail "the run with LLMC_GEMM_SEARCH=timed LLMC_PROFILE=on (log: $tmp/timed.out)"
-grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/timed.out" ||
-  fail "with LLMC_GEMM_SEARCH=timed: $(grep '^profile:' "$tmp/timed.out" | head -n 1)"
+# The default LLMC_GEMM_SEARCH=timed ran a start-up tuning pass (a forward and backward pass that
+# runs every GEMM's candidates), which is no training step: without it (heuristic), still 3 steps
+# after 1 warm-up, the same calls per step, and (the emulated algorithms all sum alike) the same
+# training.
+grep -q '^kernel choices: rank 0 timed ' "$tmp/profiled.out" || fail "the default run did not time its GEMMs"
+LLMC_GEMM_SEARCH=heuristic LLMC_PROFILE=on LLMC_EMU_SEED=5 "$trainer" "${run[@]}" -o "$tmp/heuristic" \
+  >"$tmp/heuristic.out" 2>&1 || fail "the run with LLMC_GEMM_SEARCH=heuristic LLMC_PROFILE=on (log: $tmp/heuristic.out)"
+! grep -q '^kernel choices' "$tmp/heuristic.out" || fail "LLMC_GEMM_SEARCH=heuristic timed its GEMMs"
+grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/heuristic.out" ||
+  fail "with LLMC_GEMM_SEARCH=heuristic: $(grep '^profile:' "$tmp/heuristic.out" | head -n 1)"
 for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=" "adamw_vector_kernel<__nv_bfloat16>"; do
-  [ "$(calls_of "$name" "$tmp/timed.out")" = "$(calls_of "$name")" ] ||
-    fail "with LLMC_GEMM_SEARCH=timed, $name: $(calls_of "$name" "$tmp/timed.out") calls per step, not $(calls_of "$name")"
+  [ "$(calls_of "$name" "$tmp/heuristic.out")" = "$(calls_of "$name")" ] ||
+    fail "with LLMC_GEMM_SEARCH=heuristic, $name: $(calls_of "$name" "$tmp/heuristic.out") calls per step, not $(calls_of "$name")"
 done
-cmp -s "$tmp/plain/main.log" "$tmp/timed/main.log" || fail "main.log with LLMC_GEMM_SEARCH=timed differs"
+cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LLMC_GEMM_SEARCH=heuristic differs"
 
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand, training bit-identical to the run without it, the timed GEMM search's tuning pass no step, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand, training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, a bad value refused"

@@ -48,7 +48,7 @@ for communicator in nccl mpi; do
       want=$([ "$communicator" = nccl ] && echo "2 rank(s) over NCCL" || echo "2 ranks over MPI, staged through host memory")
       grep -qF "$want" "$tmp/$name.out" || fail "$name: the start-up line does not say '$want'"
       [ "$search" = heuristic ] ||
-        grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes, every rank runs them$' \
+        grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes in [0-9.]* s, every rank runs them$' \
           "$tmp/$name.out" || fail "$name: rank 0's timed GEMM algorithms did not go to every rank"
       if result=$(PYTHONPATH=tests/lib python3 - "$tmp/$name/main.log" "$tmp/one/main.log" "$name" <<'PY'
 import sys

@@ -134,7 +134,7 @@ resume_exactly levers-on 9 $levers_on -- -r 0
 # With LLMC_GEMM_SEARCH=timed among the levers: the unbroken run timed the GEMMs before step 0, the
 # resumed one loaded that table from its checkpoint instead (the emulated algorithms all sum alike,
 # so only this line shows which).
-grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes$' "$tmp/full-levers-on.out" ||
+grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes in [0-9.]* s$' "$tmp/full-levers-on.out" ||
   fail "the run with every lever on did not time its GEMM algorithms: $(grep '^kernel choices' "$tmp/full-levers-on.out")"
 grep -q '^kernel choices: loaded the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes from checkpoint step 3 instead of timing them$' \
   "$tmp/part-levers-on.out" && ! grep -q '^gemm search:' "$tmp/part-levers-on.out" ||

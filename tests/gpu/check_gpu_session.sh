@@ -11,8 +11,8 @@
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
 #  (d) GPU_SESSION_STEPS runs only the steps it names; the same seed run twice with
-#      LLMC_CUDNN_BACKWARD=deterministic passes when the two runs agree bit for bit, and fails when
-#      the models differ (a stand-in that writes its process id into the model);
+#      LLMC_CUDNN_BACKWARD=deterministic LLMC_GEMM_SEARCH=heuristic passes when the two runs agree bit
+#      for bit, and fails when the models differ (a stand-in that writes its process id into the model);
 #  (e) an llm.c binary that does not start there is built from the snapshots the bundle carries
 #      (a stand-in checkout, tests/lib/fake_llmc.sh, built with nvcc: SKIP of (e) and (h) alone
 #      without it);
@@ -98,7 +98,7 @@ elif [ "$r" = 2 ]; then ms=110; fi
 case "$o:$y:$x:$e" in
   *rank*) tag=ranks ;;
   *:1:*) tag=resume ;;
-  *train_d12_twice*) tag="twice ${LLMC_CUDNN_BACKWARD:-default}" ;;
+  *train_d12_twice*) tag="twice ${LLMC_CUDNN_BACKWARD:-default} ${LLMC_GEMM_SEARCH:-timed}" ;;
   *train_d12*) tag=train ;;
   *:*:20:*init*) tag=sweep ;;
   *:*:30:*) tag=llmc-ours ;;
@@ -255,15 +255,15 @@ rc=$?
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
 # The sweep: the defaults, -r 0, -r 2, -r auto, every other value of every speed switch, every lever on (the
 # table counted here by its own rows' values, not by the script's reading of it), then the fallback,
-# then --fp8 1, the bf16 levers that helped and those with --fp8 1.
+# then --fp8 1 at -r 1 and at -r 0.
 other_values=$(grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def | awk -F'"' '{ n += split($4, v, "|") - 1 } END { print n }')
 sweep_cudnn_runs=$((4 + other_values + 1))
 expected_order="parity-fp32 cudnn
 parity-bf16 cudnn
 train cudnn -b 16
 resume cudnn -b 16
-twice deterministic cudnn -b 16
-twice deterministic cudnn -b 16
+twice deterministic heuristic cudnn -b 16
+twice deterministic heuristic cudnn -b 16
 train fallback -b 16
 resume fallback -b 16
 memcheck test_gpt2cu-fp32
@@ -279,7 +279,6 @@ llmc-ours cudnn -b 64
 $(for _ in $(seq "$sweep_cudnn_runs"); do echo "sweep cudnn -b 64"; done)
 sweep fallback -b 64
 sweep cudnn -b 64 fp8
-sweep cudnn -b 64
 sweep cudnn -b 64 fp8
 profile-run cudnn -b 64
 ncu-run cudnn -b 64
@@ -311,7 +310,7 @@ expect_lines "$out" \
   "PASS  test_gpt2cu fp32                       test_gpt2cu (fp32, attention cudnn): 47 checks passed, 0 failed" \
   "PASS  train d12 20 steps, B=16               loss 10.800000 -> 7.000000" \
   "PASS  resume d12 at step 10, cuDNN attention main.log and the step-20 model bit-identical" \
-  "PASS  same seed twice, LLMC_CUDNN_BACKWARD=deterministic main.log and the step-20 model bit-identical over the two runs" \
+  "PASS  same seed twice, LLMC_CUDNN_BACKWARD=deterministic LLMC_GEMM_SEARCH=heuristic main.log and the step-20 model bit-identical over the two runs" \
   "PASS  resume d12 at step 10, fallback attention main.log and the step-20 model bit-identical" \
   "PASS  memcheck test_gpt2cu bf16 (L1 C64)     ERROR SUMMARY: 0 error" \
   "PASS  ZeRO-1, 2 ranks on 1 GPU (MPI), bundled mpirun losses vs 1 rank: max rel diff 0.0e+00" \
@@ -372,8 +371,8 @@ else fail "GPU_SESSION_STEPS=d48,devcuda ran: $(tr '\n' ';' <"$FAKE/order")"; fi
 rm -f "$FAKE/order"
 out=$(env "${session_env[@]}" FAKE_NONDETERMINISTIC=1 GPU_SESSION_STEPS=resume bash "$script" 2>&1 </dev/null)
 rc=$?
-if [ "$rc" = 1 ] && grep -qF "FAIL  same seed twice, LLMC_CUDNN_BACKWARD=deterministic the two runs differ: losses max rel 0.0e+00, step-20 model differs" <<<"$out" &&
-  [ "$(grep -c '^twice deterministic cudnn -b 16$' "$FAKE/order")" = 2 ]; then
+if [ "$rc" = 1 ] && grep -qF "FAIL  same seed twice, LLMC_CUDNN_BACKWARD=deterministic LLMC_GEMM_SEARCH=heuristic the two runs differ: losses max rel 0.0e+00, step-20 model differs" <<<"$out" &&
+  [ "$(grep -c '^twice deterministic heuristic cudnn -b 16$' "$FAKE/order")" = 2 ]; then
   ok "the same seed twice with LLMC_CUDNN_BACKWARD=deterministic: models that differ fail the row"
 else fail "deterministic pair with differing models: exit $rc"; sed 's/^/      /' <<<"$out" | grep -E 'PASS|FAIL' | head -n 10; fi
 
