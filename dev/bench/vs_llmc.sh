@@ -314,6 +314,7 @@ ours_flags=(-v 0 -s 0 -sh 0)
 clean_env=()
 for v in $(compgen -e | grep '^LLMC_' | grep -vx LLMC_ATTENTION); do clean_env+=(-u "$v"); done
 settings=("llm.c defaults" "ours defaults" "llm.c fastest")
+slugs=(llmc_defaults ours_defaults llmc_fastest ours_extra)  # the logs' names
 [ -z "$extra_name" ] || settings+=("ours $extra_name")
 # run_setting INDEX LOG: that setting's run, its peak MiB on stdout.
 run_setting() {
@@ -337,7 +338,7 @@ for round in $(seq 1 "$rounds"); do
   order=$(seq 0 $((${#settings[@]} - 1)))
   [ $((round % 2)) -eq 1 ] || order=$(seq $((${#settings[@]} - 1)) -1 0)
   for s in $order; do
-    log=$logs/run${round}_${s}.log
+    log=$logs/${slugs[$s]}_$round.log
     echo "== round $round: ${settings[$s]}"
     mem=$(run_setting "$s" "$log")
     rc=$?

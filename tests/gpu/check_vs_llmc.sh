@@ -285,7 +285,7 @@ expect_lines "$out" \
 if [ "$(grep -c ' vs llm\.c ' <<<"$out")" = 4 ] && [ "$(grep -cE '^ours (defaults|fp8) vs llm\.c (defaults|fastest): [0-9]\.[0-9]{3}x tokens/s, ' <<<"$out")" = 4 ]; then
   ok "four pair lines, each 'OURS vs LLM.C: N.NNNx tokens/s, ...'"
 else fail "the pair lines: $(grep ' vs ' <<<"$out")"; fi
-if tar tzf "$tmp/vs-out/vs_llmc-logs.tgz" | grep -qx 'logs/run2_3.log' &&
+if tar tzf "$tmp/vs-out/vs_llmc-logs.tgz" | grep -qx 'logs/ours_extra_2.log' &&
   cmp -s "$tmp/vs-out/vs_llmc-summary.txt" "$work/logs/summary.txt"; then
   ok "logs and summary in VS_LLMC_OUT"
 else fail "no logs or summary in VS_LLMC_OUT ($tmp/vs-out)"; fi
