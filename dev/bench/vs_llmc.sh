@@ -138,12 +138,13 @@ case $model in
 esac
 layers=${model#d}
 T=1024
-read -r -a fastest <<<"${VS_LLMC_FASTEST--r 0 -ge 2}"
+read -r -a fastest <<<"${VS_LLMC_FASTEST-"-r 0 -ge 2"}"
 [ ${#fastest[@]} -gt 0 ] || die "VS_LLMC_FASTEST is empty: llm.c's fastest setting needs its flags (default '-r 0 -ge 2')"
 # VS_LLMC_OURS_EXTRA: VAR=VALUE words to the environment, the rest flags.
 extra_env=()
 extra_flags=()
-read -r -a words <<<"${VS_LLMC_OURS_EXTRA:-}"
+extra_text=${VS_LLMC_OURS_EXTRA:-}
+read -r -a words <<<"${extra_text//$'\n'/ }"  # (a value over several lines, too)
 for word in "${words[@]}"; do
   if [[ "$word" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then extra_env+=("$word"); else extra_flags+=("$word"); fi
 done

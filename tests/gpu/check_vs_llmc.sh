@@ -227,12 +227,14 @@ chmod +x "$fake/failing"
 expect_error "a failing run" 1 "the llm.c defaults run of round 1 failed (exit 3)" "${run_env[@]}" VS_LLMC_THEIRS="$fake/failing" \
   VS_LLMC_ROUNDS=1 PATH="$fake/bin:$PATH" -- "$checkout" "$frontend"
 
-# Two rounds of the four settings (with VS_LLMC_OURS_EXTRA), from a caller whose environment holds
-# speed switches and the profiler: none of it may reach our runs but the extra setting's own.
+# Two rounds of the four settings (with VS_LLMC_OURS_EXTRA, over two lines), from a caller whose
+# environment holds speed switches and the profiler: none of it may reach our runs but the extra
+# setting's own.
 rm -f "$fake/order"
 # No CUDNN_FRONTEND_DIR: the one beside the checkout.
 out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" VS_LLMC_OUT="$tmp/vs-out" HOME="$tmp/home" LLMC_GEMM_SEARCH=timed \
-  LLMC_PROFILE=on VS_LLMC_OURS_EXTRA="LLMC_FAST_MATH=on --fp8 1" VS_LLMC_OURS_EXTRA_NAME=fp8 bash "$script" "$checkout" \
+  LLMC_PROFILE=on VS_LLMC_OURS_EXTRA="LLMC_FAST_MATH=on
+  --fp8 1" VS_LLMC_OURS_EXTRA_NAME=fp8 bash "$script" "$checkout" \
   2>&1 </dev/null)
 rc=$?
 shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -x 12 -l 6e-4 -u 0 -q 1.0 -c 0.1"
