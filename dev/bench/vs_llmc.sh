@@ -25,13 +25,13 @@ like for like, at these settings:
 Why -r 0 -ge 2 is llm.c's fastest on one GPU (llm.c f1e2ace's train_gpt2.cu and Makefile): -r 0
 keeps each layer's GELU output instead of recomputing it (more memory, less work); -ge 2 fuses the
 GELU into the forward GEMM's epilogue and its gradient into the backward's (cuBLASLt's GELU_AUX
-and DGELU epilogues; llm.c turned it off by default, citing slower fused GELU on GPUs before
-Hopper: on those, try VS_LLMC_FASTEST='-r 0 -ge 0'). No other flag of llm.c is faster at one GPU
-like for like: -z (ZeRO) shards only across processes; -f (TF32) acts on FP32 builds only; -w 0
-drops the fp32 master weights, which changes the arithmetic (ours keeps them, as llm.c's default
-does); -a trains on one batch; -sl/-sg (off by default) only add work; -v, -s, -h and -lg act
-outside the timed steps. Its Makefile already builds with -O3 --use_fast_math and BF16, and
-USE_CUDNN=1 (cuDNN attention, its fastest) is what this script builds.
+and DGELU epilogues; llm.c's default leaves it off, and its code notes that cuBLAS's fused GELU
+seemed slow before Hopper: on those GPUs, try VS_LLMC_FASTEST='-r 0 -ge 0'). No other flag of
+llm.c is faster at one GPU like for like: -z (ZeRO) shards only across processes; -f (TF32) acts on
+FP32 builds only; -w 0 drops the fp32 master weights, which changes the arithmetic (ours keeps
+them, as llm.c's default does); -a trains on one batch; -sl/-sg (off by default) only add work;
+-v, -s, -h and -lg act outside the timed steps. Its Makefile already builds with -O3
+--use_fast_math and BF16, and USE_CUDNN=1 (cuDNN attention, its fastest) is what this script builds.
 
 Each round runs every setting once, in the order above in odd rounds and reversed in even ones
 (llm.c defaults, ours, llm.c fastest[, ours EXTRA], then [ours EXTRA,] llm.c fastest, ours,
@@ -47,7 +47,7 @@ ms/step over the steps after warm-up of all its runs, tokens/s, MFU and peak GPU
 measured one way for all (MFU from our trainer's count, 6N + 6LCT FLOPs per token, against its
 table of GPU peaks; memory as nvidia-smi's memory.used sampled every 100 ms), and the losses after
 the same steps; then one line per pair of ours and llm.c's settings, e.g.
-  ours defaults vs llm.c fastest: N.NNNx tokens/s, memory X.X GiB vs Y.Y GiB, loss after 40 steps L.LLL vs M.MMM (+P.PP%)
+  ours defaults vs llm.c fastest: N.NNNx tokens/s, memory X GiB vs Y GiB, loss after 40 steps A vs B (+P.PP%)
 (the ratio of tokens/s, both peak memories, the losses after the last step and their relative
 difference; `grep ' vs llm.c '` lists them). Logs in build/vs_llmc/logs; the summary and the logs
 packed (vs_llmc-summary.txt, vs_llmc-logs.tgz) in VS_LLMC_OUT (below).
