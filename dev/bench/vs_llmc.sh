@@ -149,6 +149,9 @@ for word in "${words[@]}"; do
   if [[ "$word" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then extra_env+=("$word"); else extra_flags+=("$word"); fi
 done
 extra_name=${VS_LLMC_OURS_EXTRA_NAME:-${words[*]}}
+[ ${#words[@]} -gt 0 ] || [ -z "$extra_name" ] ||
+  die "VS_LLMC_OURS_EXTRA_NAME='$extra_name' names no setting: VS_LLMC_OURS_EXTRA is empty"
+[ "$extra_name" != defaults ] || die "VS_LLMC_OURS_EXTRA_NAME=defaults: that is the name of ours without VS_LLMC_OURS_EXTRA"
 
 # With VS_LLMC_THEIRS and no LLMC_DIR (a bundle's prebuilt binary), the commit is the one the
 # build wrote beside it (COMMIT).

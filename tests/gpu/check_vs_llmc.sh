@@ -222,6 +222,8 @@ expect_error "d48 without VS_LLMC_B" 1 "VS_LLMC_MODEL=d48 needs VS_LLMC_B: the l
 expect_error "VS_LLMC_B zero" 1 "VS_LLMC_B='0' is not a positive whole number" VS_LLMC_MODEL=d24 VS_LLMC_B=0 -- "$checkout"
 expect_error "VS_LLMC_B not a number" 1 "VS_LLMC_B='6x4' is not a positive whole number" VS_LLMC_B=6x4 -- "$checkout"
 expect_error "VS_LLMC_FASTEST empty" 1 "VS_LLMC_FASTEST is empty" VS_LLMC_FASTEST= -- "$checkout"
+expect_error "an extra setting's name without the setting" 1 "VS_LLMC_OURS_EXTRA_NAME='fp8' names no setting" \
+  VS_LLMC_OURS_EXTRA_NAME=fp8 -- "$checkout"
 printf '#!/usr/bin/env bash\necho "error: out of memory"; exit 3\n' >"$fake/failing"
 chmod +x "$fake/failing"
 expect_error "a failing run" 1 "the llm.c defaults run of round 1 failed (exit 3)" "${run_env[@]}" VS_LLMC_THEIRS="$fake/failing" \
