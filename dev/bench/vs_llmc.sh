@@ -12,18 +12,45 @@ usage() {
 usage: dev/bench/vs_llmc.sh LLMC_DIR [CUDNN_FRONTEND_DIR]
        VS_LLMC_THEIRS=PATH dev/bench/vs_llmc.sh     (a prebuilt llm.c, e.g. the bundle's)
 
-Builds the train_gpt2cu of an llm.c checkout (github.com/karpathy/llm.c) and runs it and ours
-alternately, llm.c first (A B A B), on the same shards (data/corpus, `make data`; see
-VS_LLMC_TRAIN below), read in the same order (llm.c's sequential order: ours -sh 0, and llm.c's
-train loader made sequential in the copy, see below), with the same shapes and hyperparameters:
-GPT-2 d12, B=64, T=1024, -d 65536 (no gradient accumulation), -r 1 (recompute GELU), lr 6e-4
-constant (-u 0 -q 1.0), weight decay 0.1, from the same initial weights when VS_LLMC_INIT names a
-model file (else each from its own random init). Prints for each: the median ms/step over the
-steps after warm-up of all its runs, tokens/s, MFU and peak GPU memory, each measured one way for
-both (MFU from our trainer's count, 6N + 6LCT FLOPs per token, against its table of GPU peaks;
-memory as nvidia-smi's memory.used sampled every 100 ms), the losses after the same steps, and the
-ratios. Logs in build/vs_llmc/logs; the summary and the logs packed (vs_llmc-summary.txt,
-vs_llmc-logs.tgz) in VS_LLMC_OUT (below).
+Builds the train_gpt2cu of an llm.c checkout (github.com/karpathy/llm.c) and times it against ours,
+like for like, at these settings:
+  llm.c defaults   no -r, no -ge: llm.c's own defaults, -r 1 (the GELU recomputed in the backward)
+                   and GELU fusion off (-ge 0);
+  llm.c fastest    -r 0 -ge 2 (VS_LLMC_FASTEST below): no recompute, and the GELU and its gradient
+                   computed in cuBLASLt's epilogues of the fc GEMMs (forward and backward);
+  ours defaults    no LLMC_ variable (each one in the environment is removed for our runs, but
+                   LLMC_ATTENTION, the fallback where cuDNN rejects the attention graph: the title
+                   names it), no flag but the shared ones below;
+  ours EXTRA       with VS_LLMC_OURS_EXTRA only (below): our defaults plus that setting.
+Why -r 0 -ge 2 is llm.c's fastest on one GPU (llm.c f1e2ace's train_gpt2.cu and Makefile): -r 0
+keeps each layer's GELU output instead of recomputing it (more memory, less work); -ge 2 fuses the
+GELU into the forward GEMM's epilogue and its gradient into the backward's (cuBLASLt's GELU_AUX
+and DGELU epilogues; llm.c's default leaves it off, and its code notes that cuBLAS's fused GELU
+seemed slow before Hopper: on those GPUs, try VS_LLMC_FASTEST='-r 0 -ge 0'). No other flag of
+llm.c is faster at one GPU like for like: -z (ZeRO) shards only across processes; -f (TF32) acts on
+FP32 builds only; -w 0 drops the fp32 master weights, which changes the arithmetic (ours keeps
+them, as llm.c's default does); -a trains on one batch; -sl/-sg (off by default) only add work;
+-v, -s, -h and -lg act outside the timed steps. Its Makefile already builds with -O3
+--use_fast_math and BF16, and USE_CUDNN=1 (cuDNN attention, its fastest) is what this script builds.
+
+Each round runs every setting once, in the order above in odd rounds and reversed in even ones
+(llm.c defaults, ours, llm.c fastest[, ours EXTRA], then [ours EXTRA,] llm.c fastest, ours,
+llm.c defaults): llm.c and ours alternate (A B A B) within a round, and over each pair of rounds
+every setting's runs sit at the same mean place, so a drift of the GPU's clocks or temperature
+over the call weighs on every setting alike (keep VS_LLMC_ROUNDS even). All read the same shards
+(data/corpus, `make data`; see VS_LLMC_TRAIN below) in the same order (llm.c's sequential order:
+ours -sh 0, and llm.c's train loader made sequential in the copy, see below), with the same shape
+and hyperparameters: GPT-2 VS_LLMC_MODEL, B=VS_LLMC_B, T=1024, -d B*T (no gradient accumulation),
+lr 6e-4 constant (-u 0 -q 1.0), weight decay 0.1, from the same initial weights when VS_LLMC_INIT
+names a model file (else each from its own random init). Prints for each setting: the median
+ms/step over the steps after warm-up of all its runs, tokens/s, MFU and peak GPU memory, each
+measured one way for all (MFU from our trainer's count, 6N + 6LCT FLOPs per token, against its
+table of GPU peaks; memory as nvidia-smi's memory.used sampled every 100 ms), and the losses after
+the same steps; then one line per pair of ours and llm.c's settings, e.g.
+  ours defaults vs llm.c fastest: N.NNNx tokens/s, memory X GiB vs Y GiB, loss after 40 steps A vs B (+P.PP%)
+(the ratio of tokens/s, both peak memories, the losses after the last step and their relative
+difference; `grep ' vs llm.c '` lists them). Logs in build/vs_llmc/logs; the summary and the logs
+packed (vs_llmc-summary.txt, vs_llmc-logs.tgz) in VS_LLMC_OUT (below).
 
 The checkout is not touched: Makefile, train_gpt2.cu and llmc/ are copied to build/vs_llmc/llm.c
 (see VS_LLMC_WORK) and built there with cuDNN attention (USE_CUDNN=1), without NCCL and MPI (one GPU), with
@@ -45,21 +72,32 @@ beside LLMC_DIR. Snapshots of both kept inside this repository go in external/ (
 Built and run against llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a (master of 2025-05-10; the
 snapshot in ../shared/external, unpacked into external/ by `make gpu-dist`): its Makefile's
 USE_CUDNN, CUDNN_FRONTEND_PATH, GPU_COMPUTE_CAPABILITY, NO_MULTI_GPU and NO_USE_MPI;
-train_gpt2cu's flags -i -j -e -b -t -d -r -x -l -u -q -c -v -m -s -g and its
-"step N/M | loss ... | X ms |" lines. The summary names the commit of the checkout it ran (git's,
-else the snapshot's SNAPSHOT file).
+train_gpt2cu's flags -i -j -e -b -t -d -r -ge -x -l -u -q -c -v -m -s -g, its model descriptors
+d12, d24, d48 and its "step N/M | loss ... | X ms |" lines. The summary names the commit of the
+checkout it ran (git's, else the snapshot's SNAPSHOT file).
 
 Environment:
+  VS_LLMC_MODEL=d12         the model: d12 (124M), d24 (350M) or d48 (1.5B), llm.c's descriptors
+  VS_LLMC_B=64              the batch size B of every run; 64 by default at d12 only: at d24 and d48
+                            give the largest B that both trainers fit at every setting (ours:
+                            train_gpt2cu --dry-run 1 -e d48 -b 64 -t 1024 prints the largest -b
+                            that fits; llm.c: try -r 0, its setting that needs the most)
   VS_LLMC_STEPS=40          steps per run
   VS_LLMC_WARMUP=10         first steps of each run left out of the median
-  VS_LLMC_ROUNDS=2          rounds of (llm.c, ours)
+  VS_LLMC_ROUNDS=2          rounds (each runs every setting once, see above)
   VS_LLMC_BUDGET=540        seconds for all runs (the build not counted); a run out of time fails
+  VS_LLMC_FASTEST='-r 0 -ge 2'  llm.c's flags for "llm.c fastest"
+  VS_LLMC_OURS_EXTRA=''     a further setting of ours: words VAR=VALUE go to the environment, the
+                            others are flags after the shared ones, e.g. '--fp8 1' or
+                            'LLMC_GEMM_SEARCH=timed -r 0'; its name in the summary is
+  VS_LLMC_OURS_EXTRA_NAME   (default: VS_LLMC_OURS_EXTRA's text), printed after "ours "
   VS_LLMC_WORK=build/vs_llmc  the folder for the copy, its build and the logs
   VS_LLMC_OUT=out/vs_llmc   the folder for vs_llmc-summary.txt and vs_llmc-logs.tgz (relative to
                             where the script is run; empty: none)
   VS_LLMC_BUILD_ONLY=1      build llm.c's train_gpt2cu and stop: needs no GPU
-  VS_LLMC_INIT=FILE         a bf16 (version 5) model file both start from (dev/pytorch/bench_gpt2.py
-                            --write-init FILE --init-bf16 --init-only writes one); default: -e d12
+  VS_LLMC_INIT=FILE         a bf16 (version 5) model file all start from, of VS_LLMC_MODEL's depth
+                            (dev/pytorch/bench_gpt2.py --config d12 --write-init FILE --init-bf16
+                            --init-only writes one); default: -e VS_LLMC_MODEL
   VS_LLMC_THEIRS=PATH       an llm.c train_gpt2cu already built: no build (its commit is read from
                             COMMIT beside it, which the build writes, when LLMC_DIR is not given)
   VS_LLMC_OURS=PATH         our train_gpt2cu to time (default: the bundle's, build/gpu-local's, or
@@ -89,6 +127,31 @@ warmup=$(positive_int VS_LLMC_WARMUP 10) || exit 1
 rounds=$(positive_int VS_LLMC_ROUNDS 2) || exit 1
 budget=$(positive_int VS_LLMC_BUDGET 540) || exit 1
 [ "$warmup" -lt "$steps" ] || die "VS_LLMC_WARMUP=$warmup leaves none of VS_LLMC_STEPS=$steps steps to time"
+model=${VS_LLMC_MODEL:-d12}
+case $model in
+  d12) B=$(positive_int VS_LLMC_B 64) || exit 1 ;;
+  d24 | d48)
+    [ -n "${VS_LLMC_B:-}" ] || die "VS_LLMC_MODEL=$model needs VS_LLMC_B: the largest B that both trainers fit at" \
+      "every setting (ours: train_gpt2cu --dry-run 1 -e $model -b 64 -t 1024 prints the largest -b that fits)"
+    B=$(positive_int VS_LLMC_B "") || exit 1 ;;
+  *) die "VS_LLMC_MODEL='$model' is not one of d12, d24, d48" ;;
+esac
+layers=${model#d}
+T=1024
+read -r -a fastest <<<"${VS_LLMC_FASTEST-"-r 0 -ge 2"}"
+[ ${#fastest[@]} -gt 0 ] || die "VS_LLMC_FASTEST is empty: llm.c's fastest setting needs its flags (default '-r 0 -ge 2')"
+# VS_LLMC_OURS_EXTRA: VAR=VALUE words to the environment, the rest flags.
+extra_env=()
+extra_flags=()
+extra_text=${VS_LLMC_OURS_EXTRA:-}
+read -r -a words <<<"${extra_text//$'\n'/ }"  # (a value over several lines, too)
+for word in "${words[@]}"; do
+  if [[ "$word" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then extra_env+=("$word"); else extra_flags+=("$word"); fi
+done
+extra_name=${VS_LLMC_OURS_EXTRA_NAME:-${words[*]}}
+[ ${#words[@]} -gt 0 ] || [ -z "$extra_name" ] ||
+  die "VS_LLMC_OURS_EXTRA_NAME='$extra_name' names no setting: VS_LLMC_OURS_EXTRA is empty"
+[ "$extra_name" != defaults ] || die "VS_LLMC_OURS_EXTRA_NAME=defaults: that is the name of ours without VS_LLMC_OURS_EXTRA"
 
 # With VS_LLMC_THEIRS and no LLMC_DIR (a bundle's prebuilt binary), the commit is the one the
 # build wrote beside it (COMMIT).
@@ -235,49 +298,72 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 
 rm -rf "$logs"
 mkdir -p "$logs"
-B=64
-T=1024
-model=d12
+init=$model
 if [ -n "${VS_LLMC_INIT:-}" ]; then
-  model=$VS_LLMC_INIT
-  [[ "$model" == /* ]] || model=$caller_dir/$model
-  [ -f "$model" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' is not a file"
+  init=$VS_LLMC_INIT
+  [[ "$init" == /* ]] || init=$caller_dir/$init
+  [ -f "$init" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' is not a file"
+  # The model file's header: int32 words, the 5th the number of layers.
+  init_layers=$(od -An -t d4 -j 16 -N 4 "$init" | tr -d ' ')
+  [ "$init_layers" = "$layers" ] || die "VS_LLMC_INIT '$VS_LLMC_INIT' has ${init_layers:-no} layers," \
+    "VS_LLMC_MODEL=$model has $layers"
 fi
-shape=(-i "$train" -j "$val" -e "$model" -b "$B" -t "$T"
-  -d $((B * T)) -r 1 -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1)
+shape=(-i "$train" -j "$val" -e "$init" -b "$B" -t "$T" -d $((B * T)) -x "$steps" -l 6e-4 -u 0 -q 1.0 -c 0.1)
 # llm.c evaluates and samples at the last step whatever -v and -s say: one val batch, 16 tokens.
 # Ours does neither (0 = never). Neither is inside a step's time.
 theirs_flags=(-v 1000000 -m 1 -s 1000000 -g 16)
 ours_flags=(-v 0 -s 0 -sh 0)
+# Every run without the caller's LLMC_ variables (our speed switches, the profiler; llm.c reads
+# none), but LLMC_ATTENTION.
+clean_env=()
+for v in $(compgen -e | grep '^LLMC_' | grep -vx LLMC_ATTENTION); do clean_env+=(-u "$v"); done
+settings=("llm.c defaults" "ours defaults" "llm.c fastest")
+slugs=(llmc_defaults ours_defaults llmc_fastest ours_extra)  # the logs' names
+[ -z "$extra_name" ] || settings+=("ours $extra_name")
+# run_setting INDEX LOG: that setting's run, its peak MiB on stdout.
+run_setting() {
+  case $1 in
+    # From its build folder: llm.c looks for gpt2_tokenizer.bin in its working directory.
+    0) (cd "$(dirname "$theirs")" &&
+      run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$theirs" "${shape[@]}" "${theirs_flags[@]}") ;;
+    1) run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$ours" "${shape[@]}" "${ours_flags[@]}" ;;
+    2) (cd "$(dirname "$theirs")" &&
+      run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$theirs" "${shape[@]}" "${theirs_flags[@]}" "${fastest[@]}") ;;
+    3) run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "${extra_env[@]}" "$ours" "${shape[@]}" "${ours_flags[@]}" \
+      "${extra_flags[@]}" ;;
+  esac
+}
+run_limit=$([ "$model" = d12 ] && echo 200 || echo 600)
 SECONDS=0
 failed=0
 run_logs=()
 memories=()
 for round in $(seq 1 "$rounds"); do
-  for side in llmc ours; do
-    log=$logs/${side}_$round.log
-    echo "== round $round: $side"
-    if [ "$side" = llmc ]; then
-      # From its build folder: llm.c looks for gpt2_tokenizer.bin in its working directory.
-      mem=$(cd "$(dirname "$theirs")" && run_with_memory 200 "$log" "$theirs" "${shape[@]}" "${theirs_flags[@]}")
-    else
-      mem=$(run_with_memory 200 "$log" "$ours" "${shape[@]}" "${ours_flags[@]}")
-    fi
+  order=$(seq 0 $((${#settings[@]} - 1)))
+  [ $((round % 2)) -eq 1 ] || order=$(seq $((${#settings[@]} - 1)) -1 0)
+  for s in $order; do
+    log=$logs/${slugs[$s]}_$round.log
+    echo "== round $round: ${settings[$s]}"
+    mem=$(run_setting "$s" "$log")
     rc=$?
     if [ "$rc" -ne 0 ]; then
-      echo "vs_llmc: the $side run of round $round failed (exit $rc):"
+      echo "vs_llmc: the ${settings[$s]} run of round $round failed (exit $rc):"
       tail -n 15 "$log"
       failed=1
     fi
-    run_logs+=("$side:$log")
+    run_logs+=("$s:$log")
     memories+=("${mem:-0}")
   done
 done
 [ "$failed" -eq 0 ] || die "a run failed; logs in $logs"
+legend="llm.c defaults: no -r, no -ge; llm.c fastest: ${fastest[*]}; ours defaults: no LLMC_ variable, no speed flag"
+[ -z "$extra_name" ] || legend+="; ours $extra_name: ${words[*]}"
+[ -z "${LLMC_ATTENTION:-}" ] || legend+="; ours with LLMC_ATTENTION=$LLMC_ATTENTION"
 PYTHONPATH=scripts python3 dev/bench/vs_llmc_summary.py --tokens-per-step $((B * T)) --warmup "$warmup" \
   --steps "$steps" \
-  --title "GPT-2 d12 (${VS_LLMC_INIT:+same init }$(basename "$model")), B=$B T=$T, -d $((B * T)), -r 1 on $gpu; llm.c $commit" \
-  --runs "${run_logs[@]}" --memory-mib "${memories[@]}" | tee "$logs/summary.txt"
+  --title "GPT-2 $model (${VS_LLMC_INIT:+same init }$(basename "$init")), B=$B T=$T, -d $((B * T)) on $gpu; llm.c $commit" \
+  --legend "$legend" --settings "${settings[@]}" --runs "${run_logs[@]}" --memory-mib "${memories[@]}" |
+  tee "$logs/summary.txt"
 status=${PIPESTATUS[0]}
 if [ -n "$out_dir" ]; then
   mkdir -p "$out_dir" || die "VS_LLMC_OUT: cannot create the folder $out_dir"

@@ -10,10 +10,13 @@
 #      and libnvrtc the script supplies, once with cuDNN and cuBLAS from a fake wheel tree; the
 #      commit named is git's, else the SNAPSHOT file's (a snapshot is no git checkout);
 #  (c) its runs and table, with stand-ins for nvidia-smi and both trainers that print known step
-#      times, losses and hold known memory: the A B A B order, the same shape flags for both (one
-#      initial model file with VS_LLMC_INIT), the medians, tokens/s, MFU, memory, the losses and the
-#      ratios worked out by hand below; the summary and the logs in VS_LLMC_OUT (a relative one from
-#      the caller's folder); a prebuilt llm.c without LLMC_DIR, its commit from COMMIT.
+#      times and losses and hold known memory, by setting: the order (llm.c defaults, ours, llm.c
+#      fastest, ours with VS_LLMC_OURS_EXTRA, then the reverse), llm.c fastest with -r 0 -ge 2 and
+#      its defaults with neither, ours without the caller's LLMC_ variables and flags, the same shape
+#      flags for all (one initial model file with VS_LLMC_INIT), each setting's row and each pair's
+#      line (ratios, memories, losses) worked out here from the stand-ins' figures; the summary and
+#      the logs in VS_LLMC_OUT (a relative one from the caller's folder); a prebuilt llm.c without
+#      LLMC_DIR, its commit from COMMIT; d24 at a given B; bad VS_LLMC_MODEL, VS_LLMC_B, VS_LLMC_INIT.
 # Skips (exit 77) without nvcc: (b) needs the toolkit.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -163,28 +166,44 @@ case "\$*" in
   *) exit 1 ;;
 esac
 EOF
-# fake_trainer SIDE MIB: prints the mfu line (ours) and 12 step lines: 2 warm-up steps of 999 ms,
-# then 10 steps of MS_<side>_<round> ms, the round counted in a file.
+# The stand-ins' figures by setting (told apart by their flags): step time in round 1 (+10 ms in
+# round 2), MiB held, and the loss after the n-th step, L0 - floor(n/4).
+declare -A fig_ms=([llmc-defaults]=200 [llmc-fastest]=180 [ours-defaults]=160 [ours-fp8]=150)
+declare -A fig_mib=([llmc-defaults]=30000 [llmc-fastest]=34000 [ours-defaults]=20480 [ours-fp8]=24576)
+declare -A fig_loss=([llmc-defaults]=11.0 [llmc-fastest]=11.1 [ours-defaults]=11.2 [ours-fp8]=10.8)
+# fake_trainer SIDE ARGS...: logs its setting, its flags and its LLMC_ variables to $fake/order, holds
+# its memory until nvidia-smi has seen it, prints the mfu line (ours) and 12 step lines: 2 warm-up
+# steps of 999 ms, then 10 of the setting's time in this round (its runs counted in $fake/order).
 cat >"$fake/trainer" <<EOF
 #!/usr/bin/env bash
-side=\$1 mib=\$2
-shift 2
-echo "\$side \$*" >>"$fake/order"
-round=\$(grep -c "^\$side " "$fake/order")
+$(declare -p fig_ms fig_mib fig_loss)
+side=\$1
+shift
+case "\$side \$* " in
+  "llmc "*" -ge 2 "*) setting=llmc-fastest ;;
+  llmc*) setting=llmc-defaults ;;
+  *" --fp8 1 "*) setting=ours-fp8 ;;
+  *) setting=ours-defaults ;;
+esac
+line="\$setting \$* | \$(env | grep '^LLMC_' | sort | tr '\n' ' ')"
+echo "\$line" >>"$fake/order"
+round=\$(grep -cxF -- "\$line" "$fake/order")
+mib=\${fig_mib[\$setting]}
 echo "\$mib" >"$fake/mem"
 for _ in \$(seq 400); do [ "\$(cat "$fake/seen" 2>/dev/null)" = "\$mib" ] && break; sleep 0.05; done
 [ "\$side" = ours ] && echo "mfu: 100000000 FLOPs per token (6N + 6LCT at T=1024) against 1000 TFLOP/s, the dense bf16 peak of NVIDIA H100 80GB HBM3"
-ms=\$([ "\$side" = ours ] && echo 160 || echo \$((190 + 10 * round)))
+ms=\$((fig_ms[\$setting] + 10 * (round - 1)))
 for i in \$(seq 12); do
   t=\$([ "\$i" -le 2 ] && echo 999 || echo "\$ms")
-  if [ "\$side" = ours ]; then echo "step \$((i - 1))/12 | loss \$((11 - i / 4)).5 | norm 1.0 | lr 6.00e-04 | \$t.0 ms | 1 tok/s | eta 0s"
-  else printf 'step %4d/12 | loss %d.000000 (+0.00z)| norm 1.0000 (+0.00z)| lr 6.00e-04 | %.2f ms | 1.0%% bf16 MFU | 1 tok/s\n' \
-    "\$i" \$((11 - i / 4)) "\$t"; fi
+  loss=\$(awk -v l="\${fig_loss[\$setting]}" -v i="\$i" 'BEGIN { printf "%.6f", l - int(i / 4) }')
+  if [ "\$side" = ours ]; then echo "step \$((i - 1))/12 | loss \$loss | norm 1.0 | lr 6.00e-04 | \$t.0 ms | 1 tok/s | eta 0s"
+  else printf 'step %4d/12 | loss %s (+0.00z)| norm 1.0000 (+0.00z)| lr 6.00e-04 | %.2f ms | 1.0%% bf16 MFU | 1 tok/s\n' \
+    "\$i" "\$loss" "\$t"; fi
 done
 echo 500 >"$fake/mem"
 EOF
-printf '#!/usr/bin/env bash\nexec bash %s llmc 30000 "$@"\n' "$fake/trainer" >"$fake/llmc_train_gpt2cu"
-printf '#!/usr/bin/env bash\nexec bash %s ours 20480 "$@"\n' "$fake/trainer" >"$fake/ours_train_gpt2cu"
+printf '#!/usr/bin/env bash\nexec bash %s llmc "$@"\n' "$fake/trainer" >"$fake/llmc_train_gpt2cu"
+printf '#!/usr/bin/env bash\nexec bash %s ours "$@"\n' "$fake/trainer" >"$fake/ours_train_gpt2cu"
 chmod +x "$fake/bin/nvidia-smi" "$fake/llmc_train_gpt2cu" "$fake/ours_train_gpt2cu"
 mkdir -p "$tmp/shards"
 : >"$tmp/shards/s_train_1.bin"
@@ -197,54 +216,118 @@ expect_error "no shards" 1 "no shards match $tmp/shards/none_*.bin" "${run_env[@
 expect_error "warm-up as long as the run" 1 "VS_LLMC_WARMUP=12 leaves none of VS_LLMC_STEPS=12" "${run_env[@]}" \
   VS_LLMC_WARMUP=12 -- "$checkout" "$frontend"
 expect_error "bad VS_LLMC_ROUNDS" 1 "VS_LLMC_ROUNDS='two' is not a positive whole number" VS_LLMC_ROUNDS=two -- "$checkout"
+expect_error "bad VS_LLMC_MODEL" 1 "VS_LLMC_MODEL='d36' is not one of d12, d24, d48" VS_LLMC_MODEL=d36 -- "$checkout"
+expect_error "d48 without VS_LLMC_B" 1 "VS_LLMC_MODEL=d48 needs VS_LLMC_B: the largest B that both trainers fit" \
+  VS_LLMC_MODEL=d48 -- "$checkout"
+expect_error "VS_LLMC_B zero" 1 "VS_LLMC_B='0' is not a positive whole number" VS_LLMC_MODEL=d24 VS_LLMC_B=0 -- "$checkout"
+expect_error "VS_LLMC_B not a number" 1 "VS_LLMC_B='6x4' is not a positive whole number" VS_LLMC_B=6x4 -- "$checkout"
+expect_error "VS_LLMC_FASTEST empty" 1 "VS_LLMC_FASTEST is empty" VS_LLMC_FASTEST= -- "$checkout"
+expect_error "an extra setting's name without the setting" 1 "VS_LLMC_OURS_EXTRA_NAME='fp8' names no setting" \
+  VS_LLMC_OURS_EXTRA_NAME=fp8 -- "$checkout"
 printf '#!/usr/bin/env bash\necho "error: out of memory"; exit 3\n' >"$fake/failing"
 chmod +x "$fake/failing"
-expect_error "a failing run" 1 "the llmc run of round 1 failed (exit 3)" "${run_env[@]}" VS_LLMC_THEIRS="$fake/failing" \
+expect_error "a failing run" 1 "the llm.c defaults run of round 1 failed (exit 3)" "${run_env[@]}" VS_LLMC_THEIRS="$fake/failing" \
   VS_LLMC_ROUNDS=1 PATH="$fake/bin:$PATH" -- "$checkout" "$frontend"
+
+# Two rounds of the four settings (with VS_LLMC_OURS_EXTRA, over two lines), from a caller whose
+# environment holds speed switches and the profiler: none of it may reach our runs but the extra
+# setting's own.
 rm -f "$fake/order"
 # No CUDNN_FRONTEND_DIR: the one beside the checkout.
-out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" VS_LLMC_OUT="$tmp/vs-out" HOME="$tmp/home" bash "$script" "$checkout" 2>&1 </dev/null)
+out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" VS_LLMC_OUT="$tmp/vs-out" HOME="$tmp/home" LLMC_GEMM_SEARCH=timed \
+  LLMC_PROFILE=on VS_LLMC_OURS_EXTRA="LLMC_FAST_MATH=on
+  --fp8 1" VS_LLMC_OURS_EXTRA_NAME=fp8 bash "$script" "$checkout" \
+  2>&1 </dev/null)
 rc=$?
-shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -r 1 -x 12 -l 6e-4 -u 0 -q 1.0 -c 0.1"
-expected_order="llmc $shape -v 1000000 -m 1 -s 1000000 -g 16
-ours $shape -v 0 -s 0 -sh 0
-llmc $shape -v 1000000 -m 1 -s 1000000 -g 16
-ours $shape -v 0 -s 0 -sh 0"
-if [ "$rc" -eq 0 ] && [ "$(cat "$fake/order")" = "$expected_order" ]; then ok "runs: llm.c, ours, llm.c, ours, with the same shape"
+shape="-i $tmp/shards/s_train_*.bin -j $tmp/shards/s_val_*.bin -e d12 -b 64 -t 1024 -d 65536 -x 12 -l 6e-4 -u 0 -q 1.0 -c 0.1"
+declare -A run_line=(
+  [llmc-defaults]="llmc-defaults $shape -v 1000000 -m 1 -s 1000000 -g 16 | "
+  [ours-defaults]="ours-defaults $shape -v 0 -s 0 -sh 0 | "
+  [llmc-fastest]="llmc-fastest $shape -v 1000000 -m 1 -s 1000000 -g 16 -r 0 -ge 2 | "
+  [ours-fp8]="ours-fp8 $shape -v 0 -s 0 -sh 0 --fp8 1 | LLMC_FAST_MATH=on ")
+expected_order=$(for s in llmc-defaults ours-defaults llmc-fastest ours-fp8 ours-fp8 llmc-fastest ours-defaults llmc-defaults; do
+  echo "${run_line[$s]}"; done)
+if [ "$rc" -eq 0 ] && [ "$(cat "$fake/order")" = "$expected_order" ]; then
+  ok "runs: llm.c defaults, ours, llm.c fastest, ours fp8, then the reverse, with the same shape"
 else fail "runs (exit $rc): order and flags"; diff <(echo "$expected_order") "$fake/order" | sed 's/^/      /'
   sed 's/^/      /' <<<"$out" | tail -n 15; fi
-# By hand: llm.c's timed steps are 10 x 200 ms (round 1) and 10 x 210 ms (round 2), median 205 ms,
-# 65536 / 0.205 = 319688 tok/s, MFU 319688 x 1e8 / 1e15 = 3.2%; ours 160 ms, 409600 tok/s, 4.1%.
-# Memory: 30000 MiB = 29.3 GiB, 20480 MiB = 20.0 GiB, ratio 0.68; speed ratio 205 / 160 = 1.281.
-# Losses after the n-th step (n = 1..12): ours 11.5 - floor(n/4), llm.c 11 - floor(n/4): step 1
-# 11.5/11, step 3 (after the 2 warm-up steps) 11.5/11, step 12 8.5/8, 8.5/8 - 1 = +6.25%.
+# The same facts one by one, read off the log of what ran (not off expected_order).
+if [ "$(grep -c '^llmc-fastest .* -r 0 -ge 2 | $' "$fake/order")" = 2 ]; then ok "llm.c fastest got -r 0 -ge 2"
+else fail "llm.c fastest's flags: $(grep '^llmc-fastest' "$fake/order")"; fi
+if [ "$(grep '^llmc-defaults ' "$fake/order" | grep -cE -- ' -r | -ge ')" = 0 ] && [ "$(grep -c '^llmc-defaults ' "$fake/order")" = 2 ]; then
+  ok "llm.c defaults got neither -r nor -ge"
+else fail "llm.c defaults' flags: $(grep '^llmc-defaults' "$fake/order")"; fi
+if [ "$(grep -c '^ours-defaults .* -sh 0 | $' "$fake/order")" = 2 ] &&
+  [ "$(grep '^ours-defaults ' "$fake/order" | grep -cE -- ' -r | --fp8 |LLMC_')" = 0 ]; then
+  ok "ours defaults got no LLMC_ variable (the caller's removed) and no -r or --fp8"
+else fail "ours defaults' flags or environment: $(grep '^ours-defaults' "$fake/order")"; fi
+# The expected table, worked out here from the stand-ins' figures: each setting's median over its 20
+# timed steps (10 of round 1, 10 of round 2 at +10 ms) is round 1's time + 5 ms; tokens/s = 65536 /
+# that; MFU = tokens/s x 1e8 FLOPs / 1e15; the losses after steps 1, 3 (after the 2 warm-up steps)
+# and 12 of the first run; each pair's ratio of tokens/s is the inverse ratio of the medians.
+row() {  # row NAME SETTING: the setting's line of the table
+  awk -v name="$1" -v ms=$((${fig_ms[$2]} + 5)) -v r1="${fig_ms[$2]}" -v mib="${fig_mib[$2]}" -v l="${fig_loss[$2]}" 'BEGIN {
+    rate = 65536 / ms * 1000
+    printf "%-14s %8.1f ms/step %9.0f tok/s  MFU %5.1f%%  peak %5.1f GiB  loss after step 1 / 3 / 12: %.4f / %.4f / %.4f  (runs: %.1f, %.1f ms)",
+      name, ms, rate, 100 * rate * 1e8 / 1e15, mib / 1024, l, l, l - 3, r1, r1 + 10 }'
+}
+pair() {  # pair OURS_NAME OURS THEIRS_NAME THEIRS: the pair's line
+  awk -v on="$1" -v oms=$((${fig_ms[$2]} + 5)) -v omib="${fig_mib[$2]}" -v ol="${fig_loss[$2]}" \
+    -v tn="$3" -v tms=$((${fig_ms[$4]} + 5)) -v tmib="${fig_mib[$4]}" -v tl="${fig_loss[$4]}" 'BEGIN {
+    printf "%s vs %s: %.3fx tokens/s, memory %.1f GiB vs %.1f GiB, loss after 12 steps %.3f vs %.3f (%+.2f%%)",
+      on, tn, tms / oms, omib / 1024, tmib / 1024, ol - 3, tl - 3, 100 * ((ol - 3) / (tl - 3) - 1) }'
+}
 expect_lines "$out" \
-  "llm.c     205.0 ms/step    319688 tok/s  MFU   3.2%  peak  29.3 GiB  (runs: 200.0, 210.0 ms)" \
-  "ours      160.0 ms/step    409600 tok/s  MFU   4.1%  peak  20.0 GiB  (runs: 160.0, 160.0 ms)" \
-  "loss after step 1: 11.5000/11.0000  3: 11.5000/11.0000  12: 8.5000/8.0000  (ours/llm.c, first runs)" \
-  "ours / llm.c: 1.281x tokens/s, 0.68x peak memory, +6.25% loss after step 12" \
-  "on NVIDIA H100 80GB HBM3; llm.c $commit"
-if tar tzf "$tmp/vs-out/vs_llmc-logs.tgz" | grep -qx 'logs/llmc_2.log' &&
+  "$(row "llm.c defaults" llmc-defaults)" "$(row "ours defaults" ours-defaults)" \
+  "$(row "llm.c fastest" llmc-fastest)" "$(row "ours fp8" ours-fp8)" \
+  "$(pair "ours defaults" ours-defaults "llm.c defaults" llmc-defaults)" \
+  "$(pair "ours defaults" ours-defaults "llm.c fastest" llmc-fastest)" \
+  "$(pair "ours fp8" ours-fp8 "llm.c defaults" llmc-defaults)" \
+  "$(pair "ours fp8" ours-fp8 "llm.c fastest" llmc-fastest)" \
+  "GPT-2 d12 (d12), B=64 T=1024, -d 65536 on NVIDIA H100 80GB HBM3; llm.c $commit" \
+  "llm.c defaults: no -r, no -ge; llm.c fastest: -r 0 -ge 2; ours defaults: no LLMC_ variable, no speed flag; ours fp8: LLMC_FAST_MATH=on --fp8 1"
+if [ "$(grep -c ' vs llm\.c ' <<<"$out")" = 4 ] && [ "$(grep -cE '^ours (defaults|fp8) vs llm\.c (defaults|fastest): [0-9]\.[0-9]{3}x tokens/s, ' <<<"$out")" = 4 ]; then
+  ok "four pair lines, each 'OURS vs LLM.C: N.NNNx tokens/s, ...'"
+else fail "the pair lines: $(grep ' vs ' <<<"$out")"; fi
+if tar tzf "$tmp/vs-out/vs_llmc-logs.tgz" | grep -qx 'logs/ours_extra_2.log' &&
   cmp -s "$tmp/vs-out/vs_llmc-summary.txt" "$work/logs/summary.txt"; then
   ok "logs and summary in VS_LLMC_OUT"
 else fail "no logs or summary in VS_LLMC_OUT ($tmp/vs-out)"; fi
 [ "$rc" -eq 0 ] || sed 's/^/      /' <<<"$out" | tail -n 20
 
 # A prebuilt llm.c with no LLMC_DIR (the bundle's), its commit from COMMIT beside it, and one
-# initial model file for both (VS_LLMC_INIT, by its absolute path).
+# initial model file for all (VS_LLMC_INIT, by its absolute path): its header's 5th int32 the layers.
 cp "$fake/llmc_train_gpt2cu" "$fake/prebuilt" && echo 0123456789ab >"$fake/COMMIT"
-: >"$tmp/init.bin"
+python3 -c 'import struct, sys; open(sys.argv[1], "wb").write(struct.pack("<256i", 20240326, 5, 1024, 50257, 12, *[0] * 251))' \
+  "$tmp/init.bin"
 rm -f "$fake/order"
 out=$(cd "$tmp" && env "${run_env[@]}" VS_LLMC_THEIRS="$fake/prebuilt" VS_LLMC_ROUNDS=1 VS_LLMC_INIT=init.bin \
   VS_LLMC_OUT=rel-out PATH="$fake/bin:$PATH" bash "$root/$script" 2>&1 </dev/null)
 rc=$?
 if [ "$rc" -eq 0 ] && grep -qF "GPT-2 d12 (same init init.bin)" <<<"$out" && grep -qF "llm.c 0123456789ab" <<<"$out" &&
-  [ "$(grep -c -- "-e $tmp/init.bin -b 64" "$fake/order")" = 2 ]; then
-  ok "a prebuilt llm.c without LLMC_DIR: its COMMIT named, both sides from VS_LLMC_INIT"
+  [ "$(grep -c -- "-e $tmp/init.bin -b 64" "$fake/order")" = 3 ]; then
+  ok "a prebuilt llm.c without LLMC_DIR: its COMMIT named, all settings from VS_LLMC_INIT"
 else fail "prebuilt llm.c with VS_LLMC_INIT (exit $rc)"; sed 's/^/      /' <<<"$out" | tail -n 8; cat "$fake/order"; fi
 if cmp -s "$tmp/rel-out/vs_llmc-summary.txt" "$work/logs/summary.txt"; then ok "a relative VS_LLMC_OUT is the caller's folder's"
 else fail "no summary in $tmp/rel-out (VS_LLMC_OUT=rel-out from $tmp)"; fi
 expect_error "VS_LLMC_INIT missing" 1 "VS_LLMC_INIT '$tmp/none.bin' is not a file" "${run_env[@]}" \
   VS_LLMC_INIT="$tmp/none.bin" PATH="$fake/bin:$PATH" --
+expect_error "VS_LLMC_INIT of another depth" 1 "VS_LLMC_INIT '$tmp/init.bin' has 12 layers, VS_LLMC_MODEL=d24 has 24" \
+  "${run_env[@]}" VS_LLMC_INIT="$tmp/init.bin" VS_LLMC_MODEL=d24 VS_LLMC_B=8 PATH="$fake/bin:$PATH" --
 
-tally_end vs_llmc "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), A B A B runs, the losses and the table with stand-in trainers (the real llm.c's build: check_gpu_dist.sh)"
+# d24 at B=8, one round, with the fallback attention the caller asks for (not a speed switch: it
+# reaches our runs, and the summary says so).
+rm -f "$fake/order"
+out=$(env "${run_env[@]}" VS_LLMC_THEIRS="$fake/prebuilt" VS_LLMC_ROUNDS=1 VS_LLMC_MODEL=d24 VS_LLMC_B=8 VS_LLMC_OUT= \
+  LLMC_ATTENTION=fallback PATH="$fake/bin:$PATH" bash "$script" 2>&1 </dev/null)
+rc=$?
+d24_shape="-e d24 -b 8 -t 1024 -d 8192 -x 12 "
+if [ "$rc" -eq 0 ] && [ "$(grep -cF -- "$d24_shape" "$fake/order")" = 3 ] && [ "$(wc -l <"$fake/order")" = 3 ] &&
+  grep -qF "GPT-2 d24 (d24), B=8 T=1024, -d 8192 on" <<<"$out" && grep -qF "ours with LLMC_ATTENTION=fallback" <<<"$out" &&
+  [ "$(grep -c '^ours-defaults .*| LLMC_ATTENTION=fallback $' "$fake/order")" = 1 ]; then
+  ok "VS_LLMC_MODEL=d24 VS_LLMC_B=8: every run -e d24 -b 8 -d 8192, LLMC_ATTENTION passed and named"
+else fail "d24 (exit $rc)"; sed 's/^/      /' <<<"$out" | tail -n 8; cat "$fake/order"; fi
+d24_pair="ours defaults vs llm.c fastest: $(awk -v a="${fig_ms[llmc-fastest]}" -v b="${fig_ms[ours-defaults]}" 'BEGIN { printf "%.3f", a / b }')x tokens/s"
+expect_lines "$out" "$d24_pair"
+
+tally_end vs_llmc "vs_llmc.sh: $checks checks: argument errors, the build on a stand-in checkout (CUDA 13 cudaMemAdvise, NVRTC, libcuda, libnvidia-ml, wheels), the runs of llm.c's defaults and fastest and ours (A B A B, then reversed), their flags and environment, the table and the pair lines with stand-in trainers, d24 (the real llm.c's build: check_gpu_dist.sh)"
