@@ -5,12 +5,12 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
-// every speed switch and all of them on at once, a skewed batch (one token's long chain) with each
-// LLMC_ENCODER_BACKWARD, (bf16) both attention kernels and --fp8 1 (at bars derived from the FP8
-// rounding: kFp8ForwardGemm below), and the memory plan
-// (device_bytes equals the plan's total; the drop in free memory is that plus at most the
-// libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
-// every lever on). One PASS/FAIL line per check, then a summary.
+// every speed switch and all of them on at once, LLMC_CLASSIFIER=chunked's logits and losses over
+// several chunks, a skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16)
+// both attention kernels and --fp8 1 (at bars derived from the FP8 rounding: kFp8ForwardGemm
+// below), and the memory plan (device_bytes equals the plan's total; the drop in free memory is
+// that plus at most the libraries' reserve; on the emulated GPU, each device allocation is a
+// planned buffer, also with every lever on). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -36,6 +36,7 @@
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
+#include "tests/lib/classifier_chunks.h"
 #include "tests/lib/test_gpt2cu_args.h"
 
 using namespace llmc;
@@ -189,6 +190,7 @@ CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind atte
                                 const SpeedSwitches& speed = {}) {
   CudaBackendOptions o;
   o.speed = speed;
+  o.classifier_chunk_rows = test_classifier_chunk_rows(a.T);
   o.max_batch = a.B;
   o.max_seq_len = a.T;
   o.recompute = recompute;
@@ -512,6 +514,8 @@ int run(const Args& a) {
     }
   }
 
+  check_chunked_classifier(report, rel_l2, *make_cuda(config, a, 1, attention, params, chunked_classifier()), cpu,
+                           batch.inputs.data(), batch.targets.data(), B, T, kTensorBar);
   if (!kFp32) check_fp8(report, config, a, attention, params, batch, cpu, cpu_grads, cpu_loss);
 
   // Gradient buckets sent over NCCL on a second stream while the backward pass runs (--overlap).

@@ -8,9 +8,11 @@
 //   fch = ln2 Wfc^T + b, gelu = GELU(fch) (one GEMM: GELU_AUX_BIAS keeps fch as the aux output)
 //   residual[l+1] = res2 + gelu Wfcproj^T + b, next LN            (fused again; after the last
 //                                           layer the next LN is lnf)
-// then logits = lnf wte^T and the fused softmax/cross-entropy, which overwrites the logits with
-// their gradient. The backward pass mirrors this; the running gradient of the residual stream
-// (dres) collects each LayerNorm backward and flows through the residual adds unchanged.
+// then the classifier (cuda_backend_classifier.cu): logits = lnf wte^T, the fused
+// softmax/cross-entropy, which overwrites the logits with their gradient, and its backward GEMMs
+// into d(lnf), all rows at once or in chunks of rows (LLMC_CLASSIFIER). The backward pass mirrors
+// the layers from lnf down; the running gradient of the residual stream (dres) collects each
+// LayerNorm backward and flows through the residual adds unchanged.
 //
 // Gradients accumulate in floatX across micro-batches (every GEMM runs with beta = 1, the bias,
 // LayerNorm and encoder kernels add); zero_grad clears them. Nothing here waits for the GPU
@@ -29,7 +31,6 @@
 #include <vector>
 
 #include "llmc/cuda/attention.cuh"
-#include "llmc/cuda/classifier.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/gelu.cuh"
@@ -38,28 +39,8 @@
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/random.cuh"
-#include "llmc/cuda/reduce.cuh"
 
 namespace llmc {
-
-namespace {
-
-// accumulator[0] += scale * sum(losses[0..n)), one block with a fixed summation order, so that
-// the reported loss is reproducible and never needs the host.
-__global__ void accumulate_loss_kernel(float* accumulator, const float* losses, int n, float scale) {
-  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) sum += losses[i];
-  sum = block_reduce_sum(sum, scratch);
-  if (threadIdx.x == 0) accumulator[0] += scale * sum;
-}
-
-void accumulate_loss(float* accumulator, const float* losses, int n, float scale, cudaStream_t stream) {
-  launch<accumulate_loss_kernel>(1, 1024, 0, stream, accumulator, losses, n, scale);
-  CUDA_CHECK_LAST();
-}
-
-}  // namespace
 
 CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
                         const OptimizerPartition& partition_)
@@ -80,6 +61,8 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
   plan_inputs.partition = partition;
   plan_inputs.fp8 = opt.fp8;
+  plan_inputs.classifier = opt.speed.classifier;
+  plan_inputs.classifier_chunk_rows = opt.classifier_chunk_rows;
   check_plan_inputs(plan_inputs);  // B, T, recompute, cuDNN attention and FP8 only in bf16
   if (opt.recompute > max_recompute(opt.speed))
     throw std::runtime_error(fmt::format("CUDA backend: LLMC_GELU=epilogues needs -r 0: recompute {} would rebuild "
@@ -169,6 +152,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   check_memory_fits(plan_inputs, plan, opt.world_size, budget);
 
   buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
+  logits_chunk_rows = int(logits_rows(plan_inputs));
   allocate_backend_buffers<floatX>(*buffers, *this, opt.attention, opt.fp8);
   if (bucket_staging) setup_bucket_sync();
   if (staging_dev) staging_host.resize(buffer_size);
@@ -316,9 +300,9 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
   llmc::attention_backward(*blas, d_big, d_ln, q, att_probs_of(l), att_buffers, B, T, C, NH, stream);
 }
 
-// Encoder to logits, for the tokens staged in tokens_dev.
+// Encoder to lnf, for the tokens staged in tokens_dev.
 void CudaBackend::Impl::forward(int B, int T) {
-  const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
+  const int C = this->C(), L = this->L(), BT = B * T;
   const size_t Cs = size_t(C);
   // --fp8 1: the kernels that produce each linear layer's input also write its FP8 copy (fp8_sink;
   // the attention output, from cuDNN, is cast on its own), which the layer's GEMM reads.
@@ -359,26 +343,22 @@ void CudaBackend::Impl::forward(int B, int T) {
                                        param(kLnfb), BT, C, stream);
     }
   }
-  // The output projection is the token embedding (tied): logits = lnf wte^T, no bias.
-  matmul_forward(*blas, logits, lnf, param(kWte), nullptr, BT, C, Vp, stream);
 }
 
-// Backward from the logits' gradient (left in `logits` by the fused classifier).
 uint32_t CudaBackend::Impl::rounding_seed(const int* inputs, int BT) const {
   uint32_t seed = mix32(opt.seed ^ mix32(micro_in_step));
   for (int i = 0; i < BT; ++i) seed = mix32(seed ^ uint32_t(inputs[i]));
   return seed;
 }
 
+// Backward from d(lnf), which the classifier left in d_ln.
 void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed) {
-  const int C = this->C(), L = this->L(), BT = B * T, Vp = cfg.padded_vocab_size;
+  const int C = this->C(), L = this->L(), BT = B * T;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
   const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
-  matmul_backward(*blas, {.dinp = d_ln, .dweight = grad(kWte), .dout = logits, .inp = lnf, .weight = param(kWte),
-                          .BT = BT, .C = C, .OC = Vp}, stream);
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, ln_fused, stream);
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy, cast on its own from
@@ -506,11 +486,8 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   d.stage_tokens(inputs, targets, B, T);
   d.forward(B, T);
   // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
-  const float dloss = loss_scale / float(BT);
-  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, dloss, true,
-                   d.opt.speed.fast_math, d.stream);
-  accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
-  // The host sorts the tokens into buckets while the GPU runs the forward pass.
+  d.classifier_forward_backward(BT, loss_scale / float(BT));
+  // The host sorts the tokens into buckets while the GPU runs the forward pass and the classifier.
   const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
   ++d.micro_in_step;
   d.backward(B, T, buckets, d.rounding_seed(inputs, BT));
@@ -519,44 +496,5 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }
-
-void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) {
-  Impl& d = *impl_;
-  d.outside_step();
-  const int BT = B * T;
-  d.stage_tokens(inputs, targets, B, T);
-  d.forward(B, T);
-  // The classifier writes each position's cross-entropy (fp32) without touching the logits.
-  fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
-                   d.opt.speed.fast_math, d.stream);
-  CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  CUDA_CHECK(cudaStreamSynchronize(d.stream));
-}
-
-void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
-  Impl& d = *impl_;
-  d.outside_step();
-  if (T <= 0 || T > d.opt.max_seq_len)
-    throw std::runtime_error(fmt::format("CUDA backend: sampling context of {} tokens is not within 1..{}", T,
-                                         d.opt.max_seq_len));
-  // Always the longest T, padded after the context: attention is causal, so position T-1 does not
-  // see the padding, and one fixed shape means one set of GEMM algorithms and attention plans.
-  const int Tp = d.opt.max_seq_len;
-  std::vector<int> padded(size_t(Tp), 0);
-  std::copy(tokens, tokens + T, padded.begin());
-  d.stage_tokens(padded.data(), nullptr, 1, Tp);
-  d.forward(1, Tp);
-  const std::vector<float> row =
-      floatx_to_host(d.logits + size_t(T - 1) * d.cfg.padded_vocab_size, size_t(d.cfg.vocab_size), d.stream);
-  std::copy(row.begin(), row.end(), logits);
-}
-
-std::vector<float> CudaBackend::forward_logits(const int* inputs, int B, int T) {
-  Impl& d = *impl_;
-  d.outside_step();
-  d.stage_tokens(inputs, nullptr, B, T);
-  d.forward(B, T);
-  return floatx_to_host(d.logits, size_t(B) * T * d.cfg.padded_vocab_size, d.stream);
-}
 
 }  // namespace llmc

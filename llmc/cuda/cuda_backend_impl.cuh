@@ -1,7 +1,8 @@
-// CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the two translation
-// units that implement it: cuda_backend.cu (construction, forward and backward passes) and
-// cuda_backend_state.cu (parameters, optimizer state, gradient norm, optimizer step, ZeRO
-// collectives). Included by those two files only.
+// CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the translation units
+// that implement it: cuda_backend.cu (construction, forward and backward passes),
+// cuda_backend_classifier.cu (the logits, the loss and their gradient, in chunks of rows),
+// cuda_backend_fp8.cu (--fp8 1) and cuda_backend_state.cu (parameters, optimizer state, gradient
+// norm, optimizer step, ZeRO collectives). Included by those files only.
 #pragma once
 #include <fmt/format.h>
 
@@ -103,6 +104,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   OptimizerSpec optimizer;                // opt.optimizer's
   std::vector<float*> optimizer_state;    // its state tensors: the first optimizer.state_names.size() of m, v
   size_t max_bt = 0;  // max_batch * max_seq_len
+  int logits_chunk_rows = 0;  // the logits buffer's rows: max_bt, or fewer with LLMC_CLASSIFIER=chunked
   PeakFlops peak;     // what MFU is counted against (CudaBackend::peak)
   cudaStream_t stream = nullptr;
   MemoryPlanInputs plan_inputs;  // the plan allocated from (cuDNN's workspace as cuDNN asked for it)
@@ -199,6 +201,17 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   }
   void forward(int B, int T);
   void attention_forward(int l, int B, int T);
+  // The classifier (cuda_backend_classifier.cu). f(row0, rows) for each chunk of the BT rows that
+  // the logits buffer holds at once, in order; logits (rows x Vp) = lnf's rows row0.. times wte^T;
+  // the training pass's classifier: per chunk the logits, their losses (into losses), their gradient
+  // (dloss per position's loss) and its two GEMMs, d(lnf)'s rows into d_ln and wte's gradient added;
+  // then the loss accumulator adds dloss times the sum of the BT losses.
+  template <class F>
+  void for_each_logits_chunk(int BT, F&& f) const {
+    for (int row0 = 0; row0 < BT; row0 += logits_chunk_rows) f(row0, std::min(logits_chunk_rows, BT - row0));
+  }
+  void logits_forward(int row0, int rows);
+  void classifier_forward_backward(int BT, float dloss);
   // The encoder backward's stochastic rounding seed for a micro-batch of BT tokens: a function of
   // the run's seed, the tokens and their place in the step, never of how many steps this process
   // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.

@@ -32,6 +32,10 @@ MemoryPlanInputs with_recompute(MemoryPlanInputs in, int recompute) {
   in.recompute = recompute;
   return in;
 }
+MemoryPlanInputs with_classifier(MemoryPlanInputs in, ClassifierPath classifier) {
+  in.classifier = classifier;
+  return in;
+}
 // ZeRO-1 over `ranks` ranks, rank 0's chunk (the largest); several ranks talk over NCCL.
 MemoryPlanInputs with_zero1(MemoryPlanInputs in, int ranks) {
   in.partition = optimizer_partition(in.partition.num_elements(), 1, ranks, 0);
@@ -89,11 +93,14 @@ std::string format_bytes(size_t bytes) {
 
 std::string describe_plan(const MemoryPlanInputs& in, const MemoryPlan& plan, int ranks) {
   const OptimizerPartition& p = in.partition;
+  const size_t chunk_rows = logits_rows(in);
   std::string text = fmt::format(
-      "memory plan per rank: {}, {} parameters; B={} T={} -r {} -z {} over {} rank{}; {}, {} attention{}\n",
+      "memory plan per rank: {}, {} parameters; B={} T={} -r {} -z {} over {} rank{}; {}, {} attention{}{}\n",
       describe_shape(in.config), p.num_elements(), in.batch, in.seq_len, in.recompute, p.sharded ? 1 : 0, ranks,
       ranks == 1 ? "" : "s", precision_name(in.precision), attention_kind_name(in.attention),
-      in.host_staging ? ", collectives staged through host memory" : "");
+      in.host_staging ? ", collectives staged through host memory" : "",
+      chunk_rows < size_t(in.batch) * size_t(in.seq_len) ? fmt::format(", logits in chunks of {} rows", chunk_rows)
+                                                         : std::string());
   text += fmt::format("  {:<28} {:>14} {:>3} {:>12}  {}\n", "buffer", "elements", "B", "MiB", "scales with");
   const auto row = [&](const PlannedBuffer& b) {
     text += fmt::format("  {:<28} {:>14} {:>3} {:>12.1f}  {}\n", b.name, b.elements, b.element_bytes,
@@ -126,6 +133,8 @@ std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int r
                               b, in.batch)
                 : std::string("  not even -b 1 fits\n");
   if (in.recompute < 2) text += alternative("-r 2", with_recompute(in, 2), needed, available);
+  const MemoryPlanInputs chunked = with_classifier(in, ClassifierPath::kChunked);
+  if (logits_rows(chunked) < logits_rows(in)) text += alternative("LLMC_CLASSIFIER=chunked", chunked, needed, available);
   if (!in.partition.sharded) {
     if (ranks > 1) {
       text += alternative("-z 1", with_zero1(in, ranks), needed, available);

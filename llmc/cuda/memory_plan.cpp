@@ -72,6 +72,15 @@ void check_plan_inputs(const MemoryPlanInputs& in) {
     throw std::invalid_argument("memory plan: cuDNN attention is bf16 only");
   if (in.fp8 && in.precision != Precision::kBf16)
     throw std::invalid_argument("memory plan: FP8 matmuls (--fp8 1) need the bf16 build");
+  if (in.classifier_chunk_rows <= 0)
+    throw std::invalid_argument(
+        fmt::format("memory plan: LLMC_CLASSIFIER=chunked with chunks of {} rows: wants at least 1 row",
+                    in.classifier_chunk_rows));
+}
+
+size_t logits_rows(const MemoryPlanInputs& in) {
+  const size_t bt = size_t(in.batch) * size_t(in.seq_len);
+  return in.classifier == ClassifierPath::kChunked ? std::min(bt, size_t(in.classifier_chunk_rows)) : bt;
 }
 
 namespace {
@@ -97,6 +106,9 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const size_t ln_slots = in.recompute >= 2 ? 1 : L, gelu_slots = in.recompute >= 1 ? 1 : L;
   const char* ln_depends = in.recompute >= 2 ? "B*T*C (-r 2)" : "L*B*T*C";
   const char* gelu_depends = in.recompute >= 1 ? "B*T*4C (-r >= 1)" : "L*B*T*4C";
+  // LLMC_CLASSIFIER=chunked: one chunk of rows of logits at a time.
+  const size_t chunk_rows = logits_rows(in);
+  const char* logits_depends = chunk_rows < BT ? "chunk*Vp (LLMC_CLASSIFIER)" : "B*T*Vp";
   const size_t scores = B * NH * T * T;  // one layer's attention matrix (fallback)
   // The LayerNorm and bias gradients take turns in one fp32 scratch, the larger of the two needs.
   const size_t partial_sums = std::max(layernorm_backward_scratch_floats(cfg.channels),

@@ -74,6 +74,14 @@ constexpr size_t kCudnnEngineWorkspaceEstimate = size_t(16) << 20;
 // B*T*NH is odd (d48 has NH=25). The buffer holds L such slices.
 constexpr size_t att_stats_layer_floats(size_t bt, size_t num_heads) { return (bt * num_heads + 3) / 4 * 4; }
 
+// LLMC_CLASSIFIER=chunked's rows per chunk (ClassifierPath, llmc/cuda/speed_switches.h): d12 at
+// B=64 T=1024 runs four chunks through a logits buffer of a quarter of B*T*Vp. Each chunk's GEMMs
+// keep 16,384 rows (the M of the logits and input-gradient GEMMs, the K of wte's gradient), and the
+// read and write of wte's gradient that each chunk adds (4 Vp C bytes in bf16) come with
+// 2 * 16384 * C * Vp FLOPs of that GEMM: a byte per 8,192 FLOPs, where a GPU's memory feeds a few
+// hundred, so that GEMM stays bound by its arithmetic.
+constexpr int kClassifierChunkRows = 16384;
+
 // What one rank runs: the model, the batch it is allocated for, recompute, ZeRO, precision,
 // attention and how the collectives travel.
 struct MemoryPlanInputs {
@@ -99,7 +107,14 @@ struct MemoryPlanInputs {
   CudnnBackward cudnn_backward = CudnnBackward::kDefault;
   // FP8 matmuls (--fp8 1): the weights' FP8 copies, an FP8 operand buffer and the scaling state.
   bool fp8 = false;
+  // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
+  ClassifierPath classifier = ClassifierPath::kWhole;
+  int classifier_chunk_rows = kClassifierChunkRows;
 };
+
+// The rows of logits the buffer holds: B*T, or with LLMC_CLASSIFIER=chunked at most
+// classifier_chunk_rows; the backend runs the classifier in chunks of this many rows.
+size_t logits_rows(const MemoryPlanInputs& inputs);
 
 // Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
 // plan is every rank's upper bound); host_staging as the trainer picks it with one GPU per rank:
@@ -142,7 +157,8 @@ struct MemoryPlan {
 };
 
 // Throws std::invalid_argument for inputs the backend rejects (non-positive B or T, T above
-// max_seq_len, recompute outside 0..2, cuDNN attention or FP8 in fp32); the backend checks them so too.
+// max_seq_len, recompute outside 0..2, cuDNN attention or FP8 in fp32, a classifier chunk of no
+// rows); the backend checks them so too.
 void check_plan_inputs(const MemoryPlanInputs& inputs);
 // Checks the inputs (check_plan_inputs), then lists the buffers.
 MemoryPlan plan_memory(const MemoryPlanInputs& inputs);

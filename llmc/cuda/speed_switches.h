@@ -60,6 +60,15 @@ enum class GemmSearch { kTimed, kHeuristic };
 // order, so bit-identical results, one launch less per LayerNorm.
 enum class LayerNormBackwardPath { kTwoPass, kFused };
 
+// How the classifier's logits and their gradient are computed (LLMC_CLASSIFIER). kWhole, the
+// default: the logits GEMM for all B*T rows, the fused classifier over them, then the classifier's
+// two backward GEMMs, through a logits buffer of B*T x Vp values. kChunked: the rows in chunks of
+// at most kClassifierChunkRows (llmc/cuda/memory_plan.h) through a buffer of one chunk, each chunk
+// taken through its logits GEMM, the fused classifier and its input-gradient GEMM (its rows of
+// d(lnf)) and weight-gradient GEMM (added to wte's gradient) before the next one overwrites it.
+// The same products row by row; wte's gradient adds the chunks' sums one after another.
+enum class ClassifierPath { kWhole, kChunked };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

@@ -33,7 +33,8 @@ cmp -s "$tmp/plain/main.log" "$tmp/profiled/main.log" ||
 grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
   fail "no profile summary of 3 steps after 1 warm-up: $(grep '^profile:' "$tmp/profiled.out" | head -n 1)"
 
-# Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward with L=3:
+# Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward and
+# cuda_backend_classifier.cu's classifier (one chunk: LLMC_CLASSIFIER=whole) with L=3:
 #   encoder_forward_kernel 1; layernorm_forward_kernel<..., false> 1 (layer 0's ln1); the fused
 #   residual + LayerNorm <..., true> 2L = 6 (every ln2, ln1 of layers 1-2, lnf);
 #   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and, two-pass, as many

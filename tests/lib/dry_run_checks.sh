@@ -79,6 +79,18 @@ LLMC_GELU=epilogues timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto -
   >"$tmp/out" 2>"$tmp/err" || rc=$?
 expect_out "-r auto: recompute 0"
 expect_out "does not fit: needs "
+# LLMC_CLASSIFIER=chunked keeps 16,384 of the 65,536 rows of logits (1572 MiB instead of 6288): -r 0
+# then needs 22.53 GiB, within the 23.00 GiB a 24 GiB card leaves, where without chunks even -r 1
+# (23.01 GiB) does not fit and -r auto takes 2.
+cases=$((cases + 1))
+rc=0
+LLMC_CLASSIFIER=chunked timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB \
+  "${nodata[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_out "-r auto: recompute 0"
+expect_out ", logits in chunks of 16384 rows"
+expect_out "fits: needs 22.53 GiB per rank, 23.00 GiB available"
+run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB "${nodata[@]}"
+expect_out "-r auto: recompute 2"
 
 # The question of the README: GPT-2 XL (d48: 1,557,686,400 parameters) at B=16 T=1024 on eight
 # 40 GiB cards with ZeRO-1: 40 GiB less 1 GiB (context) and 512 MiB (NCCL) leaves 38.50 GiB. Only

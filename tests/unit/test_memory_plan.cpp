@@ -266,6 +266,32 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
   }
 }
 
+TEST_CASE("memory plan: LLMC_CLASSIFIER=chunked holds one chunk of rows of logits") {
+  const size_t n = kD12Params;
+  MemoryPlanInputs in = d12_inputs(64, 1024, 0, unsharded_partition(n));
+  in.classifier = ClassifierPath::kChunked;
+  // d12 at B=64 T=1024: 65,536 rows in four chunks of 16,384, a logits buffer of 16,384 * 50,304 * 2
+  // = 1,648,361,472 bytes instead of 6,593,445,888: 4,945,084,416 less than the -r 0 total above.
+  CHECK(logits_rows(in) == 16384);
+  const MemoryPlan plan = plan_memory(in);
+  CHECK(plan.find(BufferId::kLogits)->bytes() == 16384ull * kVp * 2);
+  CHECK(plan.total_bytes() == 29138202900ull - 4945084416ull);
+  // No recompute with chunks needs less than -r 1 with the whole logits (24,709,017,876 above).
+  CHECK(plan.total_bytes() < 24709017876ull);
+  // Fewer rows than a chunk: all of them, as without chunks.
+  MemoryPlanInputs small = d12_inputs(4, 64, 1, unsharded_partition(n));
+  small.classifier = ClassifierPath::kChunked;
+  CHECK(plan_memory(small).find(BufferId::kLogits)->bytes() == 4ull * 64 * kVp * 2);
+  // A chunk size of the caller's (test_gpt2cu lowers it); only chunked reads it.
+  small.classifier_chunk_rows = 100;
+  CHECK(logits_rows(small) == 100);
+  CHECK(plan_memory(small).find(BufferId::kLogits)->elements == 100 * kVp);
+  small.classifier = ClassifierPath::kWhole;
+  CHECK(plan_memory(small).find(BufferId::kLogits)->elements == 4 * 64 * kVp);
+  small.classifier_chunk_rows = 0;
+  CHECK_THROWS_AS(plan_memory(small), std::invalid_argument);
+}
+
 TEST_CASE("memory plan: each layer's cuDNN statistics start 16 bytes aligned, padding counted (d48, NH=25)") {
   // B=1 T=3: 3 rows x 25 heads = 75 log-sum-exp floats per layer, padded to 76 (304 bytes, a
   // multiple of 16), so layer l starts at 304 l bytes; unpadded, layer 1 would start at 300.
