@@ -1,6 +1,7 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
-// timed. The versions: kVersions below (or --help). Also checked: v2 and v3 with write_dlogits off
-// (validation) give the same losses and leave the logits alone.
+// timed. The versions: kVersions below (or --help). Also checked: v2 to v5 with write_dlogits off
+// (validation) give the same losses and leave the logits alone; v4 and v5 (one-read) give v2's and
+// v3's bits.
 #include "dev/cuda/versions.cuh"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cuda/classifier.cuh"
@@ -52,9 +53,9 @@ void v1(Data& d, int block) {
 }
 
 // The production kernel: a 1024-thread block per row, no block-size parameter.
-template <llmc::FastMath kFast>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
 void fused(Data& d, int) {
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass);
 }
 
 // Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
@@ -79,24 +80,56 @@ bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag,
 
 // The production kernel also in the validation form (write_dlogits off): the same losses, logits
 // left alone.
-template <llmc::FastMath kFast>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
 bool check_fused(Data& d, const Version& v, const std::string& tag, int block) {
   bool ok = check_losses_and_dlogits(d, v, tag, block);
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::poison(d.losses, d.s.N * sizeof(float));
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass);
   ok &= bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
   ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
   return ok;
 }
 
+// Losses, then dlogits, of one pass from fresh logits (reset afterwards).
+std::vector<float> outputs_of(Data& d, void (*launch)(Data&, int)) {
+  const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
+  bench::upload(d.logits, d.logits0);
+  launch(d, 0);
+  std::vector<float> out = bench::from_device(d.losses, d.s.N);
+  const std::vector<float> dlogits = bench::from_device(d.logits, NV);
+  out.insert(out.end(), dlogits.begin(), dlogits.end());
+  bench::upload(d.logits, d.logits0);
+  return out;
+}
+
+// One-read: v2's checks, and the same bits as the two-read kernel (the same arithmetic in the same
+// order), also where a row is too long for shared memory and the two-read kernel runs instead.
+template <llmc::FastMath kFast>
+bool check_one_read(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_fused<kFast, llmc::ClassifierPass::kOneRead>(d, v, tag, block);
+  const bool same = outputs_of(d, fused<kFast, llmc::ClassifierPass::kOneRead>) ==
+                    outputs_of(d, fused<kFast, llmc::ClassifierPass::kTwoRead>);
+  const bool fits = d.s.Vp <= llmc::fused_classifier_one_read_max_columns();
+  fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's ({})\n", same ? "PASS" : "FAIL", tag,
+             fits ? "the row in shared memory" : "too long for shared memory: the two-read kernel ran");
+  return ok && same;
+}
+
 const std::vector<Version> kVersions = {
     {"v1", "a block per row, scalar loads, three passes (max, sum, write) with two block reductions",
      {256, 128, 512, 1024}, v1, check_losses_and_dlogits, cost},
-    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass", {},
-     fused<llmc::FastMath::kOff>, check_fused<llmc::FastMath::kOff>, cost},
+    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass, the row read twice",
+     {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kTwoRead>,
+     check_fused<llmc::FastMath::kOff, llmc::ClassifierPass::kTwoRead>, cost},
     {"v3", "v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales", {},
-     fused<llmc::FastMath::kOn>, check_fused<llmc::FastMath::kOn>, cost},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead>,
+     check_fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead>, cost},
+    {"v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
+     "reads the copy (v2 where the row does not fit)", {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead>,
+     check_one_read<llmc::FastMath::kOff>, cost},
+    {"v5", "v4 with fast math (LLMC_FAST_MATH=on)", {}, fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead>,
+     check_one_read<llmc::FastMath::kOn>, cost},
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
@@ -130,6 +163,14 @@ bool run(const bench::Args& args) {
   // vectors than threads, so most threads hold an empty max/sum. Rows are independent blocks, so
   // 12 of them check as much as more would (and keep TSan's run of make test-emu short).
   ok &= run_shape(args, {12, 1003, 1024}, false);
+  // An odd number of vectors, more than threads: some threads hold two (bf16) or three (fp32).
+  ok &= run_shape(args, {3, 9001, 9016}, false);
+  // One-read's longest row, which fills the shared memory a block may opt in to, and one vector
+  // more, which runs the two-read kernel instead.
+  const int longest = llmc::fused_classifier_one_read_max_columns();
+  constexpr int S = llmc::Packed128<floatX>::size;
+  ok &= run_shape(args, {1, longest - 5, longest}, false);
+  ok &= run_shape(args, {1, longest + 3, longest + S}, false);
   return ok;
 }
 

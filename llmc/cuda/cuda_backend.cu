@@ -508,7 +508,7 @@ void CudaBackend::forward_backward(const int* inputs, const int* targets, int B,
   // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
   const float dloss = loss_scale / float(BT);
   fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, dloss, true,
-                   d.opt.speed.fast_math, d.stream);
+                   d.opt.speed.fast_math, d.stream, d.opt.speed.classifier_pass);
   accumulate_loss(d.scalars + Impl::kLossAccum, d.losses, BT, dloss, d.stream);
   // The host sorts the tokens into buckets while the GPU runs the forward pass.
   const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
@@ -528,7 +528,7 @@ void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, i
   d.forward(B, T);
   // The classifier writes each position's cross-entropy (fp32) without touching the logits.
   fused_classifier(d.logits, d.losses, d.tokens_dev + BT, BT, d.cfg.vocab_size, d.cfg.padded_vocab_size, 0.0f, false,
-                   d.opt.speed.fast_math, d.stream);
+                   d.opt.speed.fast_math, d.stream, d.opt.speed.classifier_pass);
   CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
 }
