@@ -51,9 +51,13 @@ inline size_t fused_classifier_shared_bytes(int Vp, bool one_read, size_t real_b
   return kMaxWarpsPerBlock * sizeof(SoftmaxStat) + (one_read ? size_t(Vp) * real_bytes : 0);
 }
 
+// Threads per block: a row per block.
+constexpr int kClassifierBlock = 1024;
+
+// One block's row, for both kernels below; kOneRead: the second pass reads the copy in shared memory.
 template <class Real, bool kFast, bool kOneRead>
-__global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
-                                        bool write_dlogits) {
+__device__ inline void fused_classifier_row(Real* logits, float* losses, const int* targets, int V, int Vp,
+                                            float dloss, bool write_dlogits) {
   constexpr int S = Packed128<Real>::size;
   using Exp = ExpBase<kFast>;
   constexpr float unit = Exp::kUnit;
@@ -111,6 +115,21 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
   }
 }
 
+template <class Real, bool kFast>
+__global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
+                                        bool write_dlogits) {
+  fused_classifier_row<Real, kFast, false>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+}
+
+// Two bf16 rows fit an SM's shared memory: the registers are held to two blocks' worth (32 per
+// thread) so that both blocks run at once. An fp32 row fills it alone.
+template <class Real, bool kFast>
+__global__ void LLMC_LAUNCH_BOUNDS(kClassifierBlock, sizeof(Real) == 2 ? 2 : 1)
+    fused_classifier_one_read_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
+                                     bool write_dlogits) {
+  fused_classifier_row<Real, kFast, true>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+}
+
 // The longest row the one-read kernel copies whole into shared memory on this device (the largest
 // dynamic shared memory a block may opt in to, less the reduction's stats): 116,096 bf16 or 58,048
 // fp32 columns on an H100 (227 KiB), 83,328 or 41,664 on an A100 (163 KiB). Longer rows run the
@@ -142,7 +161,6 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
     throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
                                 " and at least the vocabulary " + std::to_string(V));
-  constexpr int block = 1024;
   const bool one_read =
       pass == ClassifierPass::kOneRead && write_dlogits && Vp <= fused_classifier_one_read_max_columns();
   const size_t shared = fused_classifier_shared_bytes(Vp, one_read, sizeof(floatX));
@@ -153,16 +171,16 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
       // that fits needs.
       static const bool opted_in = [] {
         const size_t most = fused_classifier_shared_bytes(fused_classifier_one_read_max_columns(), true, sizeof(floatX));
-        CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fused_classifier_kernel<floatX, kFast, true>),
+        CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast>),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
         return true;
       }();
       (void)opted_in;
-      launch<fused_classifier_kernel<floatX, kFast, true>>(N, block, shared, stream, logits, losses, targets, V, Vp,
-                                                           dloss, write_dlogits);
+      launch<fused_classifier_one_read_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses,
+                                                              targets, V, Vp, dloss, write_dlogits);
     } else {
-      launch<fused_classifier_kernel<floatX, kFast, false>>(N, block, shared, stream, logits, losses, targets, V, Vp,
-                                                            dloss, write_dlogits);
+      launch<fused_classifier_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses, targets, V,
+                                                     Vp, dloss, write_dlogits);
     }
   });
   CUDA_CHECK_LAST();
