@@ -8,7 +8,8 @@
 // - one-read: from the block's copy in shared memory, made by the first pass, so the row is read
 //   from memory once. A bf16 row of GPT-2's 50,304 columns is 98 KiB: two rows fit an H100 SM's
 //   228 KiB, so two blocks per SM still overlap one row's loads with another's arithmetic. (A copy
-//   in registers could not: an SM's 256 KiB register file holds two such rows and nothing else.)
+//   in registers would leave one row per SM: two rows are 196 KiB of its 256 KiB register file,
+//   too little left for the other registers of 2,048 threads.)
 // Both run the same arithmetic in the same order (the same thread reads the same vectors), so they
 // give the same bits. With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is
 // 2^(x log2e - m log2e): one FFMA and ex2.approx.
