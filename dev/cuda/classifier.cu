@@ -1,6 +1,9 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
-// timed. The versions: kVersions below (or --help). Also checked: v2 and v3 with write_dlogits off
-// (validation) give the same losses and leave the logits alone.
+// timed. The versions: kVersions below (or --help). Also checked: v2 to v5 with write_dlogits off
+// (validation) give the same losses and leave the logits alone; v4 and v5 (one-read) give v2's and
+// v3's bits.
+#include <cstring>
+
 #include "dev/cuda/versions.cuh"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cuda/classifier.cuh"
@@ -41,6 +44,9 @@ struct Data {
   int* targets;
   float* losses;
   std::vector<float> logits0, losses_ref, dlogits_ref;
+  // The two-read kernel's outputs (outputs_of), accurate and fast, once v2 and v3 have run: what
+  // v4 and v5 must equal bit for bit.
+  std::vector<float> two_read[2];
 };
 
 float dloss_of(const Shape& s) { return kLossScale / s.N; }
@@ -52,9 +58,9 @@ void v1(Data& d, int block) {
 }
 
 // The production kernel: a 1024-thread block per row, no block-size parameter.
-template <llmc::FastMath kFast>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
 void fused(Data& d, int) {
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass);
 }
 
 // Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
@@ -65,38 +71,83 @@ bench::Cost cost(const Data& d) {
 
 using Version = bench::Version<Data>;
 
-// Losses and dlogits from fresh logits; the logits reset afterwards, for the next version or timing.
-bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag, int block) {
+// Losses, then dlogits, of one launch on fresh logits (the losses poisoned first); the logits reset
+// afterwards, for the next version or timing.
+std::vector<float> outputs_of(Data& d, const std::function<void(Data&, int)>& launch, int block) {
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::upload(d.logits, d.logits0);
   bench::poison(d.losses, d.s.N * sizeof(float));
-  v.launch(d, block);
-  bool ok = bench::check(tag + " losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
-  ok &= bench::check(tag + " dlogits", bench::from_device(d.logits, NV), d.dlogits_ref, 1e-2);
+  launch(d, block);
+  std::vector<float> out = bench::from_device(d.losses, d.s.N);
+  const std::vector<float> dlogits = bench::from_device(d.logits, NV);
+  out.insert(out.end(), dlogits.begin(), dlogits.end());
   bench::upload(d.logits, d.logits0);
+  return out;
+}
+
+// outputs_of's losses and dlogits against the CPU's.
+bool check_outputs(const Data& d, const std::vector<float>& out, const std::string& tag) {
+  const std::vector<float> losses(out.begin(), out.begin() + d.s.N), dlogits(out.begin() + d.s.N, out.end());
+  bool ok = bench::check(tag + " losses", losses, d.losses_ref, 1e-5);
+  ok &= bench::check(tag + " dlogits", dlogits, d.dlogits_ref, 1e-2);
   return ok;
 }
 
-// The production kernel also in the validation form (write_dlogits off): the same losses, logits
-// left alone.
-template <llmc::FastMath kFast>
-bool check_fused(Data& d, const Version& v, const std::string& tag, int block) {
-  bool ok = check_losses_and_dlogits(d, v, tag, block);
+bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_outputs(d, outputs_of(d, v.launch, block), tag);
+}
+
+// The production kernel in the validation form (write_dlogits off): the same losses, logits left
+// alone.
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
+bool check_forward_only(Data& d, const std::string& tag) {
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::poison(d.losses, d.s.N * sizeof(float));
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0);
-  ok &= bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass);
+  bool ok = bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
   ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
+  return ok;
+}
+
+template <llmc::FastMath kFast>
+bool check_two_read(Data& d, const Version& v, const std::string& tag, int block) {
+  d.two_read[int(kFast)] = outputs_of(d, v.launch, block);
+  bool ok = check_outputs(d, d.two_read[int(kFast)], tag);
+  ok &= check_forward_only<kFast, llmc::ClassifierPass::kTwoRead>(d, tag);
+  return ok;
+}
+
+// One-read: v2's checks, and the same bits as the two-read kernel (the same arithmetic in the same
+// order), also where a row is too long for shared memory and the two-read kernel runs instead.
+template <llmc::FastMath kFast>
+bool check_one_read(Data& d, const Version& v, const std::string& tag, int block) {
+  const std::vector<float> one = outputs_of(d, v.launch, block);
+  std::vector<float>& two = d.two_read[int(kFast)];
+  if (two.empty()) two = outputs_of(d, fused<kFast, llmc::ClassifierPass::kTwoRead>, 0);
+  bool ok = check_outputs(d, one, tag);
+  const bool same = one.size() == two.size() && std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0;
+  const bool fits = d.s.Vp <= llmc::fused_classifier_one_read_max_columns();
+  fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's ({})\n", same ? "PASS" : "FAIL", tag,
+             fits ? "the row in shared memory" : "too long for shared memory: the two-read kernel ran");
+  ok &= same;
+  ok &= check_forward_only<kFast, llmc::ClassifierPass::kOneRead>(d, tag);
   return ok;
 }
 
 const std::vector<Version> kVersions = {
     {"v1", "a block per row, scalar loads, three passes (max, sum, write) with two block reductions",
      {256, 128, 512, 1024}, v1, check_losses_and_dlogits, cost},
-    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass", {},
-     fused<llmc::FastMath::kOff>, check_fused<llmc::FastMath::kOff>, cost},
+    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass, the row read twice",
+     {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kTwoRead>,
+     check_two_read<llmc::FastMath::kOff>, cost},
     {"v3", "v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales", {},
-     fused<llmc::FastMath::kOn>, check_fused<llmc::FastMath::kOn>, cost},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead>,
+     check_two_read<llmc::FastMath::kOn>, cost},
+    {"v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
+     "reads the copy (v2 where the row does not fit)", {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead>,
+     check_one_read<llmc::FastMath::kOff>, cost},
+    {"v5", "v4 with fast math (LLMC_FAST_MATH=on)", {}, fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead>,
+     check_one_read<llmc::FastMath::kOn>, cost},
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
@@ -130,6 +181,14 @@ bool run(const bench::Args& args) {
   // vectors than threads, so most threads hold an empty max/sum. Rows are independent blocks, so
   // 12 of them check as much as more would (and keep TSan's run of make test-emu short).
   ok &= run_shape(args, {12, 1003, 1024}, false);
+  // An odd number of vectors, more than threads: some threads hold two (bf16) or three (fp32).
+  ok &= run_shape(args, {2, 9001, 9016}, false);
+  // One-read's longest row, which fills the shared memory a block may opt in to, and one vector
+  // more, which runs the two-read kernel instead.
+  const int longest = llmc::fused_classifier_one_read_max_columns();
+  constexpr int S = llmc::Packed128<floatX>::size;
+  ok &= run_shape(args, {1, longest - 5, longest}, false);
+  ok &= run_shape(args, {1, longest + 3, longest + S}, false);
   return ok;
 }
 

@@ -3,8 +3,16 @@
 //   loss[n] = log(sum_j exp(x_j - m)) + m - x[target],   m = max_j x_j   (j < V)
 //   x_j <- dloss * (exp(x_j - m) / sum - [j == target])   for j < V,   x_j <- 0 for V <= j < Vp.
 // Max and sum are found in one pass with the online rescaling sum' = sum * exp(m - m') + ...,
-// so the row is read twice (the second time mostly from L2) and written once. With fast math
-// (llmc/cuda/fast_math.cuh) every exp(x - m) is 2^(x log2e - m log2e): one FFMA and ex2.approx.
+// then a second pass writes the gradient. Where that pass reads the row (LLMC_CLASSIFIER_PASS):
+// - two-read: from memory again (mostly from L2), so the row is read twice and written once;
+// - one-read: from the block's copy in shared memory, made by the first pass, so the row is read
+//   from memory once. A bf16 row of GPT-2's 50,304 columns is 98 KiB: two rows fit an H100 SM's
+//   228 KiB, so two blocks per SM still overlap one row's loads with another's arithmetic. (A copy
+//   in registers would leave one row per SM: two rows are 196 KiB of its 256 KiB register file,
+//   too little left for the other registers of 2,048 threads.)
+// Both run the same arithmetic in the same order (the same thread reads the same vectors), so they
+// give the same bits. With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is
+// 2^(x log2e - m log2e): one FFMA and ex2.approx.
 #pragma once
 #include <cmath>
 #include <stdexcept>
@@ -38,14 +46,24 @@ __device__ inline SoftmaxStat warp_reduce_softmax(SoftmaxStat s) {
   return s;
 }
 
-template <class Real, bool kFast>
-__global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
-                                        bool write_dlogits) {
+// The dynamic shared memory of a block: a SoftmaxStat per warp (the block reduction's), then, for
+// the one-read kernel, the row's copy (16-byte aligned: the stats take 256 bytes).
+inline size_t fused_classifier_shared_bytes(int Vp, bool one_read, size_t real_bytes) {
+  return kMaxWarpsPerBlock * sizeof(SoftmaxStat) + (one_read ? size_t(Vp) * real_bytes : 0);
+}
+
+// Threads per block: a row per block.
+constexpr int kClassifierBlock = 1024;
+
+// One block's row, for both kernels below; kOneRead: the second pass reads the copy in shared memory.
+template <class Real, bool kFast, bool kOneRead>
+__device__ inline void fused_classifier_row(Real* logits, float* losses, const int* targets, int V, int Vp,
+                                            float dloss, bool write_dlogits) {
   constexpr int S = Packed128<Real>::size;
   using Exp = ExpBase<kFast>;
   constexpr float unit = Exp::kUnit;
-  LLMC_SHARED(float, shared_max, [kMaxWarpsPerBlock]);
-  LLMC_SHARED(float, shared_sum, [kMaxWarpsPerBlock]);
+  SoftmaxStat* shared_stat = dynamic_shared<SoftmaxStat>();
+  Real* copy = reinterpret_cast<Real*>(shared_stat + kMaxWarpsPerBlock);
   const int row = blockIdx.x;
   Real* x = logits + static_cast<long long>(row) * Vp;
   const int target = targets[row];
@@ -55,7 +73,9 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
   SoftmaxStat stat{-INFINITY, 0.0f};
   const int vectors = Vp / S;
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const Packed128<Real> xv = load128(x + v * S);
+    // Two-read: kept in L2 for the second pass; one-read: never read from memory again.
+    const Packed128<Real> xv = kOneRead ? load128cs(x + v * S) : load128(x + v * S);
+    if constexpr (kOneRead) store128(copy + v * S, xv);
     float vmax = -INFINITY;
 #pragma unroll
     for (int k = 0; k < S; ++k)
@@ -72,13 +92,10 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
   stat = warp_reduce_softmax<kFast>(stat);
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
-  if (lane == 0) {
-    shared_max[warp] = stat.max;
-    shared_sum[warp] = stat.sum;
-  }
+  if (lane == 0) shared_stat[warp] = stat;
   __syncthreads();
   const int warps = blockDim.x / kWarpSize;
-  stat = lane < warps ? SoftmaxStat{shared_max[lane], shared_sum[lane]} : SoftmaxStat{-INFINITY, 0.0f};
+  stat = lane < warps ? shared_stat[lane] : SoftmaxStat{-INFINITY, 0.0f};
   stat = warp_reduce_softmax<kFast>(stat);
 
   if (threadIdx.x == 0) losses[row] = logf(stat.sum) + stat.max - target_logit;
@@ -86,7 +103,8 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
   const float inv_sum = 1.0f / stat.sum;
   const float shift = stat.max * unit;
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const Packed128<Real> xv = load128cs(x + v * S);
+    // One-read: the vector this thread copied in the first pass, so no barrier is needed for it.
+    const Packed128<Real> xv = kOneRead ? load128(copy + v * S) : load128cs(x + v * S);
     Packed128<Real> g;
 #pragma unroll
     for (int k = 0; k < S; ++k) {
@@ -98,20 +116,73 @@ __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* 
   }
 }
 
+template <class Real, bool kFast>
+__global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
+                                        bool write_dlogits) {
+  fused_classifier_row<Real, kFast, false>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+}
+
+// Two bf16 rows fit an SM's shared memory: the registers are held to two blocks' worth (32 per
+// thread) so that both blocks run at once. An fp32 row fills it alone.
+template <class Real, bool kFast>
+__global__ void LLMC_LAUNCH_BOUNDS(kClassifierBlock, sizeof(Real) == 2 ? 2 : 1)
+    fused_classifier_one_read_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
+                                     bool write_dlogits) {
+  fused_classifier_row<Real, kFast, true>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+}
+
+// The longest row the one-read kernel copies whole into shared memory on this device (the largest
+// dynamic shared memory a block may opt in to, less the reduction's stats): 116,096 bf16 or 58,048
+// fp32 columns on an H100 (227 KiB), 83,328 or 41,664 on an A100 (163 KiB). Longer rows run the
+// two-read kernel. Read once per process: one device per process.
+inline int fused_classifier_one_read_max_columns() {
+  static const int columns = [] {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    const size_t bytes = prop.sharedMemPerBlockOptin - fused_classifier_shared_bytes(0, true, sizeof(floatX));
+    constexpr int S = Packed128<floatX>::size;
+    return int(bytes / sizeof(floatX)) / S * S;
+  }();
+  return columns;
+}
+
 // logits: N x Vp (Vp a multiple of 8), overwritten with dlogits when write_dlogits; losses: N
 // unscaled cross-entropies. dloss is the gradient of the quantity being minimised with respect to
 // each position's loss: loss_scale / (B*T) for a mean over the micro-batch. Every target must lie
-// in [0, V): the data loader guarantees it. fast_math: LLMC_FAST_MATH's exponentials.
+// in [0, V): the data loader guarantees it. fast_math: LLMC_FAST_MATH's exponentials. pass:
+// LLMC_CLASSIFIER_PASS; one-read runs only where it saves a read (write_dlogits: the losses alone
+// read the row once either way) and the row fits (fused_classifier_one_read_max_columns), else
+// the two-read kernel runs, with the same results.
 inline void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                             bool write_dlogits, FastMath fast_math, cudaStream_t stream) {
+                             bool write_dlogits, FastMath fast_math, cudaStream_t stream,
+                             ClassifierPass pass = ClassifierPass::kTwoRead) {
   if (Vp % Packed128<floatX>::size != 0 || V > Vp)
     throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
                                 " and at least the vocabulary " + std::to_string(V));
-  constexpr int block = 1024;
+  const bool one_read =
+      pass == ClassifierPass::kOneRead && write_dlogits && Vp <= fused_classifier_one_read_max_columns();
+  const size_t shared = fused_classifier_shared_bytes(Vp, one_read, sizeof(floatX));
   with_fast_math(fast_math, [&](auto fast) {
-    launch<fused_classifier_kernel<floatX, decltype(fast)::value>>(N, block, 0, stream, logits, losses, targets, V, Vp,
-                                                                    dloss, write_dlogits);
+    constexpr bool kFast = decltype(fast)::value;
+    if (one_read) {
+      // The opt-in to more than 48 KiB of dynamic shared memory, once per kernel: the most any row
+      // that fits needs.
+      static const bool opted_in = [] {
+        const size_t most = fused_classifier_shared_bytes(fused_classifier_one_read_max_columns(), true, sizeof(floatX));
+        CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast>),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
+        return true;
+      }();
+      (void)opted_in;
+      launch<fused_classifier_one_read_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses,
+                                                              targets, V, Vp, dloss, write_dlogits);
+    } else {
+      launch<fused_classifier_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses, targets, V,
+                                                     Vp, dloss, write_dlogits);
+    }
   });
   CUDA_CHECK_LAST();
 }

@@ -52,7 +52,7 @@ void CudaBackend::Impl::classifier_forward_backward(int BT, float dloss) {
   for_each_logits_chunk(BT, [&](int row0, int rows) {
     logits_forward(row0, rows);
     fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, Vp, dloss, true,
-                     opt.speed.fast_math, stream);
+                     opt.speed.fast_math, stream, opt.speed.classifier_pass);
     const size_t first = size_t(row0) * C;
     matmul_backward(*blas, {.dinp = d_ln + first, .dweight = grad(kWte), .dout = logits, .inp = lnf + first,
                             .weight = param(kWte), .BT = rows, .C = C, .OC = Vp}, stream);
@@ -70,7 +70,8 @@ void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, i
   d.for_each_logits_chunk(BT, [&](int row0, int rows) {
     d.logits_forward(row0, rows);
     fused_classifier(d.logits, d.losses + row0, d.tokens_dev + BT + row0, rows, d.cfg.vocab_size,
-                     d.cfg.padded_vocab_size, 0.0f, false, d.opt.speed.fast_math, d.stream);
+                     d.cfg.padded_vocab_size, 0.0f, false, d.opt.speed.fast_math, d.stream,
+                     d.opt.speed.classifier_pass);
   });
   CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));

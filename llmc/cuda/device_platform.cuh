@@ -3,7 +3,7 @@
 // emulated one (g++ against emulator/runtime/, which runs the same kernels on the CPU under
 // sanitizers: emulator/README.md). The kernels, the backend and the mains are one source for both;
 // everything that differs between the two builds is below: the headers, the kernel launch, the
-// shared memory declarations, the alignment check of 16-byte accesses, whether cuDNN and NCCL exist,
+// shared memory declarations, a kernel's launch bounds, the alignment check of 16-byte accesses, whether cuDNN and NCCL exist,
 // which GPUs the binary holds code for, and what only the emulated GPU can tell. Other files ask
 // LLMC_CUDNN_LIBRARY, LLMC_NCCL_LIBRARY or kEmulatedGpu.
 #pragma once
@@ -31,6 +31,15 @@
 #endif
 #if !defined(LLMC_NO_NCCL)
 #define LLMC_NCCL_LIBRARY 1
+#endif
+
+// __launch_bounds__(threads, blocks): the compiler holds a kernel's registers so that `blocks` blocks
+// of `threads` fit an SM. Written LLMC_LAUNCH_BOUNDS, which the emulated GPU, with no registers to
+// hold, reads as nothing (the toolkit's headers define __launch_bounds__ for nvcc alone).
+#if defined(LLMC_CUDA_EMULATOR)
+#define LLMC_LAUNCH_BOUNDS(threads, blocks)
+#else
+#define LLMC_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 #endif
 
 namespace llmc {

@@ -69,6 +69,13 @@ enum class LayerNormBackwardPath { kTwoPass, kFused };
 // The same products row by row; wte's gradient adds the chunks' sums one after another.
 enum class ClassifierPath { kWhole, kChunked };
 
+// Where the fused classifier's second pass, which writes the gradient, reads the row of logits
+// (LLMC_CLASSIFIER_PASS; llmc/cuda/classifier.cuh). kTwoRead, the default: from memory again (mostly
+// L2). kOneRead: from the copy the first pass kept in shared memory, so each row is read from memory
+// once; rows longer than that memory holds, and the losses alone (evaluation), run kTwoRead. The
+// same arithmetic in the same order: the same bits.
+enum class ClassifierPass { kTwoRead, kOneRead };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};
