@@ -464,14 +464,18 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Two switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
-      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind) and the fused
-      // LayerNorm backward (the same partial sums in the same order as two-pass). Their gradients
-      // must be bit for bit the defaults'. Only there: on a GPU, runs of one build may already
-      // differ (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
+      // Four switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
+      // LayerNorm backward (the same partial sums in the same order as two-pass), the registers
+      // LayerNorm forward (the staged kernel's sums in its order) and the multi-tensor AdamW (no
+      // gradient at all). Their gradients must be bit for bit the defaults'. Only there: on a GPU,
+      // runs of one build may already differ (docs/gpu-runs.md, the resume check), and the
+      // algorithms sum differently.
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = GemmSearch::kHeuristic;
       same_sums.layernorm_backward = LayerNormBackwardPath::kTwoPass;
+      same_sums.layernorm_forward = LayerNormForwardPath::kShared;
+      same_sums.adamw = AdamWLaunch::kPerTensor;
       if (cuda_device_emulated() && same_sums == SpeedSwitches{})
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

@@ -54,7 +54,7 @@ __global__ void layernorm_forward_registers_kernel(Real* out, Real* residual_out
 
   // Every load first: nothing stored yet, so nothing (residual_out may alias a or b) orders them.
   Packed128<Real> x[kVectors];
-  Packed128<Real> y[kSource == LayerNormSource::kInput ? 1 : kVectors];
+  [[maybe_unused]] Packed128<Real> y[kSource == LayerNormSource::kInput ? 1 : kVectors];
 #pragma unroll
   for (int j = 0; j < kVectors; ++j) {
     const int v = lane + j * kWarpSize;
