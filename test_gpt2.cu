@@ -469,16 +469,20 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Three switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Five switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
-      // LayerNorm backward (the same partial sums in the same order as two-pass) and the one-read
-      // classifier (the same arithmetic as two-read on a copy of the row). Their gradients must be
-      // bit for bit the defaults'. Only there: on a GPU, runs of one build may already differ
-      // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
+      // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
+      // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
+      // forward (the staged kernel's sums in its order) and the multi-tensor AdamW (no gradient at
+      // all). Their gradients must be bit for bit the defaults'. Only there: on a GPU, runs of one
+      // build may already differ (docs/gpu-runs.md, the resume check), and the algorithms sum
+      // differently.
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = SpeedSwitches{}.gemm_search;
       same_sums.layernorm_backward = SpeedSwitches{}.layernorm_backward;
       same_sums.classifier_pass = SpeedSwitches{}.classifier_pass;
+      same_sums.layernorm_forward = SpeedSwitches{}.layernorm_forward;
+      same_sums.adamw = SpeedSwitches{}.adamw;
       if (cuda_device_emulated() && same_sums == SpeedSwitches{})
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

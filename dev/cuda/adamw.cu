@@ -1,6 +1,9 @@
 // AdamW with fp32 master weights, rounded to nearest into floatX: versions checked against
 // llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed; also checked over 4,104
 // parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
+// The multi-tensor launch (v3) runs over the parameters cut into slices, some that decay and some
+// that do not, some misaligned (the scalar path): checked against the CPU on each slice and bit for
+// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor).
 // The versions: kVersions below (or --help).
 #include "dev/cuda/versions.cuh"
 #include "llmc/cuda/adamw.cuh"
@@ -23,12 +26,34 @@ llmc::OptimizerSlice<Real> slice(size_t n, Real* params, float* master, const Re
   return s;
 }
 
-// The parameters, gradients and optimizer state of n parameters, and the CPU's answers.
+// The slices v3 cuts n parameters into: [0, b1) decays, [b1, b1 + 5) does not (5 elements: scalar),
+// [b1 + 5, b3) decays (misaligned start: scalar), [b3, n) does not; b1 and b3 multiples of 8 near
+// n/3 and 2n/3. Each as optimizer_slice makes it: params and grads at its first element, master and
+// the state tensors at the same place (the whole buffer is the owned range).
+template <class Real>
+std::vector<llmc::OptimizerSlice<Real>> cut(size_t n, Real* params, float* master, const Real* grads,
+                                            float* const* state) {
+  const size_t b1 = n / 3 / 8 * 8, b3 = 2 * n / 3 / 8 * 8;
+  const std::vector<size_t> bounds = {0, b1, b1 + 5, b3, n};
+  std::vector<llmc::OptimizerSlice<Real>> out;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    llmc::OptimizerSlice<Real> s = slice(bounds[i + 1] - bounds[i], params + bounds[i],
+                                         master ? master + bounds[i] : nullptr, grads + bounds[i], state);
+    s.state_offset = bounds[i];
+    s.weight_decay = i % 2 == 0 ? kStep.weight_decay : 0.0f;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The parameters, gradients and optimizer state of n parameters, and the CPU's answers: over one
+// tensor that decays (v1, v2) and over v3's slices (sliced_*).
 struct Data {
   size_t n;
   floatX *params, *grads;
   float *master, *m, *v;
   std::vector<float> params0, m0, v0, params_ref, m_ref, v_ref;
+  std::vector<float> sliced_params_ref, sliced_m_ref, sliced_v_ref;
 };
 
 void v1(Data& d, int block) {
@@ -42,6 +67,18 @@ void v1(Data& d, int block) {
 void v2(Data& d, int) {
   float* const state[] = {d.m, d.v};
   llmc::adamw_update(slice(d.n, d.params, d.master, d.grads, state), kStep, kHyper, 0);
+}
+
+// v3's slices of the device buffers, and the same as one slice (the buffers' bases).
+std::vector<llmc::OptimizerSlice<floatX>> device_slices(Data& d, float* const* state) {
+  return cut(d.n, d.params, d.master, d.grads, state);
+}
+
+void v3(Data& d, int) {
+  float* const state[] = {d.m, d.v};
+  const auto slices = device_slices(d, state);
+  llmc::adamw_update_slices(slice(d.n, d.params, d.master, d.grads, state), slices.data(), int(slices.size()), kStep,
+                            kHyper, 0);
 }
 
 // Per parameter: the gradient read, m, v and the master weight read and written, the floatX
@@ -79,11 +116,40 @@ bool check(Data& d, const Version& v, const std::string& tag, int block) {
   return ok;
 }
 
+// master, m, v and the floatX parameters after one launch from the state before the step.
+std::vector<std::vector<float>> step_outputs(Data& d, const std::function<void(Data&)>& launch) {
+  reset(d);
+  launch(d);
+  return {bench::from_device(d.master, d.n), bench::from_device(d.m, d.n), bench::from_device(d.v, d.n),
+          bench::from_device(d.params, d.n)};
+}
+
+// Against the CPU on each slice, then bit for bit against one adamw_update launch per slice.
+bool check_slices(Data& d, const Version& v, const std::string& tag, int block) {
+  const auto got = step_outputs(d, [&](Data& data) { v.launch(data, block); });
+  bool ok = bench::check(tag + " master", got[0], d.sliced_params_ref, 1e-5);
+  ok &= bench::check(tag + " m", got[1], d.sliced_m_ref, 1e-5);
+  ok &= bench::check(tag + " v", got[2], d.sliced_v_ref, 1e-5);
+  ok &= bench::check(tag + " params (floatX)", got[3], d.sliced_params_ref, 1e-2);
+  const auto per_tensor = step_outputs(d, [](Data& data) {
+    float* const state[] = {data.m, data.v};
+    for (const auto& s : device_slices(data, state)) llmc::adamw_update(s, kStep, kHyper, 0);
+  });
+  const char* names[] = {" master", " m", " v", " params (floatX)"};
+  for (int i = 0; i < 4; ++i)
+    ok &= bench::check_identical(tag + names[i] + " = one launch per slice", got[i], per_tensor[i]);
+  return ok;
+}
+
 const std::vector<Version> kVersions = {
     {"v1", "llmc/cuda/adamw.cuh scalar kernel: an element per thread (the fallback for odd sizes)",
      {256, 128, 512, 1024}, v1, check, cost},
     {"v2", "llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread", {}, v2,
      check, cost},
+    {"v3",
+     "llmc/cuda/adamw.cuh multi-tensor kernel (LLMC_ADAMW=multi-tensor): every slice in one launch, a table of "
+     "slices by value",
+     {}, v3, check_slices, cost},
 };
 
 bool run_size(const bench::Args& args, size_t n, bool timed) {
@@ -98,6 +164,12 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   d.v_ref = d.v0;
   float* const state_ref[] = {d.m_ref.data(), d.v_ref.data()};
   llmc::adamw_update(slice<float>(n, d.params_ref.data(), nullptr, grads.data(), state_ref), kStep, kHyper);
+  d.sliced_params_ref = d.params0;
+  d.sliced_m_ref = d.m0;
+  d.sliced_v_ref = d.v0;
+  float* const sliced_state[] = {d.sliced_m_ref.data(), d.sliced_v_ref.data()};
+  for (const auto& s : cut<float>(n, d.sliced_params_ref.data(), nullptr, grads.data(), sliced_state))
+    llmc::adamw_update(s, kStep, kHyper);
 
   d.params = bench::to_device<floatX>(d.params0);
   d.grads = bench::to_device<floatX>(grads);

@@ -9,6 +9,7 @@
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/layernorm.cuh"
+#include "llmc/cuda/layernorm_forward.cuh"
 
 using llmc::floatX;
 
@@ -268,12 +269,16 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_b = bench::to_device<floatX>(b);
   floatX* d_ln = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
   floatX* d_res = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
-  expect("layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-    llmc::layernorm_forward(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
-  }, __NV_E4M3);
-  expect("fused residual layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-    llmc::fused_residual_layernorm_forward(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels, 0, s);
-  }, __NV_E4M3);
+  for (llmc::LayerNormForwardPath path : {llmc::LayerNormForwardPath::kShared, llmc::LayerNormForwardPath::kRegisters}) {
+    const std::string form = path == llmc::LayerNormForwardPath::kRegisters ? " (registers)" : "";
+    expect("layernorm forward" + form, d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+      llmc::layernorm_forward(path, d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
+    }, __NV_E4M3);
+    expect("fused residual layernorm forward" + form, d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+      llmc::fused_residual_layernorm_forward(path, d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows,
+                                             kChannels, 0, s);
+    }, __NV_E4M3);
+  }
   bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res});
   return ok;
 }

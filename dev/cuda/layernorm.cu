@@ -1,9 +1,12 @@
 // LayerNorm forward, fused residual + LayerNorm forward, and backward: versions checked against
-// llmc/cpu/layernorm.h (and llmc/cpu/residual.h), then timed. The versions: kVersions below (or --help).
+// llmc/cpu/layernorm.h (and llmc/cpu/residual.h, llmc/cpu/encoder.h), then timed. The versions:
+// kVersions below (or --help).
 #include "dev/cuda/versions.cuh"
+#include "llmc/cpu/encoder.h"
 #include "llmc/cpu/layernorm.h"
 #include "llmc/cpu/residual.h"
 #include "llmc/cuda/layernorm.cuh"
+#include "llmc/cuda/layernorm_forward.cuh"
 
 using llmc::floatX;
 
@@ -65,12 +68,16 @@ __global__ void layernorm_backward_params_naive(floatX* dweight, floatX* dbias, 
   dbias[c] = floatX(float(dbias[c]) + db);
 }
 
-// The inputs, the outputs and the CPU's answers at one shape.
+// The inputs, the outputs and the CPU's answers at one shape. The encoder versions read N = B x T
+// tokens of a vocabulary of kVocab, with T = kPositions where it divides N (else 1).
+constexpr int kVocab = 50, kPositions = 4;
 struct Data {
-  int N, C;
-  floatX *a, *b, *weight, *bias, *out, *residual, *dout, *dinp, *dweight, *dbias;
+  int N, C, T;
+  floatX *a, *b, *weight, *bias, *out, *residual, *dout, *dinp, *dweight, *dbias, *wte, *wpe;
   float *mean, *rstd, *scratch;
+  int* tokens;
   std::vector<float> out_ref, mean_ref, rstd_ref, residual_ref, fused_out_ref, fused_mean_ref, fused_rstd_ref;
+  std::vector<float> enc_residual_ref, enc_out_ref, enc_mean_ref, enc_rstd_ref;
   std::vector<float> dinp0, dweight0, dbias0, dinp_ref, dweight_ref, dbias_ref;
 };
 
@@ -102,6 +109,50 @@ void fwd2(Data& d, int block) {
     llmc::layernorm_forward(d.out, d.mean, d.rstd, d.a, d.weight, d.bias, d.N, d.C, 0);
   else
     launch_forward_kernel<false>(d, block);
+}
+
+// The registers kernel (llmc/cuda/layernorm_forward.cuh) at `block` threads (0: as the trainer
+// launches it), a warp per row.
+template <llmc::LayerNormSource kSource>
+void launch_registers_kernel(const Data& d, int block) {
+  const int vectors = llmc::layernorm_register_vectors(d.C);
+  if (vectors == 0)
+    throw std::invalid_argument(fmt::format("layernorm: C={} is longer than the registers kernel holds", d.C));
+  const bool input = kSource == llmc::LayerNormSource::kInput, embedding = kSource == llmc::LayerNormSource::kEmbedding;
+  llmc::launch_layernorm_forward_registers<kSource>(
+      vectors, block / llmc::kWarpSize, d.out, input ? nullptr : d.residual, d.mean, d.rstd, embedding ? d.wte : d.a,
+      input ? nullptr : embedding ? d.wpe : d.b, embedding ? d.tokens : nullptr, embedding ? d.T : 1, d.weight,
+      d.bias, d.N, d.C, 0, llmc::Fp8Sink{});
+}
+
+void fwd3(Data& d, int block) {
+  if (block == 0)
+    llmc::layernorm_forward(llmc::LayerNormForwardPath::kRegisters, d.out, d.mean, d.rstd, d.a, d.weight, d.bias,
+                            d.N, d.C, 0);
+  else
+    launch_registers_kernel<llmc::LayerNormSource::kInput>(d, block);
+}
+
+void fused3(Data& d, int block) {
+  if (block == 0)
+    llmc::fused_residual_layernorm_forward(llmc::LayerNormForwardPath::kRegisters, d.residual, d.out, d.mean, d.rstd,
+                                           d.a, d.b, d.weight, d.bias, d.N, d.C, 0);
+  else
+    launch_registers_kernel<llmc::LayerNormSource::kResidual>(d, block);
+}
+
+// The encoder forward and layer 0's LayerNorm as the trainer runs them by LLMC_LAYERNORM_FORWARD.
+void enc1(Data& d, int) {
+  llmc::encoder_layernorm_forward(llmc::LayerNormForwardPath::kShared, d.residual, d.out, d.mean, d.rstd, d.tokens,
+                                  d.wte, d.wpe, d.weight, d.bias, d.N / d.T, d.T, d.C, 0);
+}
+
+void enc2(Data& d, int block) {
+  if (block == 0)
+    llmc::encoder_layernorm_forward(llmc::LayerNormForwardPath::kRegisters, d.residual, d.out, d.mean, d.rstd,
+                                    d.tokens, d.wte, d.wpe, d.weight, d.bias, d.N / d.T, d.T, d.C, 0);
+  else
+    launch_registers_kernel<llmc::LayerNormSource::kEmbedding>(d, block);
 }
 
 // `block`: the residual kernel's threads per block.
@@ -152,29 +203,73 @@ double rows_bytes(const Data& d, int row_arrays) {
 bench::Cost forward_cost(const Data& d) { return {rows_bytes(d, 2)}; }
 bench::Cost fused_cost(const Data& d) { return {rows_bytes(d, 4)}; }
 bench::Cost backward_cost(const Data& d) { return {rows_bytes(d, 4)}; }
+// The encoder and layer 0's LayerNorm: a wte row read per row (the vocabulary is small here, so
+// mostly from cache: counted once per row, as at GPT-2's), the residual and the output written.
+bench::Cost encoder_cost(const Data& d) { return {rows_bytes(d, 3)}; }
 
 using Version = bench::Version<Data>;
 
-// Outputs poisoned, the version run once: out, mean and rstd (and the residual stream when fused).
-bool check_forward_outputs(Data& d, const Version& v, const std::string& tag, int block, bool fused) {
+// Outputs poisoned, one run of `launch`: out, mean, rstd and the residual stream (poison where the
+// version does not write it).
+std::vector<std::vector<float>> forward_outputs(Data& d, const std::function<void(Data&, int)>& launch, int block) {
   const size_t NC = static_cast<size_t>(d.N) * d.C;
   bench::poison(d.out, NC * sizeof(floatX));
   bench::poison(d.residual, NC * sizeof(floatX));
   bench::poison(d.mean, d.N * sizeof(float));
   bench::poison(d.rstd, d.N * sizeof(float));
-  v.launch(d, block);
-  bool ok = bench::check(tag + " out", bench::from_device(d.out, NC), fused ? d.fused_out_ref : d.out_ref, 1e-2);
-  ok &= bench::check(tag + " mean", bench::from_device(d.mean, d.N), fused ? d.fused_mean_ref : d.mean_ref, 1e-5);
-  ok &= bench::check(tag + " rstd", bench::from_device(d.rstd, d.N), fused ? d.fused_rstd_ref : d.rstd_ref, 1e-5);
-  if (fused) ok &= bench::check(tag + " residual", bench::from_device(d.residual, NC), d.residual_ref, 1e-5);
+  launch(d, block);
+  return {bench::from_device(d.out, NC), bench::from_device(d.mean, d.N), bench::from_device(d.rstd, d.N),
+          bench::from_device(d.residual, NC)};
+}
+
+// What the forward versions produce: x = a, a + b (fused) or the encoder's sum (encoder).
+enum class ForwardKind { kPlain, kFused, kEncoder };
+
+// The version run once against the CPU: out, mean and rstd (and the residual stream where written);
+// with `same_as`, also bit for bit against that version's outputs (the registers kernel sums as
+// the staged one does).
+bool check_forward_outputs(Data& d, const Version& v, const std::string& tag, int block, ForwardKind kind,
+                           void (*same_as)(Data&, int) = nullptr) {
+  if (same_as && block != 0 && llmc::layernorm_register_vectors(d.C) == 0) {
+    fmt::print("SKIP  {}: C={} is longer than the registers kernel holds (block 0 runs the staged kernel)\n", tag,
+               d.C);
+    return true;
+  }
+  const auto got = forward_outputs(d, v.launch, block);
+  const bool fused = kind == ForwardKind::kFused, encoder = kind == ForwardKind::kEncoder;
+  bool ok = bench::check(tag + " out", got[0], fused ? d.fused_out_ref : encoder ? d.enc_out_ref : d.out_ref, 1e-2);
+  ok &= bench::check(tag + " mean", got[1], fused ? d.fused_mean_ref : encoder ? d.enc_mean_ref : d.mean_ref, 1e-5);
+  ok &= bench::check(tag + " rstd", got[2], fused ? d.fused_rstd_ref : encoder ? d.enc_rstd_ref : d.rstd_ref, 1e-5);
+  if (kind != ForwardKind::kPlain)
+    ok &= bench::check(tag + " residual", got[3], fused ? d.residual_ref : d.enc_residual_ref, 1e-5);
+  if (same_as) {
+    const auto staged = forward_outputs(d, same_as, 0);
+    const char* names[] = {" out", " mean", " rstd", " residual"};
+    for (int i = 0; i < (kind == ForwardKind::kPlain ? 3 : 4); ++i)
+      ok &= bench::check_identical(tag + names[i] + " = the staged kernel's", got[i], staged[i]);
+  }
   return ok;
 }
 bool check_forward(Data& d, const Version& v, const std::string& tag, int block) {
-  return check_forward_outputs(d, v, tag, block, false);
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kPlain);
 }
 bool check_fused(Data& d, const Version& v, const std::string& tag, int block) {
-  return check_forward_outputs(d, v, tag, block, true);
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kFused);
 }
+bool check_fwd3(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kPlain, fwd2);
+}
+bool check_fused3(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kFused, fused2);
+}
+bool check_enc1(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kEncoder);
+}
+bool check_enc2(Data& d, const Version& v, const std::string& tag, int block) {
+  return check_forward_outputs(d, v, tag, block, ForwardKind::kEncoder, enc1);
+}
+// Rows the registers kernel holds (else the staged kernel runs in its place).
+bool fits_registers(const Data& d) { return llmc::layernorm_register_vectors(d.C) > 0; }
 
 // dinp, dweight and dbias of one run of `launch` from the same accumulators.
 std::vector<std::vector<float>> backward_outputs(Data& d, const std::function<void(Data&, int)>& launch, int block) {
@@ -230,6 +325,17 @@ const std::vector<Version> kVersions = {
      "bwd2 with the partials added by the main kernel's last block (LLMC_LAYERNORM_BACKWARD=fused): "
      "one launch, bwd2's bits",
      {}, bwd3, check_bwd3, backward_cost},
+    {"fwd3",
+     "llmc/cuda/layernorm_forward.cuh (LLMC_LAYERNORM_FORWARD=registers): a warp per row held in registers, every "
+     "load in flight before the sums; fwd2's bits",
+     {0, 32, 64, 128, 256}, fwd3, check_fwd3, forward_cost, fits_registers},
+    {"fused3", "fwd3 with the residual add (LLMC_LAYERNORM_FORWARD=registers); fused2's bits", {0, 32, 64, 128, 256},
+     fused3, check_fused3, fused_cost, fits_registers},
+    {"enc1", "the encoder forward, then fwd2 on its output (layer 0, LLMC_LAYERNORM_FORWARD=shared): two launches",
+     {}, enc1, check_enc1, encoder_cost},
+    {"enc2",
+     "fwd3 with the encoder's wte + wpe add (layer 0, LLMC_LAYERNORM_FORWARD=registers): one launch; enc1's bits",
+     {0, 32, 64, 128, 256}, enc2, check_enc2, encoder_cost, fits_registers},
 };
 
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.
@@ -238,6 +344,7 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   Data d{};
   d.N = N;
   d.C = C;
+  d.T = N % kPositions == 0 ? kPositions : 1;
   // Inputs off-centre so that the row means are well away from zero (their relative error is checked).
   const auto a = bench::round_through<floatX>(bench::random_vector(NC, 11, -1.0f, 1.5f));
   const auto b = bench::round_through<floatX>(bench::random_vector(NC, 12));
@@ -261,6 +368,17 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.fused_rstd_ref.resize(N);
   llmc::layernorm_forward(d.fused_out_ref.data(), d.fused_mean_ref.data(), d.fused_rstd_ref.data(),
                           d.residual_ref.data(), weight.data(), bias.data(), N, C);
+  const auto tokens = bench::random_ints(N, kVocab, 19);
+  const auto wte = bench::round_through<floatX>(bench::random_vector(size_t(kVocab) * C, 20, -1.0f, 1.5f));
+  const auto wpe = bench::round_through<floatX>(bench::random_vector(size_t(d.T) * C, 21));
+  d.enc_residual_ref.resize(NC);
+  llmc::encoder_forward(d.enc_residual_ref.data(), tokens.data(), wte.data(), wpe.data(), N / d.T, d.T, C);
+  d.enc_residual_ref = bench::round_through<floatX>(d.enc_residual_ref);
+  d.enc_out_ref.resize(NC);
+  d.enc_mean_ref.resize(N);
+  d.enc_rstd_ref.resize(N);
+  llmc::layernorm_forward(d.enc_out_ref.data(), d.enc_mean_ref.data(), d.enc_rstd_ref.data(),
+                          d.enc_residual_ref.data(), weight.data(), bias.data(), N, C);
   d.dinp_ref = d.dinp0;
   d.dweight_ref = d.dweight0;
   d.dbias_ref = d.dbias0;
@@ -277,6 +395,9 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.dinp = bench::to_device<floatX>(d.dinp0);
   d.dweight = bench::to_device<floatX>(d.dweight0);
   d.dbias = bench::to_device<floatX>(d.dbias0);
+  d.wte = bench::to_device<floatX>(wte);
+  d.wpe = bench::to_device<floatX>(wpe);
+  d.tokens = bench::to_device_ints(tokens);
   d.mean = bench::to_device<float>(std::vector<float>(N, 1.0f));
   d.rstd = bench::to_device<float>(std::vector<float>(N, 1.0f));
   // Partial sums poisoned as uninitialised memory; the completion counter at 0, as the trainer
@@ -287,7 +408,8 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
 
   const bool ok = bench::run_versions(args, kVersions, d, fmt::format("layernorm N={} C={} ", N, C), timed);
   bench::free_device(
-      {d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.mean, d.rstd, d.scratch});
+      {d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.wte, d.wpe, d.mean, d.rstd,
+       d.scratch, d.tokens});
   return ok;
 }
 

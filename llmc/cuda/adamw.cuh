@@ -3,10 +3,14 @@
 // rounded to nearest. They are a function of the master copy alone, so a checkpoint (which holds
 // the master copy) restores them exactly, and every rank's copy of a ZeRO-1 shard is the same. The
 // updates far below bf16's resolution accumulate in the master copy. Weight decay is per tensor:
-// the caller launches once per tensor slice with its decay.
+// the caller launches once per tensor slice with its decay (LLMC_ADAMW=per-tensor), or once for all
+// of a rank's slices with a table of them (LLMC_ADAMW=multi-tensor). Both run the same per-element
+// code on the same elements with the same scalars, so they give the same bits.
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
@@ -30,12 +34,10 @@ __device__ inline float adamw_step(float p, float grad, float& m, float& v, cons
   return p - a.lr * (m_hat / (sqrtf(v_hat) + a.eps) + a.weight_decay * p);
 }
 
-// One element per thread: works for any n and alignment.
+// Element i of a slice, on its own: works for any n and alignment.
 template <class Real>
-__global__ void adamw_scalar_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
-                                    AdamWArgs a) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+__device__ inline void adamw_element(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
+                                     const AdamWArgs& a) {
   float mi = m[i], vi = v[i];
   const float p = adamw_step(master ? master[i] : float(params[i]), float(grads[i]), mi, vi, a);
   m[i] = mi;
@@ -44,14 +46,13 @@ __global__ void adamw_scalar_kernel(Real* params, float* master, const Real* gra
   params[i] = Real(p);
 }
 
-// One 16-byte vector of parameters/gradients per thread, with the fp32 state as 16-byte vectors too.
+// Elements i .. i+S-1 of a slice as one 16-byte vector of parameters/gradients, with the fp32
+// state as 16-byte vectors too.
 template <class Real>
-__global__ void adamw_vector_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
-                                    AdamWArgs a) {
+__device__ inline void adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
+                                    const AdamWArgs& a) {
   constexpr int S = Packed128<Real>::size;
   constexpr int F = Packed128<float>::size;
-  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
-  if (i >= n) return;
   const Packed128<Real> g = load128cs(grads + i);
   // Without a master copy the parameters themselves are the values being updated.
   const Packed128<Real> p_low = master ? Packed128<Real>::zeros() : load128(params + i);
@@ -75,6 +76,69 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
   store128(params + i, p_out);
 }
 
+// One element per thread: works for any n and alignment.
+template <class Real>
+__global__ void adamw_scalar_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
+                                    AdamWArgs a) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) adamw_element(params, master, grads, m, v, i, a);
+}
+
+// One 16-byte vector of parameters/gradients per thread.
+template <class Real>
+__global__ void adamw_vector_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
+                                    AdamWArgs a) {
+  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
+  if (i < n) adamw_vector(params, master, grads, m, v, i, a);
+}
+
+// The multi-tensor launch's table: each slice's place in the parameters and gradients (counted
+// from element 0 of those buffers) and in the state (from the owned range's first element, as
+// master, m and v are), its length, its first block (the blocks of the slices before it, a prefix
+// sum), whether it decays and whether it goes by vectors (as adamw_update would decide for it
+// alone). It travels by value, as a kernel parameter (4 KiB at most): a rank's owned range is one
+// piece of the flat buffer, so it cuts each of the kNumParamTensors tensors at most once, and the
+// table needs no device memory (and no row in the memory plan).
+struct AdamWSlice {
+  size_t param_offset, state_offset, n;
+  unsigned first_block;
+  bool decay, vector;
+};
+constexpr int kAdamWMaxSlices = kNumParamTensors;
+struct AdamWSliceTable {
+  AdamWSlice slices[kAdamWMaxSlices];
+  int count;
+  unsigned blocks;  // the grid: every slice's blocks
+};
+static_assert(sizeof(AdamWSliceTable) + sizeof(AdamWArgs) + 5 * sizeof(void*) <= 4096,
+              "a kernel's parameters are at most 4 KiB");
+
+constexpr int kAdamWBlock = 256;  // threads per block, both launches: the same elements per thread
+
+// Every slice of the table in one grid: block b belongs to the last slice whose first block is at
+// most b (the slices are few and the table sits in the constant bank, so a linear walk), and then
+// does what adamw_vector_kernel or adamw_scalar_kernel would do as that slice's block b - first.
+template <class Real>
+__global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Real* grads, float* m, float* v,
+                                          AdamWSliceTable table, AdamWArgs a) {
+  int s = 0;
+  while (s + 1 < table.count && blockIdx.x >= table.slices[s + 1].first_block) ++s;
+  const AdamWSlice& slice = table.slices[s];
+  if (!slice.decay) a.weight_decay = 0.0f;
+  Real* p = params + slice.param_offset;
+  const Real* g = grads + slice.param_offset;
+  float* pm = master ? master + slice.state_offset : nullptr;
+  float* ms = m + slice.state_offset;
+  float* vs = v + slice.state_offset;
+  const size_t t = static_cast<size_t>(blockIdx.x - slice.first_block) * blockDim.x + threadIdx.x;
+  if (slice.vector) {
+    const size_t i = t * Packed128<Real>::size;
+    if (i < slice.n) adamw_vector(p, pm, g, ms, vs, i, a);
+  } else if (t < slice.n) {
+    adamw_element(p, pm, g, ms, vs, t, a);
+  }
+}
+
 // The kernels' scalars for one step, with the bias corrections 1 - beta^t computed once.
 inline AdamWArgs adamw_args(const OptimizerStep& step, const AdamWHyper& hyper, float weight_decay) {
   return {step.lr,
@@ -87,29 +151,67 @@ inline AdamWArgs adamw_args(const OptimizerStep& step, const AdamWHyper& hyper, 
           step.grad_scale};
 }
 
+// Whether a slice goes by 16-byte vectors: every pointer aligned and n whole vectors.
+inline bool adamw_vectorizable(const OptimizerSlice<floatX>& slice) {
+  const uintptr_t addresses = reinterpret_cast<uintptr_t>(slice.params) | reinterpret_cast<uintptr_t>(slice.grads) |
+                              reinterpret_cast<uintptr_t>(slice.master) |
+                              reinterpret_cast<uintptr_t>(slice.state_at(0)) |
+                              reinterpret_cast<uintptr_t>(slice.state_at(1));
+  return addresses % 16 == 0 && slice.n % Packed128<floatX>::size == 0;
+}
+
+// The blocks of kAdamWBlock threads one slice needs.
+inline unsigned adamw_blocks(const OptimizerSlice<floatX>& slice, bool vector) {
+  const size_t per_block = size_t(kAdamWBlock) * (vector ? Packed128<floatX>::size : 1);
+  return static_cast<unsigned>((slice.n + per_block - 1) / per_block);
+}
+
 // One AdamW step over a slice whose state tensors 0 and 1 are m and v. slice.master may be null,
 // in which case the parameters hold the master values themselves (the FP32 build).
 inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, const AdamWHyper& hyper,
                          cudaStream_t stream) {
   const AdamWArgs a = adamw_args(step, hyper, slice.weight_decay);
-  floatX* params = slice.params;
-  float* master = slice.master;
-  const floatX* grads = slice.grads;
   float* m = slice.state_at(0);
   float* v = slice.state_at(1);
-  const size_t n = slice.n;
-  constexpr int block = 256;
-  constexpr int S = Packed128<floatX>::size;
-  const bool aligned = ((reinterpret_cast<uintptr_t>(params) | reinterpret_cast<uintptr_t>(grads) |
-                         reinterpret_cast<uintptr_t>(master) | reinterpret_cast<uintptr_t>(m) |
-                         reinterpret_cast<uintptr_t>(v)) % 16) == 0;
-  if (aligned && n % S == 0) {
-    launch<adamw_vector_kernel<floatX>>(ceil_div(static_cast<long long>(n / S), block), block, 0, stream, params,
-                                        master, grads, m, v, n, a);
+  const bool vector = adamw_vectorizable(slice);
+  const int blocks = static_cast<int>(adamw_blocks(slice, vector));
+  if (vector) {
+    launch<adamw_vector_kernel<floatX>>(blocks, kAdamWBlock, 0, stream, slice.params, slice.master, slice.grads, m, v,
+                                        slice.n, a);
   } else {
-    launch<adamw_scalar_kernel<floatX>>(ceil_div(static_cast<long long>(n), block), block, 0, stream, params, master,
-                                        grads, m, v, n, a);
+    launch<adamw_scalar_kernel<floatX>>(blocks, kAdamWBlock, 0, stream, slice.params, slice.master, slice.grads, m, v,
+                                        slice.n, a);
   }
+  CUDA_CHECK_LAST();
+}
+
+// The same step over `count` slices in one launch. The slices come from one set of buffers
+// (optimizer_slice of the same `buffers`: the same params, grads, master and state bases), each
+// with weight decay either the step's or 0; `base` is that set (its n and weight decay unused).
+inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,
+                                const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream) {
+  if (count > kAdamWMaxSlices)
+    throw std::logic_error("AdamW multi-tensor: " + std::to_string(count) + " slices, more than the table's " +
+                           std::to_string(kAdamWMaxSlices));
+  AdamWSliceTable table{};
+  table.count = count;
+  for (int i = 0; i < count; ++i) {
+    const OptimizerSlice<floatX>& s = slices[i];
+    if (s.weight_decay != 0.0f && s.weight_decay != step.weight_decay)
+      throw std::logic_error("AdamW multi-tensor: a slice's weight decay is neither the step's nor 0");
+    AdamWSlice& row = table.slices[i];
+    row.param_offset = static_cast<size_t>(s.params - base.params);
+    row.state_offset = s.state_offset;
+    row.n = s.n;
+    row.first_block = table.blocks;
+    row.decay = s.weight_decay != 0.0f;
+    row.vector = adamw_vectorizable(s);
+    table.blocks += adamw_blocks(s, row.vector);
+  }
+  if (table.blocks == 0) return;
+  const AdamWArgs a = adamw_args(step, hyper, step.weight_decay);
+  launch<adamw_multi_tensor_kernel<floatX>>(static_cast<int>(table.blocks), kAdamWBlock, 0, stream, base.params,
+                                            base.master, base.grads, base.state_at(0), base.state_at(1), table, a);
   CUDA_CHECK_LAST();
 }
 

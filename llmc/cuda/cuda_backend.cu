@@ -35,6 +35,7 @@
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/layernorm.cuh"
+#include "llmc/cuda/layernorm_forward.cuh"
 #include "llmc/cuda/matmul.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
@@ -307,9 +308,10 @@ void CudaBackend::Impl::forward(int B, int T) {
   // --fp8 1: the kernels that produce each linear layer's input also write its FP8 copy (fp8_sink;
   // the attention output, from cuDNN, is cast on its own), which the layer's GEMM reads.
   if (opt.fp8) cast_fp8_weights();
-  encoder_forward(residual, tokens_dev, param(kWte), param(kWpe), B, T, C, stream);
-  layernorm_forward(ln1_of(0), ln1_mean, ln1_rstd, residual, param(kLn1w, 0), param(kLn1b, 0), BT, C, stream,
-                    fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, 0));
+  const LayerNormForwardPath ln_path = opt.speed.layernorm_forward;
+  encoder_layernorm_forward(ln_path, residual, ln1_of(0), ln1_mean, ln1_rstd, tokens_dev, param(kWte), param(kWpe),
+                            param(kLn1w, 0), param(kLn1b, 0), B, T, C, stream,
+                            fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, 0));
   for (int l = 0; l < L; ++l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
@@ -320,9 +322,9 @@ void CudaBackend::Impl::forward(int B, int T) {
     attention_forward(l, B, T);
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, Fp8Linear::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
     linear_forward(Fp8Linear::kAttproj, l, branch, layer_atty, kAttprojw, kAttprojb, BT, C, C);
-    fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), res_in,
-                                     branch, param(kLn2w, l), param(kLn2b, l), BT, C, stream,
-                                     fp8_sink(Fp8Role::kInput, Fp8Linear::kFc, l));
+    fused_residual_layernorm_forward(ln_path, layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
+                                     slot_of(ln2_rstd, l, 1), res_in, branch, param(kLn2w, l), param(kLn2b, l), BT, C,
+                                     stream, fp8_sink(Fp8Role::kInput, Fp8Linear::kFc, l));
     if (opt.fp8) {
       linear_forward(Fp8Linear::kFc, l, layer_fch, ln2_of(l), kFcw, kFcb, BT, C, 4 * C);
       gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream,
@@ -334,12 +336,12 @@ void CudaBackend::Impl::forward(int B, int T) {
     linear_forward(Fp8Linear::kFcproj, l, branch, gelu_of(l), kFcprojw, kFcprojb, BT, 4 * C, C);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
-      fused_residual_layernorm_forward(res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
+      fused_residual_layernorm_forward(ln_path, res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
                                        slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
                                        param(kLn1b, l + 1), BT, C, stream,
                                        fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, l + 1));
     } else {
-      fused_residual_layernorm_forward(res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
+      fused_residual_layernorm_forward(ln_path, res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
                                        param(kLnfb), BT, C, stream);
     }
   }
@@ -377,7 +379,8 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     floatX* layer_fch = slot_of(fch, l, 4 * Cs);
     if (opt.recompute >= 1) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream);
     if (opt.recompute >= 2)
-      layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
+      layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
+                        param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kFcproj, l), dres, size_t(BT) * Cs, stream);
     matmul_backward(*blas,
@@ -407,7 +410,8 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
                     stream);
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
-      layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
+      layernorm_forward(opt.speed.layernorm_forward, ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l),
+                        param(kLn1b, l), BT, C, stream);
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kQkv, l), d_big, size_t(BT) * 3 * Cs, stream);
     matmul_backward(*blas,
                     fp8_fields({.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l),

@@ -127,7 +127,10 @@ void CudaBackend::optimizer_step(const OptimizerStep& step) {
   buffers.master = d.master;
   buffers.grads = d.grads;
   buffers.state = d.optimizer_state.data();
-  run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
+  if (d.opt.speed.adamw == AdamWLaunch::kMultiTensor)
+    run_optimizer_step_at_once(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
+  else
+    run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
 }
 
 void CudaBackend::all_reduce_gradients(Communicator& host) {

@@ -76,6 +76,20 @@ enum class ClassifierPath { kWhole, kChunked };
 // same arithmetic in the same order: the same bits.
 enum class ClassifierPass { kTwoRead, kOneRead };
 
+// How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kPerTensor, the default: one
+// launch per part of a parameter tensor in the rank's owned range (16 on one rank), each with its
+// weight decay. kMultiTensor: one launch for all of them, a table of the parts passed by value
+// (where each starts, its length, whether it decays), the blocks of each part as before: the same
+// per-element arithmetic on the same elements, so the same bits.
+enum class AdamWLaunch { kPerTensor, kMultiTensor };
+
+// LayerNorm forward (LLMC_LAYERNORM_FORWARD; llmc/cuda/layernorm_forward.cuh). kShared, the default:
+// a warp per row, the row staged in shared memory; layer 0's LayerNorm reads the encoder's output
+// back. kRegisters: each lane holds its part of the row in registers, all of its loads issued
+// before any store, the same sums in the same order (bit-identical); the encoder's add is fused
+// into layer 0's LayerNorm. Rows longer than the kernel holds (2,048 channels in bf16) stay staged.
+enum class LayerNormForwardPath { kShared, kRegisters };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

@@ -8,6 +8,8 @@
 //   static constexpr std::array<const char*, K> kStateNames;    K fp32 tensors over the owned range
 //   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
 //   static void update(const OptimizerSlice<floatX>&, const OptimizerStep&, cudaStream_t);   CUDA
+//   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
+//                             int count, const OptimizerStep&, cudaStream_t);    CUDA, all slices at once
 // The update must be element-wise (each parameter's new value and state from its own gradient and
 // state alone): ZeRO-1 cuts tensors between ranks, and a rank updates only its slices. The CUDA
 // backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
@@ -40,6 +42,10 @@ struct AdamW {
   static void update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, cudaStream_t stream) {
     adamw_update(slice, step, kHyper, stream);
   }
+  static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices, int count,
+                            const OptimizerStep& step, cudaStream_t stream) {
+    adamw_update_slices(buffers, slices, count, step, kHyper, stream);
+  }
 #endif
 };
 
@@ -59,6 +65,25 @@ void run_optimizer_step(const std::string& name, const std::array<ParamTensor, k
   const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
     for (const TensorSlice& s : owned)
       optimizer.update(optimizer_slice(layout, s, buffers, step.weight_decay), step, extra...);
+  });
+  if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
+}
+
+// The same step as run_optimizer_step in one call of the optimizer's update_slices with every part
+// in `owned` (the CUDA backend's LLMC_ADAMW=multi-tensor: one launch). A contiguous owned range
+// holds at most one part of each tensor, so the parts fit an array of kNumParamTensors. Allocates
+// nothing.
+template <class Real, class... Extra>
+void run_optimizer_step_at_once(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
+                                const std::vector<TensorSlice>& owned, const OptimizerSlice<Real>& buffers,
+                                const OptimizerStep& step, Extra... extra) {
+  check_optimizer_step(step);
+  std::array<OptimizerSlice<Real>, kNumParamTensors> slices;
+  if (owned.size() > slices.size())
+    throw std::logic_error("optimizer step: " + std::to_string(owned.size()) + " tensor parts in the owned range");
+  for (size_t i = 0; i < owned.size(); ++i) slices[i] = optimizer_slice(layout, owned[i], buffers, step.weight_decay);
+  const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
+    optimizer.update_slices(buffers, slices.data(), int(owned.size()), step, extra...);
   });
   if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # LLMC_PROFILE=on (llmc/cuda/launch_profile.h) on the emulated GPU, BF16 under ASan + UBSan: a 4-step
 # run prints the `profile:` table of its 3 steps after the warm-up step, whose calls per step are
-# those counted by hand from the model below, and trains bit for bit as the same run without it
-# (main.log equal, the same `cuda:` line: the events allocate no device memory); the default
-# LLMC_GEMM_SEARCH=timed's tuning pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no
-# tuning pass) counts the same calls and trains the same. The emulator's
+# those counted by hand from the model below (also with the one-launch AdamW and the registers
+# LayerNorm forward), and trains bit for bit as the same run without it (main.log equal, the same
+# `cuda:` line: the events allocate no device memory); the default LLMC_GEMM_SEARCH=timed's tuning
+# pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no tuning pass) counts the same
+# calls and trains the same. The emulator's
 # times mean nothing; only the names and counts are checked. A bad value is refused by name.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
@@ -88,8 +89,22 @@ for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=
 done
 cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LLMC_GEMM_SEARCH=heuristic differs"
 
+# LLMC_ADAMW=multi-tensor: one AdamW launch per step for the 16 tensors; LLMC_LAYERNORM_FORWARD=
+# registers: the 6 residual + LayerNorm calls and layer 0's encoder + LayerNorm (no encoder kernel
+# of its own) in the registers kernel, 1 vector per lane at C=96; the same training, bit for bit.
+LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
+  -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two levers (log: $tmp/levers.out)"
+for expected in "adamw_multi_tensor_kernel<__nv_bfloat16>:1" "adamw_vector_kernel<__nv_bfloat16>:" \
+  "encoder_forward_kernel<__nv_bfloat16>:" "layernorm_forward_kernel<__nv_bfloat16, true>:" \
+  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
+  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1"; do
+  got=$(calls_of "${expected%:*}" "$tmp/levers.out")
+  [ "$got" = "${expected##*:}" ] || fail "profile with the two levers: ${expected%:*}: ${got:-no row} calls, want ${expected##*:}"
+done
+cmp -s "$tmp/plain/main.log" "$tmp/levers/main.log" || fail "main.log with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers differs"
+
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand, training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand (and 6 with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, a bad value refused"

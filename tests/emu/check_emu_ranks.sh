@@ -7,6 +7,8 @@
 #      (train_gpt2, which check_emu_trainer.sh holds the one-rank emulated trainer to); one run in
 #      the seeded stream order (LLMC_EMU_STREAMS=seeded) and with the GEMM algorithms timed by rank 0
 #      and sent to rank 1 (LLMC_GEMM_SEARCH=timed), the others in the latest order, heuristic;
+#      ZeRO-1 without overlap with one AdamW launch for each rank's slices of the tensors
+#      (LLMC_ADAMW=multi-tensor), the others one launch per slice;
 #  (b) one rank stopped (SIGSTOP) in the middle of training: the other ends the job through
 #      --step-timeout, with the watchdog's exit status and message.
 # Open MPI keeps allocations until exit that LeakSanitizer reports, so leak checking is off here.
@@ -37,8 +39,10 @@ for communicator in nccl mpi; do
       name=${communicator}_z${z}_overlap$overlap
       streams=latest search=heuristic
       [ "$name" = nccl_z1_overlap1 ] && streams=seeded search=timed
+      adamw=per-tensor
+      [ "$z$overlap" = 10 ] && adamw=multi-tensor
       if ! LLMC_COMMUNICATOR=$communicator LLMC_EMU_STREAMS=$streams LLMC_EMU_SEED=$((z * 2 + overlap)) \
-        LLMC_GEMM_SEARCH=$search \
+        LLMC_GEMM_SEARCH=$search LLMC_ADAMW=$adamw \
         timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 2 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
         >"$tmp/$name.out" 2>&1; then
         fail "$name (log: $tmp/$name.out)"
@@ -58,7 +62,7 @@ tolerance = {"trl": 1e-4, "tel": 1e-4, "lr": 1e-6, "norm": 1e-4}
 print(summary(worst_rel_errors(ours, one, tolerance, label)))
 PY
       ); then
-        echo "ok    $name ($streams stream order) against one rank: $result"
+        echo "ok    $name ($streams stream order, LLMC_ADAMW=$adamw) against one rank: $result"
         worst+=("$result")
       else
         fail "$result"

@@ -120,6 +120,20 @@ TEST_CASE("speed switches: LLMC_BIAS_GRAD and LLMC_LAYERNORM_BACKWARD are their 
   CHECK(max_recompute(s) == 2);  // neither limits the recompute
 }
 
+TEST_CASE("speed switches: LLMC_ADAMW and LLMC_LAYERNORM_FORWARD are their enums in the table's order") {
+  SpeedSwitches s;
+  CHECK(s.adamw == AdamWLaunch::kPerTensor);
+  CHECK(s.layernorm_forward == LayerNormForwardPath::kShared);
+  set_speed_switch(s, row_of("LLMC_ADAMW"), "multi-tensor");
+  CHECK(s.adamw == AdamWLaunch::kMultiTensor);
+  set_speed_switch(s, row_of("LLMC_LAYERNORM_FORWARD"), "registers");
+  CHECK(s.layernorm_forward == LayerNormForwardPath::kRegisters);
+  CHECK(max_recompute(s) == 2);  // neither limits the recompute
+  const SpeedSwitches all = all_levers_on();
+  CHECK(all.adamw == AdamWLaunch::kMultiTensor);
+  CHECK(all.layernorm_forward == LayerNormForwardPath::kRegisters);
+}
+
 TEST_CASE("speed switches: from the environment, a bad value named with the variable and every value") {
   const size_t row = row_of("LLMC_GELU");
   ::setenv("LLMC_GELU", "epilogues", 1);
