@@ -376,11 +376,13 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
   const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
-  // LLMC_BIAS_GRAD=layernorm: fcproj's output gradient is d(residual[l+1]), attproj's d(res2), which
-  // the LayerNorm backward that reads each stream (the next layer's ln1 or lnf, and ln2) leaves in
-  // dres: that LayerNorm sums its columns into the bias gradient; fc's comes with the fcproj input
-  // gradient (matmul_backward_input).
-  const bool ln_bias = opt.speed.bias_grad == BiasGradPath::kLayerNorm;
+  // LLMC_BIAS_GRAD=layernorm(-fc-kernels): fcproj's output gradient is d(residual[l+1]), attproj's
+  // d(res2), which the LayerNorm backward that reads each stream (the next layer's ln1 or lnf, and
+  // ln2) leaves in dres: that LayerNorm sums its columns into the bias gradient. With `layernorm`
+  // fc's comes with the fcproj input gradient (matmul_backward_input).
+  const bool ln_bias = opt.speed.bias_grad == BiasGradPath::kLayerNorm ||
+                       opt.speed.bias_grad == BiasGradPath::kLayerNormFcKernels;
+  const bool fc_bias_with_dgelu = opt.speed.bias_grad == BiasGradPath::kLayerNorm;
   const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
@@ -414,13 +416,14 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
                                 .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
                                 .bias_grad_epilogue = bias_grad_epilogue,
                                 .dinp_fp8 = fp8_sink(Fp8Role::kGradient, Fp8Linear::kFc, l),
-                                .dbias_pre_gelu = bias_if_ln(grad(kFcb, l))},
+                                .dbias_pre_gelu = fc_bias_with_dgelu ? grad(kFcb, l) : nullptr},
                                Fp8Linear::kFcproj, l),
                     stream);
     matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = bias_unless_ln(grad(kFcb, l)),
-                                .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l),
-                                .BT = BT, .C = C, .OC = 4 * C, .bias_grad_epilogue = bias_grad_epilogue},
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l),
+                                .dbias = fc_bias_with_dgelu ? nullptr : grad(kFcb, l), .bias_scratch = scratch,
+                                .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C,
+                                .OC = 4 * C, .bias_grad_epilogue = bias_grad_epilogue},
                                Fp8Linear::kFc, l),
                     stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),

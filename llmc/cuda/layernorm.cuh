@@ -123,13 +123,13 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
 // dweight and dbias, and with a bias gradient the residual gradient's column sums.
 inline int layernorm_backward_sums(bool with_bias) { return with_bias ? 3 : 2; }
 
-inline int layernorm_backward_warps(int C, bool with_bias = false) {
+inline int layernorm_backward_warps(int C, bool with_bias) {
   require_whole_vectors("layernorm_backward", "channels", C);
   const int per_warp = layernorm_backward_sums(with_bias) * C * static_cast<int>(sizeof(float));
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
 
-inline int layernorm_backward_blocks(int N, int C, bool with_bias = false) {
+inline int layernorm_backward_blocks(int N, int C, bool with_bias) {
   return std::min(ceil_div(N, layernorm_backward_warps(C, with_bias)),
                   with_bias ? kLayerNormBackwardMaxBlocksWithBias : kLayerNormBackwardMaxBlocks);
 }

@@ -48,7 +48,8 @@ enum class CudnnBackward { kDefault, kDeterministic };
 // gradient that a LayerNorm backward writes anyway (ln2's, and the next layer's ln1 or lnf's), summed
 // by it; the fc bias gradient by the fcproj input-gradient GEMM's DGELU_BGRAD epilogue where the
 // DGELU epilogue runs and cuBLASLt offers it; the rest (qkv's, fc's otherwise) by the kernels.
-enum class BiasGradPath { kKernels, kEpilogue, kLayerNorm };
+// kLayerNormFcKernels: the same with fc's by the kernels, so that a GPU measures the epilogue apart.
+enum class BiasGradPath { kKernels, kEpilogue, kLayerNorm, kLayerNormFcKernels };
 
 // How each GEMM shape's cuBLASLt algorithm is chosen (LLMC_GEMM_SEARCH; llmc/cuda/gemm_search.cuh).
 // kHeuristic, the default: the heuristic's first choice. kTimed: a start-up tuning pass (one
