@@ -190,6 +190,102 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
   gelu_forward(out, pre_gelu, size_t(BT) * OC, fast_math, stream);
 }
 
+// The arguments of a fully connected layer's backward (matmul_backward), where the forward was
+// out (BT x OC) = inp (BT x C) weight^T + bias.
+struct MatmulBackward {
+  floatX* dinp = nullptr;     // BT x C, overwritten
+  floatX* dweight = nullptr;  // OC x C, accumulated
+  floatX* dbias = nullptr;    // OC, accumulated; null: no bias
+  // With dbias: the gradient partial-sums scratch, matmul_bias_grad_scratch_floats(BT, OC) floats
+  // (kernel_scratch.h: its counter is left alone).
+  float* bias_scratch = nullptr;
+  const floatX* dout = nullptr;   // BT x OC
+  const floatX* inp = nullptr;
+  const floatX* weight = nullptr;
+  // BT x C: inp was gelu(pre_gelu), and dinp comes out multiplied by gelu'(pre_gelu), the gradient
+  // of the pre-activation; null: inp is not a GELU's output.
+  const floatX* pre_gelu = nullptr;
+  int BT = 0, C = 0, OC = 0;
+  // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
+  bool dgelu_epilogue = false;
+  // The GELU backward kernel's form (LLMC_FAST_MATH), where it runs.
+  FastMath fast_math = FastMath::kOff;
+  // dbias through the weight-gradient GEMM's BGRADB epilogue rather than the bias-gradient kernels.
+  bool bias_grad_epilogue = false;
+  // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
+  // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
+  Fp8Matrix dout8{}, weight_t8{};
+  // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
+  // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
+  Fp8Sink dinp_fp8{};
+  // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
+  // accumulated with the column sums of dinp, the pre-activation's gradient, by
+  // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
+  // matmul_backward).
+  floatX* dbias_pre_gelu = nullptr;
+};
+
+// Defined below, with the bias-gradient kernels.
+inline floatX* epilogue_bias_sums(float* bias_scratch);
+inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream);
+inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream);
+
+// dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
+// dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
+// place. With dbias_pre_gelu also dbias_pre_gelu += the column sums of that dinp: by the
+// DGELU_BGRAD epilogue (one sum per row of the column-major C x BT result, over its BT columns)
+// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp. Reads only dinp,
+// dout, weight, pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue and the FP8
+// fields of `p`.
+inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
+           .ldd = p.C};
+  if (p.dout8.data) {
+    // dinp_c (C x BT) = (weight^T)_c^T dout_c: A = weight_t8 stored OC x C column-major, op T.
+    g.a = g.b = nullptr;
+    g.transpose_a = true;
+    g.lda = p.OC;
+    g.fp8 = true;
+    g.a8 = p.weight_t8;
+    g.b8 = p.dout8;
+  }
+  const bool pre_gelu_bias = p.pre_gelu && p.dbias_pre_gelu;
+  if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
+    LtGemm dgelu = g;
+    dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
+    dgelu.aux = const_cast<floatX*>(p.pre_gelu);
+    dgelu.aux_ld = p.C;
+    if (pre_gelu_bias) {
+      LtGemm bgrad = dgelu;
+      bgrad.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD;
+      bgrad.bias = epilogue_bias_sums(p.bias_scratch);
+      if (try_lt_gemm(ctx, bgrad, stream)) {
+        add_epilogue_bias_sums(p.dbias_pre_gelu, p.bias_scratch, p.C, stream);
+        return;
+      }
+    }
+    if (try_lt_gemm(ctx, dgelu, stream)) {
+      if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
+      return;
+    }
+  }
+  lt_gemm(ctx, g, stream);
+  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
+  if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
+}
+
+// The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
+inline LtGemm weight_grad_gemm(floatX* dweight, const floatX* dout, const floatX* inp, int BT, int C, int OC) {
+  return {.d = dweight, .a = inp, .b = dout, .m = C, .n = OC, .k = BT, .transpose_b = true, .lda = C, .ldb = OC,
+          .ldd = C, .accumulate = true};
+}
+
+// dweight (OC x C) += dout^T inp.
+inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floatX* dout, const floatX* inp, int BT,
+                                   int C, int OC, cudaStream_t stream) {
+  lt_gemm(ctx, weight_grad_gemm(dweight, dout, inp, BT, C, OC), stream);
+}
+
 // ---- Deterministic bias gradient: dbias[oc] += sum over rows of dout[row][oc] ----
 //
 // Pass 1: the rows are cut into fixed slices of kBiasRowsPerSlice; block (x, y) sums slice y over
@@ -281,97 +377,6 @@ inline floatX* epilogue_bias_sums(float* bias_scratch) {
 inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream) {
   launch<bias_grad_add_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, epilogue_bias_sums(bias_scratch), OC);
   CUDA_CHECK_LAST();
-}
-
-// The arguments of a fully connected layer's backward (matmul_backward), where the forward was
-// out (BT x OC) = inp (BT x C) weight^T + bias.
-struct MatmulBackward {
-  floatX* dinp = nullptr;     // BT x C, overwritten
-  floatX* dweight = nullptr;  // OC x C, accumulated
-  floatX* dbias = nullptr;    // OC, accumulated; null: no bias
-  // With dbias: the gradient partial-sums scratch, matmul_bias_grad_scratch_floats(BT, OC) floats
-  // (kernel_scratch.h: its counter is left alone).
-  float* bias_scratch = nullptr;
-  const floatX* dout = nullptr;   // BT x OC
-  const floatX* inp = nullptr;
-  const floatX* weight = nullptr;
-  // BT x C: inp was gelu(pre_gelu), and dinp comes out multiplied by gelu'(pre_gelu), the gradient
-  // of the pre-activation; null: inp is not a GELU's output.
-  const floatX* pre_gelu = nullptr;
-  int BT = 0, C = 0, OC = 0;
-  // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
-  bool dgelu_epilogue = false;
-  // The GELU backward kernel's form (LLMC_FAST_MATH), where it runs.
-  FastMath fast_math = FastMath::kOff;
-  // dbias through the weight-gradient GEMM's BGRADB epilogue rather than the bias-gradient kernels.
-  bool bias_grad_epilogue = false;
-  // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
-  // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
-  Fp8Matrix dout8{}, weight_t8{};
-  // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
-  // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
-  Fp8Sink dinp_fp8{};
-  // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
-  // accumulated with the column sums of dinp, the pre-activation's gradient, by
-  // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
-  // matmul_backward).
-  floatX* dbias_pre_gelu = nullptr;
-};
-
-// dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
-// dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
-// place. With dbias_pre_gelu also dbias_pre_gelu += the column sums of that dinp: by the
-// DGELU_BGRAD epilogue (one sum per row of the column-major C x BT result, over its BT columns)
-// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp. Reads only dinp,
-// dout, weight, pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue and the FP8
-// fields of `p`.
-inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
-           .ldd = p.C};
-  if (p.dout8.data) {
-    // dinp_c (C x BT) = (weight^T)_c^T dout_c: A = weight_t8 stored OC x C column-major, op T.
-    g.a = g.b = nullptr;
-    g.transpose_a = true;
-    g.lda = p.OC;
-    g.fp8 = true;
-    g.a8 = p.weight_t8;
-    g.b8 = p.dout8;
-  }
-  const bool pre_gelu_bias = p.pre_gelu && p.dbias_pre_gelu;
-  if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
-    LtGemm dgelu = g;
-    dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
-    dgelu.aux = const_cast<floatX*>(p.pre_gelu);
-    dgelu.aux_ld = p.C;
-    if (pre_gelu_bias) {
-      LtGemm bgrad = dgelu;
-      bgrad.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD;
-      bgrad.bias = epilogue_bias_sums(p.bias_scratch);
-      if (try_lt_gemm(ctx, bgrad, stream)) {
-        add_epilogue_bias_sums(p.dbias_pre_gelu, p.bias_scratch, p.C, stream);
-        return;
-      }
-    }
-    if (try_lt_gemm(ctx, dgelu, stream)) {
-      if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
-      return;
-    }
-  }
-  lt_gemm(ctx, g, stream);
-  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
-  if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
-}
-
-// The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
-inline LtGemm weight_grad_gemm(floatX* dweight, const floatX* dout, const floatX* inp, int BT, int C, int OC) {
-  return {.d = dweight, .a = inp, .b = dout, .m = C, .n = OC, .k = BT, .transpose_b = true, .lda = C, .ldb = OC,
-          .ldd = C, .accumulate = true};
-}
-
-// dweight (OC x C) += dout^T inp.
-inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floatX* dout, const floatX* inp, int BT,
-                                   int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, weight_grad_gemm(dweight, dout, inp, BT, C, OC), stream);
 }
 
 // dweight += dout^T inp and dbias += column sums of dout, both from the weight-gradient GEMM: its
