@@ -73,12 +73,14 @@ __global__ void layernorm_backward_params_naive(floatX* dweight, floatX* dbias, 
 constexpr int kVocab = 50, kPositions = 4;
 struct Data {
   int N, C, T;
-  floatX *a, *b, *weight, *bias, *out, *residual, *dout, *dinp, *dweight, *dbias, *wte, *wpe;
+  floatX *a, *b, *weight, *bias, *out, *residual, *dout, *dinp, *dweight, *dbias, *dres_bias, *wte, *wpe;
   float *mean, *rstd, *scratch;
   int* tokens;
   std::vector<float> out_ref, mean_ref, rstd_ref, residual_ref, fused_out_ref, fused_mean_ref, fused_rstd_ref;
   std::vector<float> enc_residual_ref, enc_out_ref, enc_mean_ref, enc_rstd_ref;
   std::vector<float> dinp0, dweight0, dbias0, dinp_ref, dweight_ref, dbias_ref;
+  // A linear layer's bias gradient that bwd4/bwd5 carry: before, and plus the column sums of dinp_ref.
+  std::vector<float> dres_bias0, dres_bias_ref;
 };
 
 // The production forward kernel (x = a, or a + b with kResidual) at `block` threads, a warp per
@@ -194,6 +196,17 @@ void bwd3(Data& d, int) {
                            true, 0);
 }
 
+// bwd2 and bwd3 also adding the column sums of the dinp they write to a bias gradient.
+void bwd4(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           false, 0, d.dres_bias);
+}
+
+void bwd5(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           true, 0, d.dres_bias);
+}
+
 // Bytes each version must move, N rows of C channels in floatX: the forward reads inp and writes
 // out; the fused forward also reads b and writes the residual stream; the backward reads dout, inp
 // and dinp and writes dinp. Each also reads or writes the N means and rstds (weights: C, left out).
@@ -271,14 +284,16 @@ bool check_enc2(Data& d, const Version& v, const std::string& tag, int block) {
 // Rows the registers kernel holds (else the staged kernel runs in its place).
 bool fits_registers(const Data& d) { return llmc::layernorm_register_vectors(d.C) > 0; }
 
-// dinp, dweight and dbias of one run of `launch` from the same accumulators.
+// dinp, dweight, dbias and the carried bias gradient of one run of `launch` from the same
+// accumulators.
 std::vector<std::vector<float>> backward_outputs(Data& d, const std::function<void(Data&, int)>& launch, int block) {
   bench::upload(d.dinp, d.dinp0);
   bench::upload(d.dweight, d.dweight0);
   bench::upload(d.dbias, d.dbias0);
+  bench::upload(d.dres_bias, d.dres_bias0);
   launch(d, block);
   return {bench::from_device(d.dinp, static_cast<size_t>(d.N) * d.C), bench::from_device(d.dweight, d.C),
-          bench::from_device(d.dbias, d.C)};
+          bench::from_device(d.dbias, d.C), bench::from_device(d.dres_bias, d.C)};
 }
 
 // Against the CPU, then dweight bitwise equal over a second run.
@@ -293,18 +308,44 @@ bool check_backward(Data& d, const Version& v, const std::string& tag, int block
   return ok;
 }
 
-// bwd3's last block adds the same partials in the same order as bwd2's second kernel, and resets
-// the completion counter: a second run counts from 0 again.
-bool check_bwd3(Data& d, const Version& v, const std::string& tag, int block) {
-  bool ok = check_backward(d, v, tag, block);
-  const auto two_pass = backward_outputs(d, bwd2, 0);
+// The fused form's last block adds the same partials in the same order as the two-pass form's
+// second kernel, and resets the completion counter: a second run counts from 0 again.
+bool check_fused_backward(Data& d, const Version& v, const std::string& tag, int block,
+                          void (*two_pass_version)(Data&, int), const char* two_pass_name) {
+  const auto two_pass = backward_outputs(d, two_pass_version, 0);
+  bool ok = true;
   for (int run = 0; run < 2; ++run) {
     const bool same = backward_outputs(d, v.launch, block) == two_pass && bench::from_device(d.scratch, 1)[0] == 0.0f;
-    fmt::print("{}  {} run {}: dinp, dweight, dbias bitwise identical to bwd2's, counter back at 0\n",
-               same ? "PASS" : "FAIL", tag, run + 1);
+    fmt::print("{}  {} run {}: every output bitwise identical to {}'s, counter back at 0\n", same ? "PASS" : "FAIL",
+               tag, run + 1, two_pass_name);
     ok &= same;
   }
   return ok;
+}
+
+bool check_bwd3(Data& d, const Version& v, const std::string& tag, int block) {
+  const bool ok = check_backward(d, v, tag, block);
+  return check_fused_backward(d, v, tag, block, bwd2, "bwd2") && ok;
+}
+
+// Carrying the bias gradient: it against the CPU's column sums of dinp; dinp bitwise bwd2's (the
+// rows' arithmetic is the same, only the grid differs); the bias gradient bitwise equal over a
+// second run; the versions without it leave it alone.
+bool check_carried_bias(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_backward(d, v, tag, block);
+  const auto carried = backward_outputs(d, v.launch, block);
+  ok &= bench::check(tag + " carried bias gradient", carried[3], d.dres_bias_ref, 1e-2);
+  ok &= bench::check_identical(tag + " carried bias gradient", backward_outputs(d, v.launch, block)[3], carried[3]);
+  const auto plain = backward_outputs(d, bwd2, 0);
+  const bool same = carried[0] == plain[0] && plain[3] == d.dres_bias0;
+  fmt::print("{}  {}: dinp bitwise identical to bwd2's, which leaves the bias gradient alone\n",
+             same ? "PASS" : "FAIL", tag);
+  return ok && same;
+}
+
+bool check_bwd5(Data& d, const Version& v, const std::string& tag, int block) {
+  const bool ok = check_carried_bias(d, v, tag, block);
+  return check_fused_backward(d, v, tag, block, bwd4, "bwd4") && ok;
 }
 
 const std::vector<Version> kVersions = {
@@ -336,6 +377,12 @@ const std::vector<Version> kVersions = {
     {"enc2",
      "fwd3 with the encoder's wte + wpe add (layer 0, LLMC_LAYERNORM_FORWARD=registers): one launch; enc1's bits",
      {0, 32, 64, 128, 256}, enc2, check_enc2, encoder_cost, fits_registers},
+    {"bwd4",
+     "bwd2 also adding the column sums of the dinp it writes to a linear layer's bias gradient "
+     "(LLMC_BIAS_GRAD=layernorm): 3C partials a block, on at most 2/3 as many blocks",
+     {}, bwd4, check_carried_bias, backward_cost},
+    {"bwd5", "bwd4 finished by the main kernel's last block (with LLMC_LAYERNORM_BACKWARD=fused): bwd4's bits", {},
+     bwd5, check_bwd5, backward_cost},
 };
 
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.
@@ -354,6 +401,7 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.dinp0 = bench::round_through<floatX>(bench::random_vector(NC, 16));
   d.dweight0 = bench::round_through<floatX>(bench::random_vector(C, 17));
   d.dbias0 = bench::round_through<floatX>(bench::random_vector(C, 18));
+  d.dres_bias0 = bench::round_through<floatX>(bench::random_vector(C, 19));
 
   d.out_ref.resize(NC);
   d.mean_ref.resize(N);
@@ -384,6 +432,12 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.dbias_ref = d.dbias0;
   llmc::layernorm_backward(d.dinp_ref.data(), d.dweight_ref.data(), d.dbias_ref.data(), dout.data(), a.data(),
                            weight.data(), d.mean_ref.data(), d.rstd_ref.data(), N, C);
+  // The GPU sums dinp as it stores it, in floatX.
+  const std::vector<float> dinp_stored = bench::round_through<floatX>(d.dinp_ref);
+  std::vector<double> column_sums(C, 0.0);
+  for (size_t i = 0; i < NC; ++i) column_sums[i % C] += dinp_stored[i];
+  d.dres_bias_ref = d.dres_bias0;
+  for (int c = 0; c < C; ++c) d.dres_bias_ref[c] += static_cast<float>(column_sums[c]);
 
   d.a = bench::to_device<floatX>(a);
   d.b = bench::to_device<floatX>(b);
@@ -395,6 +449,7 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.dinp = bench::to_device<floatX>(d.dinp0);
   d.dweight = bench::to_device<floatX>(d.dweight0);
   d.dbias = bench::to_device<floatX>(d.dbias0);
+  d.dres_bias = bench::to_device<floatX>(d.dres_bias0);
   d.wte = bench::to_device<floatX>(wte);
   d.wpe = bench::to_device<floatX>(wpe);
   d.tokens = bench::to_device_ints(tokens);
@@ -407,9 +462,8 @@ bool run_shape(const bench::Args& args, int N, int C, bool timed) {
   d.scratch = bench::to_device<float>(scratch);
 
   const bool ok = bench::run_versions(args, kVersions, d, fmt::format("layernorm N={} C={} ", N, C), timed);
-  bench::free_device(
-      {d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.wte, d.wpe, d.mean, d.rstd,
-       d.scratch, d.tokens});
+  bench::free_device({d.a, d.b, d.weight, d.bias, d.out, d.residual, d.dout, d.dinp, d.dweight, d.dbias, d.dres_bias,
+                      d.wte, d.wpe, d.mean, d.rstd, d.scratch, d.tokens});
   return ok;
 }
 

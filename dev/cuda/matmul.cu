@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,9 @@ struct Shape {
 struct Reference {
   std::vector<float> inp, weight, bias, dout, pre_gelu_in, dweight0, dbias0;
   std::vector<float> out_nobias, out_bias, out_gelu, dinp, dinp_dgelu, dweight, dbias;
+  // The bias gradient (C) of the layer whose output the GELU took: before, and plus the column sums
+  // of dinp_dgelu (LLMC_BIAS_GRAD=layernorm's fc bias).
+  std::vector<float> dpre_bias0, dpre_bias;
 };
 
 Reference make_reference(const Shape& s, uint64_t seed) {
@@ -90,12 +94,17 @@ Reference make_reference(const Shape& s, uint64_t seed) {
                         r.weight.data(), s.BT, s.C, s.OC);
   r.dinp_dgelu.resize(n_in);
   llmc::gelu_backward(r.dinp_dgelu.data(), r.pre_gelu_in.data(), r.dinp.data(), n_in);
+  r.dpre_bias0 = bench::round_through<floatX>(bench::random_vector(s.C, seed + 8));
+  std::vector<double> column_sums(size_t(s.C), 0.0);
+  for (size_t i = 0; i < n_in; ++i) column_sums[i % s.C] += r.dinp_dgelu[i];
+  r.dpre_bias = r.dpre_bias0;
+  for (int c = 0; c < s.C; ++c) r.dpre_bias[c] += float(column_sums[c]);
   return r;
 }
 
 // Device copies of one shape's inputs and outputs.
 struct DeviceBuffers {
-  floatX *inp, *weight, *bias, *dout, *pre_gelu_in, *out, *aux, *dinp, *dweight, *dbias;
+  floatX *inp, *weight, *bias, *dout, *pre_gelu_in, *out, *aux, *dinp, *dweight, *dbias, *dpre_bias;
   float* bias_scratch;
   std::vector<void*> allocations;
 
@@ -108,10 +117,13 @@ struct DeviceBuffers {
     pre_gelu_in = place(r.pre_gelu_in, s.offset);
     dweight = place(r.dweight0, s.offset);
     dbias = place(r.dbias0, s.offset);
+    dpre_bias = place(r.dpre_bias0, s.offset);
     out = place(std::vector<float>(n_out, 1.0f), s.offset);
     aux = place(std::vector<float>(n_out, 1.0f), s.offset);
     dinp = place(std::vector<float>(n_in, 1.0f), s.offset);
-    CUDA_CHECK(cudaMalloc(&bias_scratch, llmc::matmul_bias_grad_scratch_floats(s.BT, s.OC) * sizeof(float)));
+    // dout's bias gradient, or (dpre_bias) dinp's.
+    CUDA_CHECK(cudaMalloc(&bias_scratch,
+                          llmc::matmul_bias_grad_scratch_floats(s.BT, std::max(s.C, s.OC)) * sizeof(float)));
     allocations.push_back(bias_scratch);
   }
   ~DeviceBuffers() {
@@ -221,6 +233,18 @@ void bwd_dinp_dgelu(Data& d, int) {
   llmc::matmul_backward_input(d.ctx, p, 0);
 }
 
+// The same, also adding dinp's column sums to dpre_bias: by the DGELU_BGRAD epilogue, or by the
+// GELU backward kernel and the bias-gradient kernels.
+template <bool kEpilogue>
+void bwd_dinp_dgelu_bias(Data& d, int) {
+  llmc::MatmulBackward p = plain_backward(d);
+  p.pre_gelu = d.buf.pre_gelu_in;
+  p.dgelu_epilogue = kEpilogue;
+  p.bias_scratch = d.buf.bias_scratch;
+  p.dbias_pre_gelu = d.buf.dpre_bias;
+  llmc::matmul_backward_input(d.ctx, p, 0);
+}
+
 void bwd_dweight(Data& d, int) {
   llmc::matmul_backward_weight(d.ctx, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
 }
@@ -271,6 +295,10 @@ template <bool kEpilogue>
 bench::Cost dgelu_cost(const Data& d) {
   return {dinp_cost(d).bytes + kE * d.s.n_in() * (kEpilogue ? 1 : 3), gemm_flops(d)};
 }
+template <bool kEpilogue>
+bench::Cost dgelu_bias_cost(const Data& d) {
+  return {dgelu_cost<kEpilogue>(d).bytes + kE * ((kEpilogue ? 0.0 : d.s.n_in()) + 3.0 * d.s.C), gemm_flops(d)};
+}
 bench::Cost dweight_cost(const Data& d) { return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w()), gemm_flops(d)}; }
 bench::Cost dbias_cost(const Data& d) { return {kE * (d.s.n_out() + 2.0 * d.s.OC), 0.0}; }
 bench::Cost dbias_epilogue_cost(const Data& d) {
@@ -309,6 +337,17 @@ bool check_dinp(Data& d, const Version& v, const std::string& tag, int block) {
   v.launch(d, block);
   return bench::check(tag, bench::from_device(d.buf.dinp, d.s.n_in()), v.name == "bwd_dinp" ? d.r.dinp : d.r.dinp_dgelu,
                       kTol);
+}
+
+// dinp, and the bias gradient it added its column sums to, from the initial one.
+bool check_dinp_bias(Data& d, const Version& v, const std::string& tag, int block) {
+  bench::poison(d.buf.dinp, d.s.n_in() * sizeof(floatX));
+  bench::upload(d.buf.dpre_bias, d.r.dpre_bias0);
+  v.launch(d, block);
+  bool ok = bench::check(tag + " dinp", bench::from_device(d.buf.dinp, d.s.n_in()), d.r.dinp_dgelu, kTol);
+  ok &= bench::check(accumulated(v, d, " dbias of the GELU's layer"), bench::from_device(d.buf.dpre_bias, d.s.C),
+                     d.r.dpre_bias, kTol);
+  return ok;
 }
 
 // The accumulating weight gradient: reset to the random initial gradient, checked after one launch
@@ -413,6 +452,11 @@ const std::vector<Version> kVersions = {
      dgelu_cost<true>},
     {"bwd_dinp_gelu_kernel", "the input gradient, then the GELU backward kernel", {}, bwd_dinp_dgelu<false>,
      check_dinp, dgelu_cost<false>},
+    {"bwd_dinp_dgelu_bgrad",
+     "bwd_dinp_dgelu with DGELU_BGRAD: dinp's column sums added to the fc bias gradient (LLMC_BIAS_GRAD=layernorm)",
+     {}, bwd_dinp_dgelu_bias<true>, check_dinp_bias, dgelu_bias_cost<true>},
+    {"bwd_dinp_gelu_kernel_bgrad", "bwd_dinp_gelu_kernel, then the bias-gradient kernels on dinp (the fallback)", {},
+     bwd_dinp_dgelu_bias<false>, check_dinp_bias, dgelu_bias_cost<false>},
     {"bwd_dweight", "the weight gradient, accumulating", {}, bwd_dweight, check_dweight, dweight_cost},
     {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)",
      {}, dbias_serial, check_dbias, dbias_cost},

@@ -89,6 +89,31 @@ TEST_CASE("cublasLtMatmul: DGELU multiplies A B by GELU'(aux)") {
   cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(aux);
 }
 
+TEST_CASE("cublasLtMatmul: DGELU_BGRAD also writes the sums of DGELU's D over n, one per row, to the bias") {
+  // DGELU's case above: D (column-major) = {2 g'(1.5), g'(3), g'(-0.5), 4 g'(-2)}, so the bias
+  // gradient is row 0: 2 g'(1.5) + g'(-0.5), row 1: g'(3) + 4 g'(-2); it needs the bias pointer.
+  std::vector<float> aux_host(16, kSentinel);
+  aux_host[0] = 1.5f, aux_host[1] = 3.0f, aux_host[8] = -0.5f, aux_host[9] = -2.0f;
+  float *a = upload(std::vector<float>{1, 0, 0, 1}), *b = upload(std::vector<float>{2, 1, 1, 4});
+  float *d = upload(std::vector<float>(4)), *aux = upload(aux_host);
+  float* bias = upload(std::vector<float>{kSentinel, kSentinel, kSentinel});
+  LtCall c;
+  c.a_rows = c.a_cols = c.b_rows = c.b_cols = c.d_rows = c.d_cols = 2;
+  c.lda = c.ldb = c.ldd = 2;
+  c.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD, c.aux = aux, c.aux_ld = 8;
+  CHECK(c.run(a, b, d) == CUBLAS_STATUS_INVALID_VALUE);
+  c.bias = bias;
+  REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+  const auto got = download(d, 4);
+  CHECK(got[0] == doctest::Approx(2 * 1.1277107931514332).epsilon(1e-6));
+  CHECK(got[3] == doctest::Approx(4 * -0.08609925662361825).epsilon(1e-6));
+  const auto sums = download(bias, 3);
+  CHECK(sums[0] == doctest::Approx(2 * 1.1277107931514332 + 0.13263009646535764).epsilon(1e-6));
+  CHECK(sums[1] == doctest::Approx(1.0115841666309695 + 4 * -0.08609925662361825).epsilon(1e-6));
+  CHECK(sums[2] == kSentinel);
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(aux), cudaFree(bias);
+}
+
 TEST_CASE("cublasLtMatmul: BGRADB sums op(B) over k (one per column of D), BGRADA op(A) (one per row)") {
   // A = [[1, 0, 0], [0, 1, 0]]; B^T stored (2 x 3, ld 2) = [[1, 2, 3], [4, 5, 6]], so op(B) = B^T^T
   // is 3 x 2 = [[1, 4], [2, 5], [3, 6]]: D = [[1, 4], [2, 5]], bias[j] = column sums = [6, 15].

@@ -360,9 +360,18 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
   const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
+  // LLMC_BIAS_GRAD=layernorm(-fc-kernels): fcproj's output gradient is d(residual[l+1]), attproj's
+  // d(res2), which the LayerNorm backward that reads each stream (the next layer's ln1 or lnf, and
+  // ln2) leaves in dres: that LayerNorm sums its columns into the bias gradient. With `layernorm`
+  // fc's comes with the fcproj input gradient (matmul_backward_input).
+  const bool ln_bias = opt.speed.bias_grad == BiasGradPath::kLayerNorm ||
+                       opt.speed.bias_grad == BiasGradPath::kLayerNormFcKernels;
+  const bool fc_bias_with_dgelu = opt.speed.bias_grad == BiasGradPath::kLayerNorm;
+  const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
+  const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, ln_fused, stream);
+                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(grad(kFcprojb, L - 1)));
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy, cast on its own from
   // dres and dqkv, and from the fc layer's by the GELU backward kernel that produces it.
   const bool fp8 = fp8_gemms();
@@ -384,27 +393,30 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kFcproj, l), dres, size_t(BT) * Cs, stream);
     matmul_backward(*blas,
-                    fp8_fields({.dinp = d_big, .dweight = grad(kFcprojw, l), .dbias = grad(kFcprojb, l),
-                                .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l),
-                                .weight = param(kFcprojw, l), .pre_gelu = layer_fch, .BT = BT, .C = 4 * C, .OC = C,
-                                .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
+                    fp8_fields({.dinp = d_big, .dweight = grad(kFcprojw, l),
+                                .dbias = bias_unless_ln(grad(kFcprojb, l)), .bias_scratch = scratch, .dout = dres,
+                                .inp = gelu_of(l), .weight = param(kFcprojw, l), .pre_gelu = layer_fch, .BT = BT,
+                                .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
                                 .bias_grad_epilogue = bias_grad_epilogue,
-                                .dinp_fp8 = fp8_sink(Fp8Role::kGradient, Fp8Linear::kFc, l)},
+                                .dinp_fp8 = fp8_sink(Fp8Role::kGradient, Fp8Linear::kFc, l),
+                                .dbias_pre_gelu = fc_bias_with_dgelu ? grad(kFcb, l) : nullptr},
                                Fp8Linear::kFcproj, l),
                     stream);
     matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l), .dbias = grad(kFcb, l), .bias_scratch = scratch,
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l),
+                                .dbias = fc_bias_with_dgelu ? nullptr : grad(kFcb, l), .bias_scratch = scratch,
                                 .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C,
                                 .OC = 4 * C, .bias_grad_epilogue = bias_grad_epilogue},
                                Fp8Linear::kFc, l),
                     stream);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
-                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream);
+                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
+                       bias_if_ln(grad(kAttprojb, l)));
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kAttproj, l), dres, size_t(BT) * Cs, stream);
     matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kAttprojw, l), .dbias = grad(kAttprojb, l),
-                                .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs),
-                                .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
+                    fp8_fields({.dinp = d_ln, .dweight = grad(kAttprojw, l),
+                                .dbias = bias_unless_ln(grad(kAttprojb, l)), .bias_scratch = scratch, .dout = dres,
+                                .inp = slot_of(atty, l, Cs), .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
                                 .bias_grad_epilogue = bias_grad_epilogue},
                                Fp8Linear::kAttproj, l),
                     stream);
@@ -419,8 +431,10 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
                                 .BT = BT, .C = C, .OC = 3 * C, .bias_grad_epilogue = bias_grad_epilogue},
                                Fp8Linear::kQkv, l),
                     stream);
+    // Below layer 0 the stream is the encoder's output, which has no bias.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
-                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream);
+                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,
+                       l > 0 ? bias_if_ln(grad(kFcprojb, l - 1)) : nullptr);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
     // buckets overlap the backward pass over NCCL only.
 #if defined(LLMC_NCCL_LIBRARY)

@@ -25,8 +25,11 @@ LLMC_SCRATCH_ACCESSOR unsigned* scratch_counter(float* scratch) { return reinter
 #undef LLMC_SCRATCH_ACCESSOR
 
 // layernorm_backward's grid is at most this many blocks (fixed by (N, C), so its sums are
-// reproducible); each block leaves 2*C partial sums (dweight, dbias).
+// reproducible); each block leaves 2*C partial sums (dweight, dbias). Carrying a linear layer's bias
+// gradient too (LLMC_BIAS_GRAD=layernorm), a block leaves 3*C, on at most 2/3 as many blocks: the
+// same scratch holds them.
 constexpr int kLayerNormBackwardMaxBlocks = 512;
+constexpr int kLayerNormBackwardMaxBlocksWithBias = kLayerNormBackwardMaxBlocks * 2 / 3;
 // The deterministic bias gradient sums fixed slices of this many rows, each slice OC partial sums.
 constexpr int kBiasRowsPerSlice = 64;
 // LLMC_ENCODER_BACKWARD=pieces cuts a token's positions into pieces of at most this many rows.

@@ -6,7 +6,9 @@
 // Backward: one warp per row for dinp; dweight/dbias are summed per warp in shared memory (each
 // lane owns fixed channels, so no atomics), then per block in warp order into fp32 partials, then
 // over blocks in block order, by a second tiny kernel or (fused) by the main kernel's last block to
-// finish: bit-reproducible for a given (N, C), and the same bits either way.
+// finish: bit-reproducible for a given (N, C), and the same bits either way. Optionally the column
+// sums of the residual gradient it writes go the same way into a linear layer's bias gradient
+// (LLMC_BIAS_GRAD=layernorm: that layer's output gradient is exactly this residual gradient).
 #pragma once
 #include <algorithm>
 #include <stdexcept>
@@ -115,38 +117,59 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
   CUDA_CHECK_LAST();
 }
 
-// The backward grid is fixed by (N, C) alone (at most kLayerNormBackwardMaxBlocks, kernel_scratch.h),
-// so the summation order (and the result) is too.
-inline int layernorm_backward_warps(int C) {
+// The backward grid is fixed by (N, C) and whether it carries a bias gradient alone (at most
+// kLayerNormBackwardMaxBlocks, or kLayerNormBackwardMaxBlocksWithBias, kernel_scratch.h), so the
+// summation order (and the result) is too. Each warp keeps `sums` per-channel sums in shared memory:
+// dweight and dbias, and with a bias gradient the residual gradient's column sums.
+inline int layernorm_backward_sums(bool with_bias) { return with_bias ? 3 : 2; }
+
+inline int layernorm_backward_warps(int C, bool with_bias) {
   require_whole_vectors("layernorm_backward", "channels", C);
-  return std::clamp(kLayerNormSharedBudget / (2 * C * static_cast<int>(sizeof(float))), 1, 8);
+  const int per_warp = layernorm_backward_sums(with_bias) * C * static_cast<int>(sizeof(float));
+  return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
 
-inline int layernorm_backward_blocks(int N, int C) {
-  return std::min(ceil_div(N, layernorm_backward_warps(C)), kLayerNormBackwardMaxBlocks);
+inline int layernorm_backward_blocks(int N, int C, bool with_bias) {
+  return std::min(ceil_div(N, layernorm_backward_warps(C, with_bias)),
+                  with_bias ? kLayerNormBackwardMaxBlocksWithBias : kLayerNormBackwardMaxBlocks);
 }
 
-// dweight[c] += the sum over blocks of the partial dweight, in block order from 0.0f, likewise dbias
-// (output i < C is dweight[i], i >= C dbias[i - C]); for outputs first, first + stride, ...,
-// first + (kOutputs - 1) stride below 2C, each with its own accumulator so that their loads are
-// independent. The partials are read at L2 (__ldcg): the fused kernel's last block reads what other
-// blocks wrote during the same kernel, which an SM's L1 may not hold coherently.
+// The three per-channel gradients LayerNorm backward sums over rows: output i of the
+// `sums` * C (partial i of a block) is dweight[i] for i < C, dbias[i - C] below 2C, and
+// dres_bias[i - 2C] (the residual gradient's column sums, when carried) above.
+template <class Real>
+struct LayerNormGradSums {
+  Real* dweight;
+  Real* dbias;
+  Real* dres_bias;  // null: not carried
+  __device__ int outputs(int C) const { return (dres_bias ? 3 : 2) * C; }
+  __device__ Real* at(int i, int C) const {
+    return i < C ? dweight + i : i < 2 * C ? dbias + (i - C) : dres_bias + (i - 2 * C);
+  }
+};
+
+// Each output += the sum over blocks of its partials, in block order from 0.0f; for outputs first,
+// first + stride, ..., first + (kOutputs - 1) stride below outputs(C), each with its own accumulator
+// so that their loads are independent. The partials are read at L2 (__ldcg): the fused kernel's
+// last block reads what other blocks wrote during the same kernel, which an SM's L1 may not hold
+// coherently.
 template <int kOutputs, class Real>
-__device__ void layernorm_backward_add_partials(Real* dweight, Real* dbias, const float* partials, int blocks, int C,
-                                                int first, int stride) {
-  if (first >= 2 * C) return;
+__device__ void layernorm_backward_add_partials(const LayerNormGradSums<Real>& g, const float* partials, int blocks,
+                                                int C, int first, int stride) {
+  const int outputs = g.outputs(C);
+  if (first >= outputs) return;
   float total[kOutputs] = {};
   for (int blk = 0; blk < blocks; ++blk) {
-    const float* block_partial = partials + static_cast<size_t>(blk) * 2 * C;
+    const float* block_partial = partials + static_cast<size_t>(blk) * outputs;
 #pragma unroll
     for (int j = 0; j < kOutputs; ++j)
-      if (first + j * stride < 2 * C) total[j] += __ldcg(block_partial + first + j * stride);
+      if (first + j * stride < outputs) total[j] += __ldcg(block_partial + first + j * stride);
   }
 #pragma unroll
   for (int j = 0; j < kOutputs; ++j) {
     const int i = first + j * stride;
-    if (i >= 2 * C) break;
-    Real* dst = i < C ? dweight + i : dbias + (i - C);
+    if (i >= outputs) break;
+    Real* dst = g.at(i, C);
     *dst = Real(float(*dst) + total[j]);
   }
 }
@@ -154,26 +177,34 @@ __device__ void layernorm_backward_add_partials(Real* dweight, Real* dbias, cons
 // Outputs the fused kernel's last block sums at once, per thread.
 constexpr int kLayerNormFinishOutputs = 8;
 
-// Shared layout per warp: dweight then dbias sums, each stored as [k][vector] (channel v*S+k at
-// k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as many different banks.
+// Shared layout per warp: the dweight, dbias (and dres_bias) sums, each stored as [k][vector]
+// (channel v*S+k at k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as
+// many different banks. dres_bias sums dinp as stored (rounded to Real), after this LayerNorm's
+// contribution is added: the bias gradient kernels' sum of the same tensor, in another order.
 // kFused: the block that finishes last (counted in scratch_counter(scratch) after a __threadfence,
-// the programming guide's last-block pattern) also adds every block's partials to dweight/dbias,
+// the programming guide's last-block pattern) also adds every block's partials to the outputs,
 // exactly as layernorm_backward_finish_kernel does, then sets the counter back to 0 for the next call.
 template <class Real, bool kFused>
-__global__ void layernorm_backward_kernel(Real* dinp, Real* dweight, Real* dbias, float* scratch, const Real* dout,
+__global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
                                           const Real* inp, const Real* weight, const float* mean, const float* rstd,
                                           int N, int C) {
   constexpr int S = Packed128<Real>::size;
-  float* sums = dynamic_shared<float>();  // [warps][2][C]
+  const int outputs = grads.outputs(C);
+  const bool carry = grads.dres_bias != nullptr;
+  float* sums = dynamic_shared<float>();  // [warps][outputs]
   const int warps = blockDim.x / kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int vectors = C / S;
-  float* dw_sum = sums + static_cast<size_t>(warp) * 2 * C;
+  float* dw_sum = sums + static_cast<size_t>(warp) * outputs;
   float* db_sum = dw_sum + C;
+  float* dr_sum = db_sum + C;  // only with carry
   for (int v = lane; v < vectors; v += kWarpSize)
 #pragma unroll
-    for (int k = 0; k < S; ++k) dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
+    for (int k = 0; k < S; ++k) {
+      dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
+      if (carry) dr_sum[k * vectors + v] = 0.0f;
+    }
 
   for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
     const long long base = static_cast<long long>(row) * C;
@@ -206,19 +237,20 @@ __global__ void layernorm_backward_kernel(Real* dinp, Real* dweight, Real* dbias
         di[k] = Real(float(di[k]) + s * (g - mean_g - xhat * mean_gx));
         dw_sum[k * vectors + v] += float(d[k]) * xhat;
         db_sum[k * vectors + v] += float(d[k]);
+        if (carry) dr_sum[k * vectors + v] += float(di[k]);
       }
       store128(dinp + base + v * S, di);
     }
   }
   __syncthreads();
   float* partials = scratch_partials(scratch);
-  float* block_partial = partials + static_cast<size_t>(blockIdx.x) * 2 * C;
-  for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
-    const int which = i / C;  // 0: dweight, 1: dbias
+  float* block_partial = partials + static_cast<size_t>(blockIdx.x) * outputs;
+  for (int i = threadIdx.x; i < outputs; i += blockDim.x) {
+    const int which = i / C;  // 0: dweight, 1: dbias, 2: dres_bias
     const int c = i % C;
     const int slot = which * C + (c % S) * vectors + c / S;
     float total = 0.0f;
-    for (int w = 0; w < warps; ++w) total += sums[static_cast<size_t>(w) * 2 * C + slot];
+    for (int w = 0; w < warps; ++w) total += sums[static_cast<size_t>(w) * outputs + slot];
     block_partial[i] = total;
   }
   if constexpr (kFused) {
@@ -233,42 +265,44 @@ __global__ void layernorm_backward_kernel(Real* dinp, Real* dweight, Real* dbias
     if (sums[0] == 0.0f) return;
     // Every other block's count, hence (by its fence) its partials, came before this block's.
     __threadfence();
-    for (int first = threadIdx.x; first < 2 * C; first += blockDim.x * kLayerNormFinishOutputs)
-      layernorm_backward_add_partials<kLayerNormFinishOutputs>(dweight, dbias, partials, gridDim.x, C, first,
-                                                               blockDim.x);
+    for (int first = threadIdx.x; first < outputs; first += blockDim.x * kLayerNormFinishOutputs)
+      layernorm_backward_add_partials<kLayerNormFinishOutputs>(grads, partials, gridDim.x, C, first, blockDim.x);
     if (threadIdx.x == 0) atomicExch(scratch_counter(scratch), 0u);
   }
 }
 
-// dweight[c] += sum over blocks of partial dweight, in block order; likewise dbias. One output per
-// thread.
+// Each output += the sum over blocks of its partials, in block order. One output per thread.
 template <class Real>
-__global__ void layernorm_backward_finish_kernel(Real* dweight, Real* dbias, const float* partials, int blocks,
+__global__ void layernorm_backward_finish_kernel(LayerNormGradSums<Real> grads, const float* partials, int blocks,
                                                  int C) {
-  layernorm_backward_add_partials<1>(dweight, dbias, partials, blocks, C, blockIdx.x * blockDim.x + threadIdx.x,
+  layernorm_backward_add_partials<1>(grads, partials, blocks, C, blockIdx.x * blockDim.x + threadIdx.x,
                                      gridDim.x * blockDim.x);
 }
 
-// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout. scratch is the gradient
-// partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its counter
-// at 0. fused: the main kernel's last block adds the partials (one launch, the same bits) rather
-// than a second kernel.
+// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout; with dres_bias (else null),
+// also dres_bias += sum_n dinp, the column sums of dinp as this call leaves it. scratch is the
+// gradient partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its
+// counter at 0. fused: the main kernel's last block adds the partials (one launch, the same bits)
+// rather than a second kernel.
 inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
-                               int C, bool fused, cudaStream_t stream) {
-  const int warps = layernorm_backward_warps(C);
-  const int blocks = layernorm_backward_blocks(N, C);
-  const size_t shared = static_cast<size_t>(warps) * 2 * C * sizeof(float);
+                               int C, bool fused, cudaStream_t stream, floatX* dres_bias = nullptr) {
+  const bool with_bias = dres_bias != nullptr;
+  const int warps = layernorm_backward_warps(C, with_bias);
+  const int blocks = layernorm_backward_blocks(N, C, with_bias);
+  const int outputs = layernorm_backward_sums(with_bias) * C;
+  const size_t shared = static_cast<size_t>(warps) * outputs * sizeof(float);
+  const LayerNormGradSums<floatX> grads{dweight, dbias, dres_bias};
   if (fused) {
-    launch<layernorm_backward_kernel<floatX, true>>(blocks, warps * kWarpSize, shared, stream, dinp, dweight, dbias,
-                                                    scratch, dout, inp, weight, mean, rstd, N, C);
+    launch<layernorm_backward_kernel<floatX, true>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
+                                                    dout, inp, weight, mean, rstd, N, C);
     CUDA_CHECK_LAST();
     return;
   }
-  launch<layernorm_backward_kernel<floatX, false>>(blocks, warps * kWarpSize, shared, stream, dinp, dweight, dbias,
-                                                   scratch, dout, inp, weight, mean, rstd, N, C);
+  launch<layernorm_backward_kernel<floatX, false>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
+                                                   dout, inp, weight, mean, rstd, N, C);
   CUDA_CHECK_LAST();
-  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(2 * C, 256), 256, 0, stream, dweight, dbias,
+  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, grads,
                                                    scratch_partials(scratch), blocks, C);
   CUDA_CHECK_LAST();
 }

@@ -1,6 +1,7 @@
 // Fully connected layers y = x W^T + b (W is OC x C, the checkpoint layout) through cuBLASLt, with
 // the bias, GELU and GELU-backward folded into the GEMM epilogues, and the bias gradient from
-// deterministic kernels or the weight-gradient GEMM's BGRADB epilogue. See
+// deterministic kernels or the weight-gradient GEMM's BGRADB epilogue (or, for the layer before a
+// GELU, the input-gradient GEMM's DGELU_BGRAD epilogue). See
 // docs/kernels-matmul-attention.md for the layout mapping.
 //
 // cuBLASLt is column-major. A row-major (R x K) matrix X is the same bytes as the column-major
@@ -64,6 +65,7 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
     case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: name += " gelu_aux_bias"; break;
     case CUBLASLT_EPILOGUE_DGELU: name += " dgelu"; break;
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: name += " dgelu_bgrad"; break;
     default: name += " epilogue " + std::to_string(int(g.epilogue)); break;
   }
   return g.accumulate ? name + " +=" : name;
@@ -216,11 +218,25 @@ struct MatmulBackward {
   // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
   // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
   Fp8Sink dinp_fp8{};
+  // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
+  // accumulated with the column sums of dinp, the pre-activation's gradient, by
+  // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
+  // matmul_backward).
+  floatX* dbias_pre_gelu = nullptr;
 };
+
+// Defined below, with the bias-gradient kernels.
+inline floatX* epilogue_bias_sums(float* bias_scratch);
+inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream);
+inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream);
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
 // dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
-// place. Reads only dinp, dout, weight, pre_gelu, the sizes, dgelu_epilogue and the FP8 fields of `p`.
+// place. With dbias_pre_gelu also dbias_pre_gelu += the column sums of that dinp: by the
+// DGELU_BGRAD epilogue (one sum per row of the column-major C x BT result, over its BT columns)
+// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp. Reads only dinp,
+// dout, weight, pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue and the FP8
+// fields of `p`.
 inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
            .ldd = p.C};
@@ -233,15 +249,29 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     g.a8 = p.weight_t8;
     g.b8 = p.dout8;
   }
+  const bool pre_gelu_bias = p.pre_gelu && p.dbias_pre_gelu;
   if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
     LtGemm dgelu = g;
     dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
     dgelu.aux = const_cast<floatX*>(p.pre_gelu);
     dgelu.aux_ld = p.C;
-    if (try_lt_gemm(ctx, dgelu, stream)) return;
+    if (pre_gelu_bias) {
+      LtGemm bgrad = dgelu;
+      bgrad.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD;
+      bgrad.bias = epilogue_bias_sums(p.bias_scratch);
+      if (try_lt_gemm(ctx, bgrad, stream)) {
+        add_epilogue_bias_sums(p.dbias_pre_gelu, p.bias_scratch, p.C, stream);
+        return;
+      }
+    }
+    if (try_lt_gemm(ctx, dgelu, stream)) {
+      if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
+      return;
+    }
   }
   lt_gemm(ctx, g, stream);
   if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
+  if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
 }
 
 // The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
@@ -338,21 +368,29 @@ __global__ void bias_grad_add_kernel(T* dbias, const T* sums, int OC) {
   if (c < OC) dbias[c] = T(static_cast<float>(dbias[c]) + static_cast<float>(sums[c]));
 }
 
+// Where a BGRAD epilogue writes its OC sums: the scratch, in floatX (D's type, the only one cuBLASLt
+// documents for them). The epilogue overwrites its output and gradients accumulate over micro-steps,
+// so add_epilogue_bias_sums then adds them to dbias.
+inline floatX* epilogue_bias_sums(float* bias_scratch) {
+  return reinterpret_cast<floatX*>(scratch_partials(bias_scratch));
+}
+inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream) {
+  launch<bias_grad_add_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, epilogue_bias_sums(bias_scratch), OC);
+  CUDA_CHECK_LAST();
+}
+
 // dweight += dout^T inp and dbias += column sums of dout, both from the weight-gradient GEMM: its
 // BGRADB epilogue reduces op(B) = dout (BT x OC, the GEMM's k x n) over k, one sum per output
-// channel, as it streams dout through the GEMM, instead of the two kernels reading dout again. The
-// epilogue overwrites its output, so it writes OC floatX sums into the scratch (in D's type, the
-// only one cuBLASLt documents for it) and a small kernel adds them to dbias: gradients still
-// accumulate over micro-steps. The sums' order is cuBLASLt's (fixed for a given algorithm and shape).
+// channel, as it streams dout through the GEMM, instead of the two kernels reading dout again; the
+// sums go through the scratch (epilogue_bias_sums). The sums' order is cuBLASLt's (fixed for a given
+// algorithm and shape).
 // False, having launched nothing, when cuBLASLt has no such epilogue for this GEMM.
 inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  floatX* sums = reinterpret_cast<floatX*>(scratch_partials(p.bias_scratch));
   LtGemm g = weight_grad_gemm(p.dweight, p.dout, p.inp, p.BT, p.C, p.OC);
   g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-  g.bias = sums;
+  g.bias = epilogue_bias_sums(p.bias_scratch);
   if (!try_lt_gemm(ctx, g, stream)) return false;
-  launch<bias_grad_add_kernel<floatX>>(ceil_div(p.OC, 256), 256, 0, stream, p.dbias, sums, p.OC);
-  CUDA_CHECK_LAST();
+  add_epilogue_bias_sums(p.dbias, p.bias_scratch, p.OC, stream);
   return true;
 }
 

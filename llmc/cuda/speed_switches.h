@@ -44,8 +44,12 @@ enum class CudnnBackward { kDefault, kDeterministic };
 // default: two deterministic kernels over dout (fixed 64-row slices, then the slices in a fixed
 // order). kEpilogue: cuBLASLt's BGRADB epilogue on the weight-gradient GEMM, which reads dout anyway,
 // into scratch, then added to dbias by a small kernel; where cuBLASLt has no such epilogue, the
-// kernels.
-enum class BiasGradPath { kKernels, kEpilogue };
+// kernels. kLayerNorm: the attproj and fcproj bias gradients are the column sums of the residual
+// gradient that a LayerNorm backward writes anyway (ln2's, and the next layer's ln1 or lnf's), summed
+// by it; the fc bias gradient by the fcproj input-gradient GEMM's DGELU_BGRAD epilogue where the
+// DGELU epilogue runs and cuBLASLt offers it; the rest (qkv's, fc's otherwise) by the kernels.
+// kLayerNormFcKernels: the same with fc's by the kernels, so that a GPU measures the epilogue apart.
+enum class BiasGradPath { kKernels, kEpilogue, kLayerNorm, kLayerNormFcKernels };
 
 // How each GEMM shape's cuBLASLt algorithm is chosen (LLMC_GEMM_SEARCH; llmc/cuda/gemm_search.cuh).
 // kTimed, the default: a start-up tuning pass (one forward and backward micro-step,

@@ -5,7 +5,8 @@
 # LayerNorm forward), and trains bit for bit as the same run without it (main.log equal, the same
 # `cuda:` line: the events allocate no device memory); the default LLMC_GEMM_SEARCH=timed's tuning
 # pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no tuning pass) counts the same
-# calls and trains the same. The emulator's
+# calls and trains the same; with LLMC_BIAS_GRAD=layernorm and layernorm-fc-kernels, the bias
+# gradients' kernels and GEMMs are the ones counted. The emulator's
 # times mean nothing; only the names and counts are checked. A bad value is refused by name.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
@@ -103,8 +104,34 @@ for expected in "adamw_multi_tensor_kernel<__nv_bfloat16>:1" "adamw_vector_kerne
 done
 cmp -s "$tmp/plain/main.log" "$tmp/levers/main.log" || fail "main.log with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers differs"
 
+# LLMC_BIAS_GRAD=layernorm: the attproj and fcproj bias gradients ride on the LayerNorm backward
+# (still 7 calls), fc's on the fcproj input-gradient GEMM's DGELU_BGRAD epilogue (in place of the
+# plain DGELU one, then bias_grad_add_kernel adds its sums), so the bias kernels run for qkv alone:
+# L = 3 each. With layernorm-fc-kernels, fc's by the kernels again: 2L = 6, the plain DGELU GEMM.
+# A row name:count with no count: no such row.
+for how in layernorm layernorm-fc-kernels; do
+  LLMC_BIAS_GRAD=$how LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" -o "$tmp/$how" >"$tmp/$how.out" 2>&1 ||
+    fail "the run with LLMC_BIAS_GRAD=$how LLMC_PROFILE=on (log: $tmp/$how.out)"
+  if [ "$how" = layernorm ]; then
+    expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:3" "cublasLt m=384 n=80 k=96 NN dgelu:" \
+      "bias_grad_add_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:3" \
+      "bias_grad_finish_kernel<__nv_bfloat16>:3")
+  else
+    expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:" "cublasLt m=384 n=80 k=96 NN dgelu:3" \
+      "bias_grad_add_kernel<__nv_bfloat16>:" "bias_grad_partial_kernel<__nv_bfloat16>:6" \
+      "bias_grad_finish_kernel<__nv_bfloat16>:6")
+  fi
+  for row in "${expected[@]}" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
+    "layernorm_backward_finish_kernel<__nv_bfloat16>:7"; do
+    name=${row%:*}
+    got=$(calls_of "$name" "$tmp/$how.out")
+    [ "$got" = "${row##*:}" ] ||
+      fail "LLMC_BIAS_GRAD=$how, profile: $name: ${got:-no row} calls per step, want ${row##*:}"
+  done
+done
+
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand (and 6 with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand (and 6 with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, LLMC_BIAS_GRAD=layernorm's and layernorm-fc-kernels' bias paths, a bad value refused"

@@ -111,8 +111,13 @@ TEST_CASE("speed switches: LLMC_BIAS_GRAD and LLMC_LAYERNORM_BACKWARD are their 
   SpeedSwitches s;
   set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "epilogue");
   CHECK(s.bias_grad == BiasGradPath::kEpilogue);
+  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "layernorm");
+  CHECK(s.bias_grad == BiasGradPath::kLayerNorm);
+  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "layernorm-fc-kernels");
+  CHECK(s.bias_grad == BiasGradPath::kLayerNormFcKernels);
   set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "kernels");
   CHECK(s.bias_grad == BiasGradPath::kKernels);
+  CHECK(all_levers_on().bias_grad == BiasGradPath::kLayerNorm);
   set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "fused");
   CHECK(s.layernorm_backward == LayerNormBackwardPath::kFused);
   set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "two-pass");
