@@ -36,6 +36,7 @@
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
+#include "tests/lib/cuda_graphs_check.h"
 #include "tests/lib/test_gpt2cu_args.h"
 
 using namespace llmc;
@@ -464,14 +465,16 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Two switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
-      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind) and the fused
-      // LayerNorm backward (the same partial sums in the same order as two-pass). Their gradients
+      // Three switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
+      // LayerNorm backward (the same partial sums in the same order as two-pass) and CUDA graphs
+      // (the same kernels on the same buffers, replayed). Their gradients
       // must be bit for bit the defaults'. Only there: on a GPU, runs of one build may already
       // differ (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = GemmSearch::kHeuristic;
       same_sums.layernorm_backward = LayerNormBackwardPath::kTwoPass;
+      same_sums.cuda_graphs = CudaGraphs::kOff;
       if (cuda_device_emulated() && same_sums == SpeedSwitches{})
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
@@ -533,6 +536,7 @@ int run(const Args& a) {
       check_gradients(report, fmt::format("grad through overlapped NCCL buckets (ZeRO-{}, 1 rank)", sharded ? 1 : 0),
                       config, g, cpu_grads, false);
     }
+  if (!a.quick) check_cuda_graphs(report, config, cuda_options(a, 1, attention), params, batch.inputs, batch.targets, B, T);
 
   // AdamW steps as the loop runs them: two micro-batches of 0.5, norm clipping at 1, weight decay.
   const int steps = a.quick ? std::min(a.steps, 2) : a.steps;
