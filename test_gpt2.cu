@@ -5,7 +5,8 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
-// every speed switch and all of them on at once, a skewed batch (one token's long chain) with each
+// every speed switch and all of them on at once, LLMC_CUDA_GRAPHS=on's replays against off
+// (tests/lib/cuda_graphs_check.h), a skewed batch (one token's long chain) with each
 // LLMC_ENCODER_BACKWARD, (bf16) both attention kernels and --fp8 1 (at bars derived from the FP8
 // rounding: kFp8ForwardGemm below), and the memory plan
 // (device_bytes equals the plan's total; the drop in free memory is that plus at most the
