@@ -6,11 +6,12 @@
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
 // every speed switch and all of them on at once, LLMC_CLASSIFIER=chunked's logits and losses over
-// several chunks, a skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16)
-// both attention kernels and --fp8 1 (at bars derived from the FP8 rounding: kFp8ForwardGemm
-// below), and the memory plan (device_bytes equals the plan's total; the drop in free memory is
-// that plus at most the libraries' reserve; on the emulated GPU, each device allocation is a
-// planned buffer, also with every lever on). One PASS/FAIL line per check, then a summary.
+// several chunks, LLMC_CUDA_GRAPHS=on's replays against off (tests/lib/cuda_graphs_check.h), a
+// skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16) both attention
+// kernels and --fp8 1 (at bars derived from the FP8 rounding: kFp8ForwardGemm below), and the memory
+// plan (device_bytes equals the plan's total; the drop in free memory is that plus at most the
+// libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
+// every lever on). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -37,6 +38,7 @@
 #include "llmc/gpt2.h"
 #include "llmc/rng.h"
 #include "tests/lib/classifier_chunks.h"
+#include "tests/lib/cuda_graphs_check.h"
 #include "tests/lib/test_gpt2cu_args.h"
 
 using namespace llmc;
@@ -469,20 +471,21 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Five switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Six switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
-      // forward (the staged kernel's sums in its order) and the multi-tensor AdamW (no gradient at
-      // all). Their gradients must be bit for bit the defaults'. Only there: on a GPU, runs of one
-      // build may already differ (docs/gpu-runs.md, the resume check), and the algorithms sum
-      // differently.
+      // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all)
+      // and CUDA graphs (the same kernels on the same buffers, replayed). Their gradients must be bit
+      // for bit the defaults'. Only there: on a GPU, runs of one build may already differ
+      // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = SpeedSwitches{}.gemm_search;
       same_sums.layernorm_backward = SpeedSwitches{}.layernorm_backward;
       same_sums.classifier_pass = SpeedSwitches{}.classifier_pass;
       same_sums.layernorm_forward = SpeedSwitches{}.layernorm_forward;
       same_sums.adamw = SpeedSwitches{}.adamw;
+      same_sums.cuda_graphs = SpeedSwitches{}.cuda_graphs;
       if (cuda_device_emulated() && same_sums == SpeedSwitches{})
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
@@ -546,6 +549,7 @@ int run(const Args& a) {
       check_gradients(report, fmt::format("grad through overlapped NCCL buckets (ZeRO-{}, 1 rank)", sharded ? 1 : 0),
                       config, g, cpu_grads, false);
     }
+  if (!a.quick) check_cuda_graphs(report, config, cuda_options(a, 1, attention), params, batch.inputs, batch.targets, B, T);
 
   // AdamW steps as the loop runs them: two micro-batches of 0.5, norm clipping at 1, weight decay.
   const int steps = a.quick ? std::min(a.steps, 2) : a.steps;

@@ -20,6 +20,7 @@
 #include "emulator/runtime/device_memory.h"
 #include "emulator/runtime/emulator.h"
 #include "emulator/runtime/runtime_state.h"
+#include "emulator/runtime/stream_capture.h"
 #include "emulator/runtime/stream_order.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -115,9 +116,14 @@ class UsableAllocation {
 //     except between device buffers;
 //   - cudaMemcpyAsync with pinned memory, and between device buffers, returns at once;
 //   - host to host is a plain copy, at once.
+// On a capturing stream the copy is recorded: it reads and writes host memory, pinned or not, when
+// the graph runs, as a graph's memcpy node does; a synchronous cudaMemcpy is potentially unsafe
+// then (stream_capture.h).
 cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
                  bool synchronous) {
   if (cudaError_t e = sticky_error()) return e;
+  if (synchronous)
+    if (cudaError_t e = capture_allows_unsafe_call(call)) return e;
   if (count == 0) return cudaSuccess;
   if (kind == cudaMemcpyDefault)
     kind = is_device(dst) ? (is_device(src) ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
@@ -137,23 +143,26 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
   const bool host_pinned = kind == cudaMemcpyHostToDevice   ? is_pinned(src, count)
                            : kind == cudaMemcpyDeviceToHost ? is_pinned(dst, count)
                                                             : false;
-  if (kind == cudaMemcpyHostToDevice && !host_pinned) {
+  const bool captured = stream_capturing(stream);
+  cudaError_t issued = cudaSuccess;
+  if (kind == cudaMemcpyHostToDevice && !host_pinned && !captured) {
     std::vector<unsigned char> staged(static_cast<const unsigned char*>(src),
                                       static_cast<const unsigned char*>(src) + count);
-    device_work(stream, [dst, staged = std::move(staged)] {
+    issued = device_work(stream, [dst, staged = std::move(staged)] {
       const UsableAllocation to(dst, true);
       std::memcpy(dst, staged.data(), staged.size());
     });
   } else {
-    device_work(stream, [=] {
+    issued = device_work(stream, [=] {
       const UsableAllocation to(dst, dst_device), from(src, src_device);
       std::memmove(dst, src, count);
     });
   }
+  if (issued != cudaSuccess) return issued;
   const bool host_waits = kind == cudaMemcpyDeviceToHost   ? synchronous || !host_pinned
                           : kind == cudaMemcpyHostToDevice ? synchronous && host_pinned
                                                            : false;
-  if (host_waits) finish_stream(stream);
+  if (host_waits && !captured) finish_stream(stream);
   return sticky_error();
 }
 
@@ -162,11 +171,10 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  device_work(stream, [=] {
+  return device_work(stream, [=] {
     const UsableAllocation to(p, true);
     std::memset(p, value, count);
   });
-  return cudaSuccess;
 }
 
 }  // namespace
@@ -206,6 +214,7 @@ extern "C" {
 
 cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (cudaError_t e = sticky_error()) return e;
+  if (cudaError_t e = capture_allows_unsafe_call("cudaMalloc")) return e;
   if (!ptr) return fail(cudaErrorInvalidValue, "cudaMalloc: null result pointer");
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;
@@ -224,6 +233,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
 // cudaFree and cudaFreeHost wait for the device to finish, as the runtime's do.
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (cudaError_t e = capture_allows_unsafe_call("cudaFree")) return e;
   finish_all();
   std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().allocations.find(reinterpret_cast<uintptr_t>(ptr));
@@ -238,6 +248,7 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost: null result pointer");
+  if (cudaError_t e = capture_allows_unsafe_call("cudaMallocHost")) return e;
   void* p = nullptr;
   if (posix_memalign(&p, 4096, size ? size : 1) != 0)
     return fail(cudaErrorMemoryAllocation, "cudaMallocHost of " + std::to_string(size) + " bytes");
@@ -252,6 +263,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMa
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (cudaError_t e = capture_allows_unsafe_call("cudaFreeHost")) return e;
   finish_all();
   std::lock_guard<std::mutex> lock(state().mutex);
   if (!state().host_allocations.erase(reinterpret_cast<uintptr_t>(ptr)))
@@ -269,7 +281,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   return copy("cudaMemcpyAsync", dst, src, count, kind, stream, false);
 }
 
-cudaError_t cudaMemset(void* p, int value, size_t count) { return fill("cudaMemset", p, value, count, nullptr); }
+cudaError_t cudaMemset(void* p, int value, size_t count) {
+  if (cudaError_t e = capture_allows_unsafe_call("cudaMemset")) return e;
+  return fill("cudaMemset", p, value, count, nullptr);
+}
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t stream) {
   if (cudaError_t e = check_stream("cudaMemsetAsync", stream)) return e;

@@ -45,13 +45,12 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
                          ? " without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)"
                          : " by cudaFuncSetAttribute"));
   const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
-  device_work(stream, [=, args = std::move(args)] {
+  return device_work(stream, [=, args = std::move(args)] {
     cudaError_t result = cudaSuccess;
     with_device_memory(
         [&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args.get()}); });
     if (result != cudaSuccess) make_sticky(result);
   });
-  return cudaSuccess;
 }
 
 }  // namespace emu

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "emulator/runtime/device_memory.h"
+#include "emulator/runtime/stream_capture.h"
 #include "emulator/runtime/stream_order.h"
 
 struct ncclComm {
@@ -194,7 +195,7 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
     }
   const Request mine{int64_t(kind), int64_t(count), int64_t(type), reduces ? int64_t(op) : -1,
                      kind == Kind::reduce || kind == Kind::broadcast ? int64_t(root) : -1};
-  device_work(stream, [=] {
+  const cudaError_t issued = device_work(stream, [=] {
     const ncclComm& c = *comm;  // alive: ncclCommDestroy waits for queued work
     if (c.aborted) return;
     const std::vector<unsigned char> asked = gather(c, &mine, sizeof mine);
@@ -235,8 +236,9 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
   // for a later synchronisation: a rank's host may first enter a host-side MPI call that the other
   // ranks' hosts can reach only after this collective. It runs now, after the work it waits for,
   // as if the device had caught up; ranks that call collectives in the same order (as NCCL
-  // requires) then always meet.
-  finish_stream(stream);
+  // requires) then always meet. Captured into a graph, it runs when the graph is launched.
+  if (issued != cudaSuccess) return fail(ncclUnhandledCudaError, call + ": " + cudaGetErrorString(issued));
+  if (!capture_host_waits(stream)) finish_stream(stream);
   return ncclSuccess;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -54,5 +55,12 @@ std::string pointer_text(const void* p);
 // cudaErrorInvalidResourceHandle, named with `call`, unless `stream` is the default stream or one
 // created and not yet destroyed.
 cudaError_t check_stream(const char* call, cudaStream_t stream);
+
+// Whether `stream` waits for the legacy default stream's work (not created cudaStreamNonBlocking).
+bool stream_blocking(cudaStream_t stream);
+
+// Issues work to `stream`: recorded when it captures (stream_capture.h), queued otherwise; the
+// error of a refused capture.
+cudaError_t issue_work(cudaStream_t stream, std::function<void()> work);
 
 }  // namespace emu

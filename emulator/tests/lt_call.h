@@ -35,6 +35,7 @@ struct LtCall {
   float* amax = nullptr;
   bool fast_accum = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM set to 1
   bool heuristic = true;    // else cublasLtMatmul chooses the algorithm (a null one)
+  cudaStream_t stream = nullptr;  // the stream cublasLtMatmul queues on
 
   // The status of the heuristic query, then (if it succeeded) of the matmul.
   cublasStatus_t run(const void* a, const void* b, void* d, const void* run_d = nullptr) const {
@@ -93,7 +94,7 @@ struct LtCall {
       REQUIRE(found == int(heuristic));
       void* target = run_d ? const_cast<void*>(run_d) : d;
       const cublasLtMatmulAlgo_t* algo = heuristic ? &result.algo : nullptr;
-      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, ld, target, ld, algo, nullptr, 0, 0);
+      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, ld, target, ld, algo, nullptr, 0, stream);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(ld);

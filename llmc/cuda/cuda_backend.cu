@@ -186,6 +186,11 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     CUDA_CHECK(cudaMemcpyAsync(fp8_state, fp8_initial.data(), fp8_initial.size() * sizeof(float),
                                cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (opt.profile && opt.speed.cuda_graphs == CudaGraphs::kOn) {
+    fmt::print(stderr, "LLMC_CUDA_GRAPHS=on: off while LLMC_PROFILE=on, which times every launch from the host "
+                       "(a graph's launches have no host side)\n");
+    opt.speed.cuda_graphs = CudaGraphs::kOff;
+  }
   if (opt.profile) {
     if (active_launch_timer() != nullptr)
       throw std::runtime_error("CUDA backend: LLMC_PROFILE: another backend of this process is being profiled");
@@ -353,8 +358,9 @@ uint32_t CudaBackend::Impl::rounding_seed(const int* inputs, int BT) const {
   return seed;
 }
 
-// Backward from d(lnf), which the classifier left in d_ln.
-void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed) {
+// Backward from d(lnf), which the classifier left in d_ln, through the layers (the encoder's
+// gradients: backward_encoder).
+void CudaBackend::Impl::backward(int B, int T) {
   const int C = this->C(), L = this->L(), BT = B * T;
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
@@ -441,11 +447,16 @@ void CudaBackend::Impl::backward(int B, int T, const EncoderBuckets& buckets, ui
     if (overlapping()) start_bucket(L - 1 - l);
 #endif
   }
+}
+
+// The encoder's gradients from dres, which the backward pass through the layers left.
+void CudaBackend::Impl::backward_encoder(int B, int T, const EncoderBuckets& buckets, uint32_t seed) {
+  const int C = this->C();
   // d_big is free again; it holds the piece sums (encoder_piece_sums_floats fits, checked at construction).
   encoder_backward(grad(kWte), grad(kWpe), reinterpret_cast<float*>(d_big), dres, buckets_dev, buckets, B, T, C, seed,
                    stream);
 #if defined(LLMC_NCCL_LIBRARY)
-  if (overlapping()) start_bucket(L);
+  if (overlapping()) start_bucket(L());
 #endif
 }
 
@@ -497,18 +508,24 @@ void CudaBackend::Impl::clear_gradients() {
   micro_in_step = 0;
 }
 
+// Forward, classifier and the backward pass through the layers, for the tokens staged in tokens_dev.
+void CudaBackend::Impl::forward_and_backward(int B, int T, float dloss) {
+  forward(B, T);
+  classifier_forward_backward(B * T, dloss);
+  backward(B, T);
+}
+
 void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
   Impl& d = *impl_;
   const int BT = B * T;
   d.fp8_recording = d.opt.fp8 && !d.tuning;
   d.stage_tokens(inputs, targets, B, T);
-  d.forward(B, T);
   // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
-  d.classifier_forward_backward(BT, loss_scale / float(BT));
-  // The host sorts the tokens into buckets while the GPU runs the forward pass and the classifier.
+  d.micro_step(B, T, loss_scale / float(BT));
+  // The host sorts the tokens into buckets while the GPU runs the micro-step.
   const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
   ++d.micro_in_step;
-  d.backward(B, T, buckets, d.rounding_seed(inputs, BT));
+  d.backward_encoder(B, T, buckets, d.rounding_seed(inputs, BT));
   if (d.fp8_recording) d.end_fp8_micro_step();
   d.fp8_recording = false;
 }

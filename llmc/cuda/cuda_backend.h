@@ -178,6 +178,8 @@ class CudaBackend : public Backend {
   // throws for a bad LLMC_PEAK_TFLOPS).
   const PeakFlops& peak() const;
   double peak_flops() const override;
+  // LLMC_CUDA_GRAPHS=on: how many micro-steps ran as a CUDA graph launch.
+  uint64_t graph_launches() const;
 
  private:
   struct Impl;

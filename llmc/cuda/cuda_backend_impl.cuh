@@ -22,6 +22,7 @@
 #include "llmc/cuda/launch_profiler.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
+#include "llmc/cuda/micro_step_graphs.cuh"
 #include "llmc/cuda/planned_allocator.h"
 #include "llmc/dist/bucket_sync_order.h"
 #include "llmc/dist/gradient_buckets.h"
@@ -154,6 +155,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
 #endif
   size_t cudnn_workspace_bytes = 0;
   std::unique_ptr<LaunchProfiler> profiler;  // opt.profile's, the active launch timer while it lives
+  MicroStepGraphs graphs;                    // LLMC_CUDA_GRAPHS=on
 
   // --fp8 1 (llmc/cuda/fp8.cuh). The weights' FP8 copies are cast again before the first forward
   // pass after the parameters change. fp8_micro_steps counts the training micro-steps whose amaxes
@@ -216,7 +218,12 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // the run's seed, the tokens and their place in the step, never of how many steps this process
   // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.
   uint32_t rounding_seed(const int* inputs, int BT) const;
-  void backward(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
+  // One micro-step's forward, classifier and backward through the layers (graphs: LLMC_CUDA_GRAPHS),
+  // then the encoder's backward, which needs the host's buckets of this micro-step's tokens.
+  void micro_step(int B, int T, float dloss);
+  void forward_and_backward(int B, int T, float dloss);
+  void backward(int B, int T);
+  void backward_encoder(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
   // --fp8 1. Whether this pass's linear layers run their GEMMs in FP8; where tensor (role, linear,

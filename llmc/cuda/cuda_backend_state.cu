@@ -283,6 +283,7 @@ void CudaBackend::tune_kernels(const int* inputs, const int* targets, int B, int
   if (!tunes_kernels()) return Backend::tune_kernels(inputs, targets, B, T);
   d.outside_step();
   d.blas->begin_search();
+  d.graphs.clear();  // they hold the algorithms chosen before
   d.tuning = true;
   try {
     d.clear_gradients();
@@ -308,6 +309,7 @@ std::string CudaBackend::set_kernel_choices(const std::vector<uint8_t>& choices)
   if (!tunes_kernels()) return Backend::set_kernel_choices(choices);
   const GemmTable table = gemm_table_from_bytes(choices, "the GEMM algorithm table");
   impl_->blas->load(table);
+  impl_->graphs.clear();  // they hold the algorithms chosen before
   return fmt::format("the cuBLASLt algorithms of {} GEMM shapes", table.algos.size());
 }
 

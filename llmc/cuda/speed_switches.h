@@ -94,6 +94,13 @@ enum class AdamWLaunch { kPerTensor, kMultiTensor };
 // into layer 0's LayerNorm. Rows longer than the kernel holds (2,048 channels in bf16) stay staged.
 enum class LayerNormForwardPath { kShared, kRegisters };
 
+// How a training micro-step is launched (LLMC_CUDA_GRAPHS; llmc/cuda/micro_step_graphs.cuh). kOff,
+// the default: kernel by kernel from the host. kOn: its forward pass, classifier and backward pass
+// through the layers as one CUDA graph, captured the first time a micro-step of its shape runs
+// (after the tuning pass) and launched once per micro-step after that; the same kernels on the same
+// buffers, so the same results.
+enum class CudaGraphs { kOff, kOn };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

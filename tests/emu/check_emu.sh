@@ -98,7 +98,7 @@ racecheck_faults() {
 
 for san in address thread racecheck; do
   build "$san" BF16 emu-tests || continue
-  for test in test_emulator test_blas test_blas_fp8 test_fp8; do
+  for test in test_emulator test_graphs test_blas test_blas_fp8 test_fp8; do
     log="$logs/$san-$test.log"
     if "build/emu-$san/tests/$test" >"$log" 2>&1; then
       cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)
@@ -137,11 +137,13 @@ for san in address thread racecheck; do
   if [ "$(wc -w <<<"$a")" -eq 24 ] && [ "$a" = "$b" ] && [ "$a" != "$c" ] && in_stream_order "$a" && in_stream_order "$c"
   then echo "ok    $san seed orders the streams' work, each stream in its own order"
   else fail "$san stream order: '$a' / '$b' / '$c'"; fi
-  # The stream orders, each on the emulator's stream test.
+  # The stream orders, each on the emulator's stream test and the graph replay test.
   for streams in latest seeded issue; do
-    if LLMC_EMU_STREAMS=$streams "build/emu-$san/tests/test_emulator" --test-case='stream order*' \
-      >"$logs/$san-streams-$streams.log" 2>&1; then echo "ok    $san LLMC_EMU_STREAMS=$streams"
-    else fail "$san LLMC_EMU_STREAMS=$streams (log: $logs/$san-streams-$streams.log)"; fi
+    for test in test_emulator test_graphs; do
+      if LLMC_EMU_STREAMS=$streams "build/emu-$san/tests/$test" --test-case='stream order*' \
+        >"$logs/$san-streams-$streams-$test.log" 2>&1; then echo "ok    $san LLMC_EMU_STREAMS=$streams $test"
+      else fail "$san LLMC_EMU_STREAMS=$streams $test (log: $logs/$san-streams-$streams-$test.log)"; fi
+    done
   done
 
   # Each sanitizer runs the kernels in another order of blocks and warps: a kernel that works only

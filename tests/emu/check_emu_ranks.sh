@@ -8,7 +8,9 @@
 #      the seeded stream order (LLMC_EMU_STREAMS=seeded) and with the GEMM algorithms timed by rank 0
 #      and sent to rank 1 (LLMC_GEMM_SEARCH=timed), the others in the latest order, heuristic;
 #      ZeRO-1 without overlap with one AdamW launch for each rank's slices of the tensors
-#      (LLMC_ADAMW=multi-tensor), the others one launch per slice;
+#      (LLMC_ADAMW=multi-tensor), the others one launch per slice; the --overlap 1 runs with each
+#      micro-step a CUDA graph (LLMC_CUDA_GRAPHS=on: the buckets' collectives captured over NCCL; the
+#      host staging after the graphs over MPI);
 #  (b) one rank stopped (SIGSTOP) in the middle of training: the other ends the job through
 #      --step-timeout, with the watchdog's exit status and message.
 # Open MPI keeps allocations until exit that LeakSanitizer reports, so leak checking is off here.
@@ -37,12 +39,13 @@ for communicator in nccl mpi; do
   for z in 0 1; do
     for overlap in 0 1; do
       name=${communicator}_z${z}_overlap$overlap
-      streams=latest search=heuristic
+      streams=latest search=heuristic graphs=off
       [ "$name" = nccl_z1_overlap1 ] && streams=seeded search=timed
       adamw=per-tensor
       [ "$z$overlap" = 10 ] && adamw=multi-tensor
+      [ "$overlap" = 1 ] && graphs=on
       if ! LLMC_COMMUNICATOR=$communicator LLMC_EMU_STREAMS=$streams LLMC_EMU_SEED=$((z * 2 + overlap)) \
-        LLMC_GEMM_SEARCH=$search LLMC_ADAMW=$adamw \
+        LLMC_GEMM_SEARCH=$search LLMC_ADAMW=$adamw LLMC_CUDA_GRAPHS=$graphs \
         timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 2 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
         >"$tmp/$name.out" 2>&1; then
         fail "$name (log: $tmp/$name.out)"
