@@ -25,6 +25,34 @@ namespace llmc {
 constexpr float kLayerNormEpsF = float(kLayerNormEps);
 constexpr int kLayerNormSharedBudget = 48 * 1024;  // the default per-block limit, no opt-in needed
 
+// The output vector at channel c of the row at `base`: out = (x - m) * s * weight + bias, stored,
+// and its FP8 copy where fp8.data is set. Returns that vector's amax (0 without FP8). Both forward
+// kernels (this file's staged one, layernorm_forward.cuh's registers one) write through it, so their
+// outputs are the same arithmetic.
+template <class Real>
+__device__ inline float layernorm_store_vector(Real* out, long long base, int c, const Packed128<Real>& xv, float m,
+                                               float s, const Real* weight, const Real* bias, const Fp8Sink& fp8) {
+  constexpr int S = Packed128<Real>::size;
+  const Packed128<Real> w = load128(weight + c);
+  const Packed128<Real> bb = load128(bias + c);
+  Packed128<Real> o;
+#pragma unroll
+  for (int k = 0; k < S; ++k) o[k] = Real((float(xv[k]) - m) * s * float(w[k]) + float(bb[k]));
+  store128(out + base + c, o);
+  return fp8.data ? fp8_store_vector(fp8, size_t(base + c), o) : 0.0f;
+}
+
+// The end of a warp's row: the FP8 amax recorded (every lane takes part), mean and rstd kept where
+// they are wanted.
+__device__ inline void layernorm_finish_row(const Fp8Sink& fp8, float amax, int row, int lane, float* mean, float* rstd,
+                                            float m, float s) {
+  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
+  if (lane == 0) {
+    if (mean) mean[row] = m;
+    if (rstd) rstd[row] = s;
+  }
+}
+
 // With kResidual, x = a + b (rounded to Real, the stored residual stream) is also written to
 // residual_out; otherwise x = a. mean/rstd may be null (inference). With fp8.data, the output's FP8
 // copy too (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
@@ -70,21 +98,9 @@ __global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* m
   const float s = rsqrtf(warp_reduce_sum(sq) / C + kLayerNormEpsF);
 
   float amax = 0.0f;
-  for (int v = lane; v < vectors; v += kWarpSize) {
-    const Packed128<Real> xv = load128(x + v * S);
-    const Packed128<Real> w = load128(weight + v * S);
-    const Packed128<Real> bb = load128(bias + v * S);
-    Packed128<Real> o;
-#pragma unroll
-    for (int k = 0; k < S; ++k) o[k] = Real((float(xv[k]) - m) * s * float(w[k]) + float(bb[k]));
-    store128(out + base + v * S, o);
-    if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), o));
-  }
-  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
-  if (lane == 0) {
-    if (mean) mean[row] = m;
-    if (rstd) rstd[row] = s;
-  }
+  for (int v = lane; v < vectors; v += kWarpSize)
+    amax = fmaxf(amax, layernorm_store_vector(out, base, v * S, load128(x + v * S), m, s, weight, bias, fp8));
+  layernorm_finish_row(fp8, amax, row, lane, mean, rstd, m, s);
 }
 
 // Warps per block such that each warp's staged row fits the shared-memory budget.

@@ -101,19 +101,9 @@ __global__ void layernorm_forward_registers_kernel(Real* out, Real* residual_out
   for (int j = 0; j < kVectors; ++j) {
     const int v = lane + j * kWarpSize;
     if (v >= vectors) break;
-    const Packed128<Real> w = load128(weight + v * S);
-    const Packed128<Real> bb = load128(bias + v * S);
-    Packed128<Real> o;
-#pragma unroll
-    for (int k = 0; k < S; ++k) o[k] = Real((float(x[j][k]) - m) * s * float(w[k]) + float(bb[k]));
-    store128(out + base + v * S, o);
-    if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), o));
+    amax = fmaxf(amax, layernorm_store_vector(out, base, v * S, x[j], m, s, weight, bias, fp8));
   }
-  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
-  if (lane == 0) {
-    if (mean) mean[row] = m;
-    if (rstd) rstd[row] = s;
-  }
+  layernorm_finish_row(fp8, amax, row, lane, mean, rstd, m, s);
 }
 
 // The vectors per lane a row of C channels needs in the registers kernel, or 0 when it is longer
