@@ -100,6 +100,7 @@ clean:
 # CUDA_LIB_INCLUDES, CUBLAS_LIBS, CUDNN_LIBS, NCCL_LIBS: where cuBLAS, cuDNN or NCCL are only Python
 # wheels, their include folders and versioned libraries by path (scripts/cuda_wheels.sh prints them).
 NVCC       ?= /usr/local/cuda/bin/nvcc
+include scripts/nvcc_compress.mk
 CUBLAS_LIBS ?= -lcublasLt -lcublas
 CUDNN_LIBS  ?= -lcudnn
 NCCL_LIBS   ?= -lnccl
@@ -183,7 +184,7 @@ $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
 
 $(CUDA_DIR)/%.o: %.cu | gpu-build-check
 	@mkdir -p $(dir $@)
-	$(NVCC) $(CUDA_NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(NVCC) $(CUDA_NVCCFLAGS) $(NVCC_COMPRESS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 # The two mains hold no device code (they reach the GPU through llmc/cuda/cuda_backend.h, a plain
 # C++ header): nvcc compiles them as C++, without a device pass per architecture over every header.
