@@ -108,7 +108,7 @@ struct MemoryPlanInputs {
   // FP8 matmuls (--fp8 1): the weights' FP8 copies, an FP8 operand buffer and the scaling state.
   bool fp8 = false;
   // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
-  ClassifierPath classifier = ClassifierPath::kWhole;
+  ClassifierPath classifier = ClassifierPath::kChunked;
   int classifier_chunk_rows = kClassifierChunkRows;
 };
 

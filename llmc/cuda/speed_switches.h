@@ -64,14 +64,14 @@ enum class GemmSearch { kTimed, kHeuristic };
 // order, so bit-identical results, one launch less per LayerNorm.
 enum class LayerNormBackwardPath { kTwoPass, kFused };
 
-// How the classifier's logits and their gradient are computed (LLMC_CLASSIFIER). kWhole, the
-// default: the logits GEMM for all B*T rows, the fused classifier over them, then the classifier's
-// two backward GEMMs, through a logits buffer of B*T x Vp values. kChunked: the rows in chunks of
-// at most kClassifierChunkRows (llmc/cuda/memory_plan.h) through a buffer of one chunk, each chunk
-// taken through its logits GEMM, the fused classifier and its input-gradient GEMM (its rows of
-// d(lnf)) and weight-gradient GEMM (added to wte's gradient) before the next one overwrites it.
-// The same products row by row; wte's gradient adds the chunks' sums one after another.
-enum class ClassifierPath { kWhole, kChunked };
+// How the classifier's logits and their gradient are computed (LLMC_CLASSIFIER). kChunked, the
+// default: the rows in chunks of at most kClassifierChunkRows (llmc/cuda/memory_plan.h) through a
+// buffer of one chunk, each chunk taken through its logits GEMM, the fused classifier and its
+// input-gradient GEMM (its rows of d(lnf)) and weight-gradient GEMM (added to wte's gradient)
+// before the next one overwrites it. kWhole: the logits GEMM for all B*T rows, the fused classifier
+// over them, then the classifier's two backward GEMMs, through a logits buffer of B*T x Vp values.
+// The same products row by row; with chunks wte's gradient adds the chunks' sums one after another.
+enum class ClassifierPath { kChunked, kWhole };
 
 // Where the fused classifier's second pass, which writes the gradient, reads the row of logits
 // (LLMC_CLASSIFIER_PASS; llmc/cuda/classifier.cuh). kTwoRead, the default: from memory again (mostly
@@ -80,19 +80,20 @@ enum class ClassifierPath { kWhole, kChunked };
 // same arithmetic in the same order: the same bits.
 enum class ClassifierPass { kTwoRead, kOneRead };
 
-// How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kPerTensor, the default: one
-// launch per part of a parameter tensor in the rank's owned range (16 on one rank), each with its
-// weight decay. kMultiTensor: one launch for all of them, a table of the parts passed by value
-// (where each starts, its length, whether it decays), the blocks of each part as before: the same
+// How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kMultiTensor, the default:
+// one launch for every part of a parameter tensor in the rank's owned range (16 on one rank), a table
+// of the parts passed by value (where each starts, its length, whether it decays). kPerTensor: one
+// launch per part, each with its weight decay. The same blocks of each part and the same
 // per-element arithmetic on the same elements, so the same bits.
-enum class AdamWLaunch { kPerTensor, kMultiTensor };
+enum class AdamWLaunch { kMultiTensor, kPerTensor };
 
-// LayerNorm forward (LLMC_LAYERNORM_FORWARD; llmc/cuda/layernorm_forward.cuh). kShared, the default:
-// a warp per row, the row staged in shared memory; layer 0's LayerNorm reads the encoder's output
-// back. kRegisters: each lane holds its part of the row in registers, all of its loads issued
-// before any store, the same sums in the same order (bit-identical); the encoder's add is fused
-// into layer 0's LayerNorm. Rows longer than the kernel holds (2,048 channels in bf16) stay staged.
-enum class LayerNormForwardPath { kShared, kRegisters };
+// LayerNorm forward (LLMC_LAYERNORM_FORWARD; llmc/cuda/layernorm_forward.cuh). kRegisters, the
+// default: each lane holds its part of the row in registers, all of its loads issued before any
+// store, and the encoder's add is fused into layer 0's LayerNorm; rows longer than the kernel holds
+// (2,048 channels in bf16) are staged as with kShared. kShared: a warp per row, the row staged in
+// shared memory; layer 0's LayerNorm reads the encoder's output back. The same sums in the same
+// order (bit-identical).
+enum class LayerNormForwardPath { kRegisters, kShared };
 
 // How a training micro-step is launched (LLMC_CUDA_GRAPHS; llmc/cuda/micro_step_graphs.cuh). kOff,
 // the default: kernel by kernel from the host. kOn: its forward pass, classifier and backward pass

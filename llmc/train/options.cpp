@@ -267,7 +267,7 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.zero_stage = int_in(f, v, 0, 1, "the ZeRO stage must be 0 or 1"); }},
       {"--overlap", "<0|1>", "1", "sum gradients over the ranks while the backward pass runs; 0 = after it",
        [](TrainOptions& o, Arg f, Arg v) { o.overlap = boolean(f, v); }},
-      {"-r", "<0|1|2|auto>", "1",
+      {"-r", "<0|1|2|auto>", "auto",
        "activation recompute; auto: the least whose memory plan fits the GPU; the CPU backend has nothing to "
        "recompute",
        [](TrainOptions& o, Arg f, Arg v) { o.recompute = recompute_value(f, v); }},

@@ -120,7 +120,7 @@ else
   expect_recovery "LLMC_GELU=epilogues " "${common[@]}" -ge 2 -r 0 -x 1
   expect_recovery "LLMC_GELU=kernels " "${common[@]}" -ge 0 -x 1
   # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
-  expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" --device-memory 1MiB -x 1
+  expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" -r 1 --device-memory 1MiB -x 1
   grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
   grep -q -- "-r 2:" "$tmp/err.txt" || fail "the GPU memory error does not say whether -r 2 fits"
   # FP8 matmuls need bf16 activations (this is the FP32 build; the bf16 build's FP8 cases are in

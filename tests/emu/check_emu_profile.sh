@@ -20,10 +20,13 @@ trainer=build/emu-address/bf16/trainer/train_gpt2cu
 export OMP_NUM_THREADS=2
 
 # L=3 layers, 3 heads of 32 (C=96), T=40, a vocabulary of 1000 padded to 1024; B=2, one micro-batch
-# per step, -r 1, the defaults of every speed switch, the fallback attention (no cuDNN emulated).
+# per step, -r 1, the defaults of every speed switch but the AdamW launch and the LayerNorm forward
+# (the per-tensor AdamW and the staged LayerNorm forward, whose calls are counted first; the
+# defaults' after), the fallback attention (no cuDNN emulated).
 /usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 11 --first-token 5 --layers 3 --heads 3 \
   --channels 96 --max-seq-len 40 train_000001.bin:1000 train_000002.bin:800
-run=(-i "$tmp/train_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 80 -x 4 -l 1e-3 -v 0 -s 0 -sh 0)
+run=(-i "$tmp/train_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 80 -x 4 -l 1e-3 -v 0 -s 0 -sh 0 -r 1)
+export LLMC_ADAMW=per-tensor LLMC_LAYERNORM_FORWARD=shared
 LLMC_EMU_SEED=3 "$trainer" "${run[@]}" -o "$tmp/plain" >"$tmp/plain.out" 2>&1 || fail "the run without LLMC_PROFILE (log: $tmp/plain.out)"
 LLMC_PROFILE=on LLMC_EMU_SEED=4 "$trainer" "${run[@]}" -o "$tmp/profiled" >"$tmp/profiled.out" 2>&1 ||
   fail "the run with LLMC_PROFILE=on (log: $tmp/profiled.out)"
@@ -36,7 +39,7 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
   fail "no profile summary of 3 steps after 1 warm-up: $(grep '^profile:' "$tmp/profiled.out" | head -n 1)"
 
 # Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward and
-# cuda_backend_classifier.cu's classifier (one chunk: LLMC_CLASSIFIER=whole) with L=3:
+# cuda_backend_classifier.cu's classifier (B*T = 80 rows: one chunk) with L=3:
 #   encoder_forward_kernel 1; layernorm_forward_kernel<..., false> 1 (layer 0's ln1); the fused
 #   residual + LayerNorm <..., true> 2L = 6 (every ln2, ln1 of layers 1-2, lnf);
 #   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and, two-pass, as many
@@ -90,17 +93,18 @@ for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=
 done
 cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LLMC_GEMM_SEARCH=heuristic differs"
 
-# LLMC_ADAMW=multi-tensor: one AdamW launch per step for the 16 tensors; LLMC_LAYERNORM_FORWARD=
-# registers: the 6 residual + LayerNorm calls and layer 0's encoder + LayerNorm (no encoder kernel
-# of its own) in the registers kernel, 1 vector per lane at C=96; the same training, bit for bit.
-LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
-  -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two levers (log: $tmp/levers.out)"
+# The defaults LLMC_ADAMW=multi-tensor: one AdamW launch per step for the 16 tensors;
+# LLMC_LAYERNORM_FORWARD=registers: the 6 residual + LayerNorm calls and layer 0's encoder +
+# LayerNorm (no encoder kernel of its own) in the registers kernel, 1 vector per lane at C=96; the
+# same training, bit for bit.
+env -u LLMC_ADAMW -u LLMC_LAYERNORM_FORWARD LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
+  -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two defaults (log: $tmp/levers.out)"
 for expected in "adamw_multi_tensor_kernel<__nv_bfloat16>:1" "adamw_vector_kernel<__nv_bfloat16>:" \
   "encoder_forward_kernel<__nv_bfloat16>:" "layernorm_forward_kernel<__nv_bfloat16, true>:" \
   "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
   "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1"; do
   got=$(calls_of "${expected%:*}" "$tmp/levers.out")
-  [ "$got" = "${expected##*:}" ] || fail "profile with the two levers: ${expected%:*}: ${got:-no row} calls, want ${expected##*:}"
+  [ "$got" = "${expected##*:}" ] || fail "profile with the two defaults: ${expected%:*}: ${got:-no row} calls, want ${expected##*:}"
 done
 cmp -s "$tmp/plain/main.log" "$tmp/levers/main.log" || fail "main.log with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers differs"
 
@@ -134,4 +138,4 @@ out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes wa
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand (and 6 with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, LLMC_BIAS_GRAD=layernorm's and layernorm-fc-kernels' bias paths, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand with LLMC_ADAMW=per-tensor LLMC_LAYERNORM_FORWARD=shared (and 6 with the defaults multi-tensor and registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, LLMC_BIAS_GRAD=layernorm's and layernorm-fc-kernels' bias paths, a bad value refused"

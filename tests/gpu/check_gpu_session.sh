@@ -62,7 +62,7 @@ hold() {
   for _ in $(seq 200); do [ "$(cat "$FAKE/seen" 2>/dev/null)" = "$1" ] && return 0; sleep 0.05; done
 }
 EOF
-# Our trainer. Step times (ms) by setting: defaults 100, -r 0 90, -r auto 95, -r 2 110, -r 0 with
+# Our trainer. Step times (ms) by setting: defaults (-r auto) 100, -r 0 90, -r 1 95, -r 2 110, -r 0 with
 # LLMC_GELU=epilogues 80 (and losses 2% higher), LLMC_GELU=kernels 105, -r 0 with any other speed
 # switch set 95 (so that -r 0 stays the fastest within 1%), LLMC_ATTENTION=fallback 150, d48 1000;
 # the first 2 steps 999. Loss after step i of X: 11 - 4 (i + 1) / X. Memory held (MiB): 20480, d48
@@ -71,7 +71,7 @@ EOF
 cat >"$FAKE/trainer" <<'EOF'
 #!/usr/bin/env bash
 source "$FAKE/hold.sh"
-e=d12 b=4 x=10 o="" y=0 r=1 n=0 dry=0 fp8=""
+e=d12 b=4 x=10 o="" y=0 r=auto n=0 dry=0 fp8=""
 while [ $# -gt 0 ]; do
   case $1 in
     -e) e=$2 ;; -b) b=$2 ;; -x) x=$2 ;; -o) o=$2 ;; -y) y=$2 ;; -r) r=$2 ;; -n) n=$2 ;; --dry-run) dry=1 ;;
@@ -93,7 +93,7 @@ elif [ "${LLMC_GELU:-}" = kernels ]; then ms=105
 elif [ "$r" = 0 ] && [ "${LLMC_GELU:-}" = epilogues ]; then ms=80 scale=1.02
 elif [ "$r" = 0 ] && env | grep -E '^LLMC_' | grep -qvE '^LLMC_(GELU|ATTENTION|COMMUNICATOR)='; then ms=95
 elif [ "$r" = 0 ]; then ms=90
-elif [ "$r" = auto ]; then ms=95
+elif [ "$r" = 1 ]; then ms=95
 elif [ "$r" = 2 ]; then ms=110; fi
 case "$o:$y:$x:$e" in
   *rank*) tag=ranks ;;
@@ -259,9 +259,9 @@ out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" bash "$script" 2>&1 </d
 rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
-# The sweep: the defaults, -r 0, -r 2, -r auto, every other value of every speed switch, every lever on (the
+# The sweep: the defaults, -r 0, -r 2, -r 1, every other value of every speed switch, every lever on (the
 # table counted here by its own rows' values, not by the script's reading of it), then the fallback,
-# then --fp8 1 at -r 1 and at -r 0.
+# then --fp8 1 with the defaults and at -r 1.
 other_values=$(grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def | awk -F'"' '{ n += split($4, v, "|") - 1 } END { print n }')
 sweep_cudnn_runs=$((4 + other_values + 1))
 expected_order="parity-fp32 cudnn
@@ -303,7 +303,7 @@ else fail "the order of the calls:"; diff <(echo "$expected_order") <(sed 's/^ll
 # 595782 -> 6.0%, 630154 -> 6.3%; memory 24000 MiB = 23.4 GiB, 26000 = 25.4 GiB, 20480 = 20.0 GiB;
 # the same losses, 11 - 4 x 30 / 30 = 7.0 after step 30, +0.00%.
 # Settings (steps 5..19, 20 steps): defaults 100 ms 655360 tok/s; -r 0 90 ms 728178 tok/s 1.111x;
-# -r auto 95 ms 65536 / 0.095 = 689853 tok/s 1.053x;
+# -r 1 95 ms 65536 / 0.095 = 689853 tok/s 1.053x;
 # -r 2 110 ms 595782 0.909x; epilogues 80 ms 819200 1.250x but loss 7.14 (2% over 7.0), so the
 # fastest within 1% is -r 0; kernels 105 ms 624152 0.952x; fallback 150 ms 436907 0.667x.
 # LLMC_PROFILE=on over 4 steps: its summary line, then the 15 names with the most time, k16 (16 ms
@@ -328,9 +328,9 @@ expect_lines "$out" \
   "llm.c defaults    110.0 ms/step    595782 tok/s  MFU   6.0%  peak  23.4 GiB" \
   "llm.c fastest     104.0 ms/step    630154 tok/s  MFU   6.3%  peak  25.4 GiB" \
   "ours defaults     100.0 ms/step    655360 tok/s  MFU   6.6%  peak  20.0 GiB" \
-  "defaults (-r 1)                      100.0 ms/step    655360 tok/s 1.000x  peak  20.0 GiB  loss after step 20: 7.0000" \
+  "defaults (-r auto)                   100.0 ms/step    655360 tok/s 1.000x  peak  20.0 GiB  loss after step 20: 7.0000" \
   "-r 0                                  90.0 ms/step    728178 tok/s 1.111x  peak  20.0 GiB  loss after step 20: 7.0000  <- fastest within 1% loss" \
-  "-r auto                               95.0 ms/step    689853 tok/s 1.053x  peak  20.0 GiB  loss after step 20: 7.0000" \
+  "-r 1                                  95.0 ms/step    689853 tok/s 1.053x  peak  20.0 GiB  loss after step 20: 7.0000" \
   "-r 0 LLMC_GELU=epilogues              80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
   "-r 0 LLMC_GELU=kernels               105.0 ms/step    624152 tok/s 0.952x" \
   "-r 0 every lever on                   80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \

@@ -43,28 +43,33 @@ expect_flag_error --dry-run x "is not an integer"
 nodata=(-i "$tmp/none_*.bin" -j "$tmp/none_*.bin")
 
 # GPT-2 small at B=4 fits an 80 GiB card: 80 GiB less the 1 GiB reserve of one rank = 79.00 GiB.
+# The default -r auto takes no recompute there.
 run --dry-run 1 -e d12 -b 4 -t 1024 --device-memory 80GiB "${nodata[@]}"
 expect_out "memory plan per rank: L=12 H=12 C=768"
-expect_out "124475904 parameters; B=4 T=1024 -r 1 -z 0 over 1 rank;"
+expect_out "-r auto: recompute 0"
+expect_out "124475904 parameters; B=4 T=1024 -r 0 -z 0 over 1 rank;"
 expect_out "79.00 GiB available (--device-memory 80.00 GiB less 1024.0 MiB"
 grep -q '^fits: needs ' "$tmp/out" || fail "d12 B=4 on 80 GiB: no 'fits:' line: $(cat "$tmp/out")"
 
-# At B=64 on a 16 GiB card it does not (it needs about 23 GiB): the advice names a smaller -b,
-# what -r 2 saves, and that -z 1 cannot help one rank.
-run --dry-run 1 -e d12 -b 64 -t 1024 --device-memory 16GiB "${nodata[@]}"
+# At B=64 -r 1 with the logits of all rows (LLMC_CLASSIFIER=whole) on a 16 GiB card it does not
+# (it needs about 23 GiB): the advice names a smaller -b, what -r 2 and chunks of logits save, and
+# that -z 1 cannot help one rank.
+export LLMC_CLASSIFIER=whole
+run --dry-run 1 -e d12 -b 64 -t 1024 -r 1 --device-memory 16GiB "${nodata[@]}"
 expect_out "does not fit: needs "
 expect_out "15.00 GiB available"
 expect_out "biggest buffers: logits"
 expect_out "largest -b that fits: "
 expect_out "-r 2: saves "
+expect_out "LLMC_CLASSIFIER=chunked: saves "
 expect_out "-z 1: no help with one rank"
 b=$(sed -n 's/.*largest -b that fits: \([0-9]*\).*/\1/p' "$tmp/out")
 [ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 64 ] || fail "d12 B=64 on 16 GiB: largest -b '$b' is not in 1..63"
 
-# -r auto: the least recompute whose plan fits. d12 at B=64 T=1024 needs about 27.5 GiB with -r 0
-# (every layer's GELU output, 12 x 65536 x 3072 bf16 = 4.5 GiB, more than -r 1's 23.0 GiB), and
-# -r 2 drops the two LayerNorm outputs (2 x 12 x 65536 x 768 bf16 = 2.25 GiB) to about 20.8 GiB.
-# The budget is the card less its 1 GiB reserve.
+# -r auto: the least recompute whose plan fits. d12 at B=64 T=1024 with the logits of all rows
+# needs about 27.5 GiB with -r 0 (every layer's GELU output, 12 x 65536 x 3072 bf16 = 4.5 GiB, more
+# than -r 1's 23.0 GiB), and -r 2 drops the two LayerNorm outputs (2 x 12 x 65536 x 768 bf16 =
+# 2.25 GiB) to about 20.8 GiB. The budget is the card less its 1 GiB reserve.
 for case in "80GiB 0 fits" "26GiB 1 fits" "22GiB 2 fits" "16GiB 2 does not fit"; do
   read -r card want verdict <<<"$case"
   run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory "$card" "${nodata[@]}"
@@ -79,18 +84,16 @@ LLMC_GELU=epilogues timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto -
   >"$tmp/out" 2>"$tmp/err" || rc=$?
 expect_out "-r auto: recompute 0"
 expect_out "does not fit: needs "
-# LLMC_CLASSIFIER=chunked keeps 16,384 of the 65,536 rows of logits (1572 MiB instead of 6288): -r 0
-# then needs 22.53 GiB, within the 23.00 GiB a 24 GiB card leaves, where without chunks even -r 1
-# (23.01 GiB) does not fit and -r auto takes 2.
-cases=$((cases + 1))
-rc=0
-LLMC_CLASSIFIER=chunked timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB \
-  "${nodata[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
+run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB "${nodata[@]}"
+expect_out "-r auto: recompute 2"
+unset LLMC_CLASSIFIER
+# The defaults (LLMC_CLASSIFIER=chunked, -r auto) keep 16,384 of the 65,536 rows of logits (1572
+# MiB instead of 6288): -r 0 then needs 22.53 GiB, within the 23.00 GiB a 24 GiB card leaves, where
+# with the logits of all rows even -r 1 (23.01 GiB) does not fit and -r auto takes 2 (above).
+run --dry-run 1 -e d12 -b 64 -t 1024 --device-memory 24GiB "${nodata[@]}"
 expect_out "-r auto: recompute 0"
 expect_out ", logits in chunks of 16384 rows"
 expect_out "fits: needs 22.53 GiB per rank, 23.00 GiB available"
-run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB "${nodata[@]}"
-expect_out "-r auto: recompute 2"
 
 # The question of the README: GPT-2 XL (d48: 1,557,686,400 parameters) at B=16 T=1024 on eight
 # 40 GiB cards with ZeRO-1: 40 GiB less 1 GiB (context) and 512 MiB (NCCL) leaves 38.50 GiB. Only

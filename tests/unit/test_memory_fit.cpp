@@ -18,9 +18,13 @@ namespace {
 
 constexpr size_t kGiB = size_t(1) << 30, kMiB = size_t(1) << 20;
 
+// The figures below count the logits of all B*T rows (LLMC_CLASSIFIER=whole); the default's chunks
+// have a test case of their own.
 MemoryPlanInputs d12(int B, int recompute, int zero_stage, int ranks) {
-  return inputs_for_ranks(config_from_descriptor("d12"), B, 1024, recompute, zero_stage, ranks, true,
-                          Precision::kBf16, AttentionKind::kCudnn);
+  MemoryPlanInputs in = inputs_for_ranks(config_from_descriptor("d12"), B, 1024, recompute, zero_stage, ranks, true,
+                                         Precision::kBf16, AttentionKind::kCudnn);
+  in.classifier = ClassifierPath::kWhole;
+  return in;
 }
 
 // The n in "<prefix>n" of text; -1 when text does not say it.

@@ -125,14 +125,17 @@ TEST_CASE("speed switches: LLMC_BIAS_GRAD and LLMC_LAYERNORM_BACKWARD are their 
   CHECK(max_recompute(s) == 2);  // neither limits the recompute
 }
 
-TEST_CASE("speed switches: LLMC_ADAMW and LLMC_LAYERNORM_FORWARD are their enums in the table's order") {
+TEST_CASE("speed switches: LLMC_ADAMW, LLMC_LAYERNORM_FORWARD and LLMC_CLASSIFIER are their enums in the table's order") {
   SpeedSwitches s;
-  CHECK(s.adamw == AdamWLaunch::kPerTensor);
-  CHECK(s.layernorm_forward == LayerNormForwardPath::kShared);
-  set_speed_switch(s, row_of("LLMC_ADAMW"), "multi-tensor");
-  CHECK(s.adamw == AdamWLaunch::kMultiTensor);
-  set_speed_switch(s, row_of("LLMC_LAYERNORM_FORWARD"), "registers");
+  CHECK(s.adamw == AdamWLaunch::kMultiTensor);  // the defaults a GPU measured faster
   CHECK(s.layernorm_forward == LayerNormForwardPath::kRegisters);
+  CHECK(s.classifier == ClassifierPath::kChunked);
+  set_speed_switch(s, row_of("LLMC_ADAMW"), "per-tensor");
+  CHECK(s.adamw == AdamWLaunch::kPerTensor);
+  set_speed_switch(s, row_of("LLMC_LAYERNORM_FORWARD"), "shared");
+  CHECK(s.layernorm_forward == LayerNormForwardPath::kShared);
+  set_speed_switch(s, row_of("LLMC_CLASSIFIER"), "whole");
+  CHECK(s.classifier == ClassifierPath::kWhole);
   CHECK(max_recompute(s) == 2);  // neither limits the recompute
   const SpeedSwitches all = all_levers_on();
   CHECK(all.adamw == AdamWLaunch::kMultiTensor);
