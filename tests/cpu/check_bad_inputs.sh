@@ -110,14 +110,14 @@ if [ "$trainer" = ./train_gpt2 ]; then
   expect_error "-ge: GELU fusion chooses cuBLASLt epilogues of train_gpt2cu's GEMMs" "${common[@]}" -ge 0
   expect_error "-f: TF32 is a GPU tensor-core format (train_gpt2cu)" "${common[@]}" -f 0
 else
-  # llm.c's -ge and -f in this (FP32) build: -f 1 has no TF32 path to map to, -ge 2 needs -r 0,
-  # and -ge against an LLMC_GELU of another value is an error, not a silent pick.
+  # llm.c's -ge and -f in this (FP32) build: -f 1 has no TF32 path to map to, -ge 2 needs -r 0
+  # or auto (the default), and -ge against an LLMC_GELU of another value is an error, not a silent pick.
   expect_error "-f: 1 (TF32 for fp32 matmuls) is not offered: this FP32 build" "${common[@]}" -f 1 -x 1
-  expect_error "-ge: 2 (LLMC_GELU=epilogues) stores the GELU output" "${common[@]}" -ge 2 -x 1
+  expect_error "-ge: 2 (LLMC_GELU=epilogues) stores the GELU output" "${common[@]}" -ge 2 -r 1 -x 1
   LLMC_GELU=kernels expect_error "-ge: 2 means LLMC_GELU=epilogues, but the environment sets LLMC_GELU=kernels" \
     "${common[@]}" -ge 2 -r 0 -x 1
   # ... and what they map to, as the cuda: line reports it.
-  expect_recovery "LLMC_GELU=epilogues " "${common[@]}" -ge 2 -r 0 -x 1
+  expect_recovery "LLMC_GELU=epilogues " "${common[@]}" -ge 2 -x 1  # the default -r auto takes 0
   expect_recovery "LLMC_GELU=kernels " "${common[@]}" -ge 0 -x 1
   # A GPU too small for the run: stopped before allocating, naming what it needs and what would fit.
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" -r 1 --device-memory 1MiB -x 1

@@ -49,7 +49,7 @@ void for_each_flag(Row&& row) {
   row("-n", "25", &O::checkpoint_every, 0, 25);
   row("-y", "1", &O::resume, false, true);
   row("-z", "1", &O::zero_stage, 0, 1);
-  row("-r", "2", &O::recompute, 1, 2);
+  row("-r", "2", &O::recompute, llmc::kRecomputeAuto, 2);
   row("-a", "1", &O::overfit_single_batch, false, true);
   row("-h", "1", &O::hellaswag, false, true);
   row("-sh", "0", &O::shuffle, true, false);
