@@ -20,7 +20,8 @@
 // The rows of a classifier chunk at the test's T: a third of it, at least 1.
 inline int test_classifier_chunk_rows(int T) { return std::max(1, T / 3); }
 
-// The default switches but LLMC_CLASSIFIER=chunked.
+// The default switches, with LLMC_CLASSIFIER=chunked (the default too) named, so that these checks
+// keep testing the chunks whatever the default.
 inline llmc::SpeedSwitches chunked_classifier() {
   llmc::SpeedSwitches s;
   s.classifier = llmc::ClassifierPath::kChunked;
