@@ -496,10 +496,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     ok = check_device(call, "the GELU aux matrix", o.aux, matrix_bytes(shape.m, shape.n, o.aux_ld, t));
   if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
   // Queued with copies of the descriptors, which the caller may change or destroy once this returns.
-  device_work(stream, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
+  // A refused capture (stream_capture.h) has set its CUDA error: the call failed.
+  const cudaError_t issued = device_work(stream, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
     with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
   });
-  return CUBLAS_STATUS_SUCCESS;
+  return issued == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
@@ -574,7 +575,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                         static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
         return CUBLAS_STATUS_EXECUTION_FAILED;
   const ElementType type = element_type(a_type);
-  device_work(handle->stream, [=] { with_device_memory([&] {
+  const cudaError_t issued = device_work(handle->stream, [=] { with_device_memory([&] {
     std::vector<float> acc;
     for (int i = 0; i < batch; ++i) {
       const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, type, lda, ta};
@@ -590,7 +591,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
         }
     }
   }); });
-  return CUBLAS_STATUS_SUCCESS;
+  return issued == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 }  // extern "C"

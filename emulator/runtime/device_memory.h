@@ -28,7 +28,7 @@ void library_fault(cudaError_t code, const std::string& what);
 // Queues `work` on `stream` in the emulated stream order (stream_order.h), or records it when the
 // stream captures (stream_capture.h: the error of a refused capture); once the context has faulted,
 // queued work no longer runs, as on a GPU.
-cudaError_t device_work(cudaStream_t stream, std::function<void()> work);
+[[nodiscard]] cudaError_t device_work(cudaStream_t stream, std::function<void()> work);
 
 // The compute capability cudaGetDeviceProperties reports, major * 10 + minor: 90 (an H100) unless
 // LLMC_EMU_COMPUTE_CAPABILITY says otherwise (device_properties.cpp).

@@ -25,9 +25,9 @@ std::set<cudaGraph_t> live_graphs;
 std::set<cudaGraphExec_t> live_execs;
 uint64_t launches = 0;
 
-bool live(const std::set<cudaGraph_t>& in, cudaGraph_t g) {
+bool graph_live(cudaGraph_t g) {
   std::lock_guard<std::mutex> lock(graphs_mutex);
-  return in.count(g) != 0;
+  return live_graphs.count(g) != 0;
 }
 
 // The order the launch queues the nodes in.
@@ -74,7 +74,7 @@ extern "C" {
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
   if (!exec) return fail(cudaErrorInvalidValue, "cudaGraphInstantiate: a null pointer for the executable graph");
-  if (!live(live_graphs, graph))
+  if (!graph_live(graph))
     return fail(cudaErrorInvalidValue, "cudaGraphInstantiate: graph " + pointer_text(graph) +
                                            " was not captured or is destroyed");
   if (flags & ~static_cast<unsigned long long>(cudaGraphInstantiateFlagUpload))

@@ -196,7 +196,9 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
   const Request mine{int64_t(kind), int64_t(count), int64_t(type), reduces ? int64_t(op) : -1,
                      kind == Kind::reduce || kind == Kind::broadcast ? int64_t(root) : -1};
   const cudaError_t issued = device_work(stream, [=] {
-    const ncclComm& c = *comm;  // alive: ncclCommDestroy waits for queued work
+    // Alive: ncclCommDestroy waits for queued work. A captured collective runs when its graph is
+    // launched, so, as with NCCL, no graph holding one may be launched after its ncclCommDestroy.
+    const ncclComm& c = *comm;
     if (c.aborted) return;
     const std::vector<unsigned char> asked = gather(c, &mine, sizeof mine);
     for (int r = 0; r < c.nranks; ++r) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -74,12 +75,25 @@ std::shared_ptr<Capture> capture_of(cudaStream_t stream) {
   return it == member_of.end() ? nullptr : it->second;
 }
 
-size_t add_node(Capture& c, cudaStream_t stream, GraphNode node) {
+void add_node(Capture& c, cudaStream_t stream, GraphNode node) {
   std::vector<size_t>& tail = c.tails[stream];
   node.deps = tail;
   c.graph->graph.nodes.push_back(std::move(node));
   tail = {c.graph->graph.nodes.size() - 1};
-  return tail[0];
+}
+
+// Work on the legacy default stream (`stream` null) while a blocking stream captures: refused,
+// invalidating those captures, as CUDA does; nothing for any other stream.
+std::optional<cudaError_t> legacy_stream_refused(cudaStream_t stream, const std::string& what) {
+  if (stream != nullptr) return std::nullopt;
+  const auto blocking = blocking_captures();
+  if (blocking.empty()) return std::nullopt;
+  return refuse(cudaErrorStreamCaptureImplicit, blocking, what);
+}
+
+bool capture_mode_valid(cudaStreamCaptureMode mode) {
+  return mode == cudaStreamCaptureModeGlobal || mode == cudaStreamCaptureModeThreadLocal ||
+         mode == cudaStreamCaptureModeRelaxed;
 }
 
 // The nodes `tail` depends on, itself included.
@@ -106,12 +120,8 @@ void end_capture(const std::shared_ptr<Capture>& c) {
 
 std::optional<cudaError_t> capture_work(cudaStream_t stream, std::function<void()>& work) {
   std::lock_guard<std::mutex> lock(capture_mutex);
-  if (stream == nullptr) {
-    const auto blocking = blocking_captures();
-    if (blocking.empty()) return std::nullopt;
-    return refuse(cudaErrorStreamCaptureImplicit, blocking,
-                  "work on the legacy default stream while a blocking stream captures");
-  }
+  if (auto e = legacy_stream_refused(stream, "work on the legacy default stream while a blocking stream captures"))
+    return e;
   auto c = capture_of(stream);
   if (!c) return std::nullopt;
   if (c->invalidated) return invalidated_error("work issued to a capturing stream");
@@ -122,9 +132,9 @@ std::optional<cudaError_t> capture_work(cudaStream_t stream, std::function<void(
 std::optional<cudaError_t> capture_record(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(capture_mutex);
   captured_events.erase(event);
-  if (stream == nullptr && !blocking_captures().empty())
-    return refuse(cudaErrorStreamCaptureImplicit, blocking_captures(),
-                  "cudaEventRecord: on the legacy default stream while a blocking stream captures");
+  if (auto e = legacy_stream_refused(stream, "cudaEventRecord: on the legacy default stream while a blocking "
+                                             "stream captures"))
+    return e;
   auto c = capture_of(stream);
   if (!c) return std::nullopt;
   if (c->invalidated) return invalidated_error("cudaEventRecord");
@@ -175,13 +185,10 @@ bool stream_capturing(cudaStream_t stream) {
 
 cudaError_t capture_allows_stream_wait(const char* call, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(capture_mutex);
-  if (stream == nullptr) {
-    const auto blocking = blocking_captures();
-    if (blocking.empty()) return cudaSuccess;
-    return refuse(cudaErrorStreamCaptureImplicit, blocking,
-                  std::string(call) + ": the legacy default stream while a blocking stream captures");
-  }
-  auto c = capture_of(stream);
+  if (auto e = legacy_stream_refused(stream, std::string(call) + ": the legacy default stream while a blocking "
+                                                                  "stream captures"))
+    return *e;
+  auto c = capture_of(stream);  // none for the legacy stream
   if (!c) return cudaSuccess;
   if (c->invalidated) return invalidated_error(call);
   return refuse(cudaErrorStreamCaptureUnsupported, {c}, std::string(call) + ": the stream is capturing");
@@ -233,8 +240,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
   if (cudaError_t e = check_stream("cudaStreamBeginCapture", stream)) return e;
   if (stream == nullptr)
     return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamBeginCapture: the legacy default stream cannot capture");
-  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
-      mode != cudaStreamCaptureModeRelaxed)
+  if (!capture_mode_valid(mode))
     return fail(cudaErrorInvalidValue, "cudaStreamBeginCapture: capture mode " + std::to_string(int(mode)));
   std::lock_guard<std::mutex> lock(capture_mutex);
   if (capture_of(stream)) return fail(cudaErrorIllegalState, "cudaStreamBeginCapture: the stream is already capturing");
@@ -303,8 +309,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatu
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
-  if (!mode || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
-                *mode != cudaStreamCaptureModeRelaxed))
+  if (!mode || !capture_mode_valid(*mode))
     return fail(cudaErrorInvalidValue, "cudaThreadExchangeStreamCaptureMode: not a capture mode");
   std::swap(*mode, thread_mode);
   return cudaSuccess;
