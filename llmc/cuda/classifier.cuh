@@ -156,8 +156,7 @@ inline int fused_classifier_one_read_max_columns() {
 // read the row once either way) and the row fits (fused_classifier_one_read_max_columns), else
 // the two-read kernel runs, with the same results.
 inline void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                             bool write_dlogits, FastMath fast_math, cudaStream_t stream,
-                             ClassifierPass pass = ClassifierPass::kTwoRead) {
+                             bool write_dlogits, FastMath fast_math, cudaStream_t stream, ClassifierPass pass) {
   if (Vp % Packed128<floatX>::size != 0 || V > Vp)
     throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +

@@ -47,12 +47,16 @@ void CudaBackend::Impl::logits_forward(int row0, int rows) {
                  stream);
 }
 
+void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits) {
+  fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, cfg.padded_vocab_size, dloss,
+                   write_dlogits, opt.speed.fast_math, stream, opt.speed.classifier_pass);
+}
+
 void CudaBackend::Impl::classifier_forward_backward(int BT, float dloss) {
   const int C = this->C(), Vp = cfg.padded_vocab_size;
   for_each_logits_chunk(BT, [&](int row0, int rows) {
     logits_forward(row0, rows);
-    fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, Vp, dloss, true,
-                     opt.speed.fast_math, stream, opt.speed.classifier_pass);
+    classify_chunk(BT, row0, rows, dloss, true);
     const size_t first = size_t(row0) * C;
     matmul_backward(*blas, {.dinp = d_ln + first, .dweight = grad(kWte), .dout = logits, .inp = lnf + first,
                             .weight = param(kWte), .BT = rows, .C = C, .OC = Vp}, stream);
@@ -69,9 +73,7 @@ void CudaBackend::forward_losses(const int* inputs, const int* targets, int B, i
   // The classifier writes each position's cross-entropy (fp32) without touching the logits.
   d.for_each_logits_chunk(BT, [&](int row0, int rows) {
     d.logits_forward(row0, rows);
-    fused_classifier(d.logits, d.losses + row0, d.tokens_dev + BT + row0, rows, d.cfg.vocab_size,
-                     d.cfg.padded_vocab_size, 0.0f, false, d.opt.speed.fast_math, d.stream,
-                     d.opt.speed.classifier_pass);
+    d.classify_chunk(BT, row0, rows, 0.0f, false);
   });
   CUDA_CHECK(cudaMemcpyAsync(losses, d.losses, size_t(BT) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));

@@ -1,8 +1,9 @@
 // CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the translation units
 // that implement it: cuda_backend.cu (construction, forward and backward passes),
 // cuda_backend_classifier.cu (the logits, the loss and their gradient, in chunks of rows),
-// cuda_backend_fp8.cu (--fp8 1) and cuda_backend_state.cu (parameters, optimizer state, gradient
-// norm, optimizer step, ZeRO collectives). Included by those files only.
+// cuda_backend_fp8.cu (--fp8 1), cuda_backend_graphs.cu (LLMC_CUDA_GRAPHS: the micro-step as one
+// graph) and cuda_backend_state.cu (parameters, optimizer state, gradient norm, optimizer step, ZeRO
+// collectives). Included by those files only.
 #pragma once
 #include <fmt/format.h>
 
@@ -213,13 +214,17 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
     for (int row0 = 0; row0 < BT; row0 += logits_chunk_rows) f(row0, std::min(logits_chunk_rows, BT - row0));
   }
   void logits_forward(int row0, int rows);
+  // The fused classifier over the chunk's rows of logits (targets: rows row0.. of a batch of BT):
+  // their losses and, with write_dlogits, their gradient (dloss per position) over the logits.
+  void classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits);
   void classifier_forward_backward(int BT, float dloss);
   // The encoder backward's stochastic rounding seed for a micro-batch of BT tokens: a function of
   // the run's seed, the tokens and their place in the step, never of how many steps this process
   // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.
   uint32_t rounding_seed(const int* inputs, int BT) const;
-  // One micro-step's forward, classifier and backward through the layers (graphs: LLMC_CUDA_GRAPHS),
-  // then the encoder's backward, which needs the host's buckets of this micro-step's tokens.
+  // One micro-step's forward, classifier and backward through the layers (forward_and_backward), as
+  // one CUDA graph with LLMC_CUDA_GRAPHS=on; the encoder's backward (backward_encoder) follows it
+  // outside the graph, since it needs the host's buckets of this micro-step's tokens.
   void micro_step(int B, int T, float dloss);
   void forward_and_backward(int B, int T, float dloss);
   void backward(int B, int T);

@@ -30,6 +30,8 @@ LLMC_SCRATCH_ACCESSOR unsigned* scratch_counter(float* scratch) { return reinter
 // same scratch holds them.
 constexpr int kLayerNormBackwardMaxBlocks = 512;
 constexpr int kLayerNormBackwardMaxBlocksWithBias = kLayerNormBackwardMaxBlocks * 2 / 3;
+static_assert(3 * kLayerNormBackwardMaxBlocksWithBias <= 2 * kLayerNormBackwardMaxBlocks,
+              "the 3*C partial sums of the bias-carrying grid fit the scratch of the 2*C ones");
 // The deterministic bias gradient sums fixed slices of this many rows, each slice OC partial sums.
 constexpr int kBiasRowsPerSlice = 64;
 // LLMC_ENCODER_BACKWARD=pieces cuts a token's positions into pieces of at most this many rows.

@@ -1,5 +1,5 @@
 // LayerNorm forward with each warp's row held in registers (LLMC_LAYERNORM_FORWARD=registers), and
-// the dispatch between it and layernorm.cuh's staged kernel (=shared, the default).
+// the dispatch between it and layernorm.cuh's staged kernel (=shared). registers is the default.
 //
 // The staged kernel reads a row once from global memory, but writes it to shared memory and reads
 // it back twice, and, because the residual it stores may alias its inputs, cannot issue the next

@@ -250,6 +250,7 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     g.b8 = p.dout8;
   }
   const bool pre_gelu_bias = p.pre_gelu && p.dbias_pre_gelu;
+  bool dgelu_by_epilogue = false;
   if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
     LtGemm dgelu = g;
     dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
@@ -264,13 +265,12 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
         return;
       }
     }
-    if (try_lt_gemm(ctx, dgelu, stream)) {
-      if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
-      return;
-    }
+    dgelu_by_epilogue = try_lt_gemm(ctx, dgelu, stream);
   }
-  lt_gemm(ctx, g, stream);
-  if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
+  if (!dgelu_by_epilogue) {
+    lt_gemm(ctx, g, stream);
+    if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
+  }
   if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
 }
 
