@@ -479,14 +479,15 @@ int run(const Args& a) {
       // and CUDA graphs (the same kernels on the same buffers, replayed). Their gradients must be bit
       // for bit the defaults'. Only there: on a GPU, runs of one build may already differ
       // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
+      const SpeedSwitches defaults;
       SpeedSwitches same_sums = variants[i];
-      same_sums.gemm_search = SpeedSwitches{}.gemm_search;
-      same_sums.layernorm_backward = SpeedSwitches{}.layernorm_backward;
-      same_sums.classifier_pass = SpeedSwitches{}.classifier_pass;
-      same_sums.layernorm_forward = SpeedSwitches{}.layernorm_forward;
-      same_sums.adamw = SpeedSwitches{}.adamw;
-      same_sums.cuda_graphs = SpeedSwitches{}.cuda_graphs;
-      if (cuda_device_emulated() && same_sums == SpeedSwitches{})
+      same_sums.gemm_search = defaults.gemm_search;
+      same_sums.layernorm_backward = defaults.layernorm_backward;
+      same_sums.classifier_pass = defaults.classifier_pass;
+      same_sums.layernorm_forward = defaults.layernorm_forward;
+      same_sums.adamw = defaults.adamw;
+      same_sums.cuda_graphs = defaults.cuda_graphs;
+      if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
       // A recompute reruns the forward's kernels in the switches' form (LLMC_FAST_MATH's GELU among
@@ -523,8 +524,8 @@ int run(const Args& a) {
     }
   }
 
-  check_chunked_classifier(report, rel_l2, *make_cuda(config, a, 1, attention, params, chunked_classifier()), cpu,
-                           batch.inputs.data(), batch.targets.data(), B, T, kTensorBar);
+  // The defaults' chunked classifier, with test_classifier_chunk_rows(T) rows a chunk.
+  check_chunked_classifier(report, rel_l2, *cuda, cpu, batch.inputs.data(), batch.targets.data(), B, T, kTensorBar);
   if (!kFp32) check_fp8(report, config, a, attention, params, batch, cpu, cpu_grads, cpu_loss);
 
   // Gradient buckets sent over NCCL on a second stream while the backward pass runs (--overlap).

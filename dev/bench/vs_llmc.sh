@@ -320,18 +320,20 @@ for v in $(compgen -e | grep '^LLMC_' | grep -vx LLMC_ATTENTION); do clean_env+=
 settings=("llm.c defaults" "ours defaults" "llm.c fastest")
 slugs=(llmc_defaults ours_defaults llmc_fastest ours_extra)  # the logs' names
 [ -z "$extra_name" ] || settings+=("ours $extra_name")
-# run_setting INDEX LOG: that setting's run, its peak MiB on stdout.
+# run_setting INDEX LOG: that setting's run, its peak MiB on stdout. Settings 0 and 2 are llm.c's
+# (2 with its fastest flags), 1 and 3 ours (3 with the extra setting).
 run_setting() {
-  case $1 in
+  local more_env=() more_flags=()
+  [ "$1" = 2 ] && more_flags=("${fastest[@]}")
+  [ "$1" = 3 ] && more_env=("${extra_env[@]}") && more_flags=("${extra_flags[@]}")
+  if [ "$1" = 0 ] || [ "$1" = 2 ]; then
     # From its build folder: llm.c looks for gpt2_tokenizer.bin in its working directory.
-    0) (cd "$(dirname "$theirs")" &&
-      run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$theirs" "${shape[@]}" "${theirs_flags[@]}") ;;
-    1) run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$ours" "${shape[@]}" "${ours_flags[@]}" ;;
-    2) (cd "$(dirname "$theirs")" &&
-      run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$theirs" "${shape[@]}" "${theirs_flags[@]}" "${fastest[@]}") ;;
-    3) run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "${extra_env[@]}" "$ours" "${shape[@]}" "${ours_flags[@]}" \
-      "${extra_flags[@]}" ;;
-  esac
+    (cd "$(dirname "$theirs")" && run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "$theirs" "${shape[@]}" \
+      "${theirs_flags[@]}" "${more_flags[@]}")
+  else
+    run_with_memory "$run_limit" "$2" env "${clean_env[@]}" "${more_env[@]}" "$ours" "${shape[@]}" "${ours_flags[@]}" \
+      "${more_flags[@]}"
+  fi
 }
 run_limit=$([ "$model" = d12 ] && echo 200 || echo 600)
 SECONDS=0

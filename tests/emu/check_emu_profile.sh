@@ -63,18 +63,24 @@ calls_of() {
   awk -v name="$1" '/^profile: / { tail = "  " name; if (substr($0, length($0) - length(tail) + 1) == tail) { print $4; exit } }' \
     "${2:-$tmp/profiled.out}"
 }
-for expected in "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
+# expect_calls LABEL OUTPUT NAME:COUNT...: each row's calls per step in OUTPUT are COUNT (an empty
+# COUNT: no such row); a failure names LABEL.
+expect_calls() {
+  local label=$1 output=$2 row got
+  shift 2
+  for row in "$@"; do
+    got=$(calls_of "${row%:*}" "$output")
+    [ "$got" = "${row##*:}" ] || fail "$label: ${row%:*}: ${got:-no row} calls per step, want ${row##*:}"
+  done
+}
+expect_calls profile "$tmp/profiled.out" "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
   "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
   "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, true>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
   "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:12" \
   "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, true>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
-  "adamw_vector_kernel<__nv_bfloat16>:16"; do
-  name=${expected%:*}
-  got=$(calls_of "$name")
-  [ "$got" = "${expected##*:}" ] || fail "profile: $name: ${got:-no row} calls per step, want ${expected##*:}"
-done
+  "adamw_vector_kernel<__nv_bfloat16>:16"
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
 
 # The default LLMC_GEMM_SEARCH=timed ran a start-up tuning pass (a forward and backward pass that
@@ -99,20 +105,17 @@ cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LL
 # same training, bit for bit.
 env -u LLMC_ADAMW -u LLMC_LAYERNORM_FORWARD LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
   -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two defaults (log: $tmp/levers.out)"
-for expected in "adamw_multi_tensor_kernel<__nv_bfloat16>:1" "adamw_vector_kernel<__nv_bfloat16>:" \
-  "encoder_forward_kernel<__nv_bfloat16>:" "layernorm_forward_kernel<__nv_bfloat16, true>:" \
+expect_calls "profile with the two defaults" "$tmp/levers.out" "adamw_multi_tensor_kernel<__nv_bfloat16>:1" \
+  "adamw_vector_kernel<__nv_bfloat16>:" "encoder_forward_kernel<__nv_bfloat16>:" \
+  "layernorm_forward_kernel<__nv_bfloat16, true>:" \
   "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
-  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1"; do
-  got=$(calls_of "${expected%:*}" "$tmp/levers.out")
-  [ "$got" = "${expected##*:}" ] || fail "profile with the two defaults: ${expected%:*}: ${got:-no row} calls, want ${expected##*:}"
-done
+  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1"
 cmp -s "$tmp/plain/main.log" "$tmp/levers/main.log" || fail "main.log with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers differs"
 
 # LLMC_BIAS_GRAD=layernorm: the attproj and fcproj bias gradients ride on the LayerNorm backward
 # (still 7 calls), fc's on the fcproj input-gradient GEMM's DGELU_BGRAD epilogue (in place of the
 # plain DGELU one, then bias_grad_add_kernel adds its sums), so the bias kernels run for qkv alone:
 # L = 3 each. With layernorm-fc-kernels, fc's by the kernels again: 2L = 6, the plain DGELU GEMM.
-# A row name:count with no count: no such row.
 for how in layernorm layernorm-fc-kernels; do
   LLMC_BIAS_GRAD=$how LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" -o "$tmp/$how" >"$tmp/$how.out" 2>&1 ||
     fail "the run with LLMC_BIAS_GRAD=$how LLMC_PROFILE=on (log: $tmp/$how.out)"
@@ -125,13 +128,8 @@ for how in layernorm layernorm-fc-kernels; do
       "bias_grad_add_kernel<__nv_bfloat16>:" "bias_grad_partial_kernel<__nv_bfloat16>:6" \
       "bias_grad_finish_kernel<__nv_bfloat16>:6")
   fi
-  for row in "${expected[@]}" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
-    "layernorm_backward_finish_kernel<__nv_bfloat16>:7"; do
-    name=${row%:*}
-    got=$(calls_of "$name" "$tmp/$how.out")
-    [ "$got" = "${row##*:}" ] ||
-      fail "LLMC_BIAS_GRAD=$how, profile: $name: ${got:-no row} calls per step, want ${row##*:}"
-  done
+  expect_calls "LLMC_BIAS_GRAD=$how, profile" "$tmp/$how.out" "${expected[@]}" \
+    "layernorm_backward_kernel<__nv_bfloat16, false>:7" "layernorm_backward_finish_kernel<__nv_bfloat16>:7"
 done
 
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"

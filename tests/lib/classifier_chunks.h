@@ -20,17 +20,9 @@
 // The rows of a classifier chunk at the test's T: a third of it, at least 1.
 inline int test_classifier_chunk_rows(int T) { return std::max(1, T / 3); }
 
-// The default switches, with LLMC_CLASSIFIER=chunked (the default too) named, so that these checks
-// keep testing the chunks whatever the default.
-inline llmc::SpeedSwitches chunked_classifier() {
-  llmc::SpeedSwitches s;
-  s.classifier = llmc::ClassifierPath::kChunked;
-  return s;
-}
-
-// `chunked`: a backend made with LLMC_CLASSIFIER=chunked and test_classifier_chunk_rows(T) rows a
-// chunk, holding the parameters of `cpu`. `report` is test_gpt2cu's Report, `rel_l2` its relative
-// L2 distance, `bar` its tensor bar.
+// `chunked`: a backend with LLMC_CLASSIFIER=chunked (the default) and test_classifier_chunk_rows(T)
+// rows a chunk, holding the parameters of `cpu`. `report` is test_gpt2cu's Report, `rel_l2` its
+// relative L2 distance, `bar` its tensor bar.
 template <class Report, class Distance>
 void check_chunked_classifier(Report& report, Distance rel_l2, llmc::CudaBackend& chunked, llmc::CpuBackend& cpu,
                               const int* inputs, const int* targets, int B, int T, double bar) {
