@@ -272,8 +272,8 @@ else
   vs_budget=$(((left < 200 ? left : 200) - 10))
   # d12 at B=64, llm.c's fastest as vs_llmc.sh defines it, no extra setting of ours: whatever the caller's
   # environment says.
-  limited 200 "$logs/vs_llmc.log" env -u VS_LLMC_FASTEST "${attention_env[@]}" VS_LLMC_MODEL=d12 VS_LLMC_B="$B" \
-    VS_LLMC_OURS_EXTRA= VS_LLMC_OUT= VS_LLMC_THEIRS="$llmc" \
+  limited 200 "$logs/vs_llmc.log" env -u VS_LLMC_FASTEST -u VS_LLMC_OURS_EXTRA_NAME "${attention_env[@]}" \
+    VS_LLMC_MODEL=d12 VS_LLMC_B="$B" VS_LLMC_OURS_EXTRA= VS_LLMC_OUT= VS_LLMC_THEIRS="$llmc" \
     VS_LLMC_OURS="$bin/train_gpt2cu-bf16" VS_LLMC_INIT="$([ "$init" != d12 ] && echo "$init")" \
     VS_LLMC_TRAIN="$(cd "$corpus" && pwd)/corpus_train_*.bin" VS_LLMC_VAL="$(cd "$corpus" && pwd)/corpus_val_*.bin" \
     VS_LLMC_STEPS=30 VS_LLMC_WARMUP=10 VS_LLMC_ROUNDS=2 VS_LLMC_BUDGET=$((vs_budget > 0 ? vs_budget : 1)) \
