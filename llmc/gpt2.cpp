@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "llmc/io/checkpoint_files.h"
+#include "llmc/linear_layers.h"
 #include "llmc/rng.h"
 
 namespace llmc {
@@ -140,11 +141,14 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
 
 std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
   const size_t L = c.num_layers, C = c.channels;
-  // One slice of each tensor: the whole tensor for the four that are not per layer.
-  const size_t slice_sizes[kNumParamTensors] = {
-      size_t(c.padded_vocab_size) * C, size_t(c.max_seq_len) * C, C, C,
-      3 * C * C, 3 * C, C * C, C, C, C,
-      4 * C * C, 4 * C, C * 4 * C, C, C, C};
+  // One slice of each tensor: the whole tensor for the four that are not per layer. The linear
+  // layers' weights and biases (wte among them: the LM head's weight) take their shapes from
+  // llmc/linear_layers.def.
+  size_t slice_sizes[kNumParamTensors] = {0, size_t(c.max_seq_len) * C, C, C, 0, 0, 0, 0, C, C, 0, 0, 0, 0, C, C};
+  for (const LinearLayerSpec& linear : linear_layers(c)) {
+    slice_sizes[linear.weight] = linear.out * linear.in;
+    if (linear.bias != kNoBias) slice_sizes[linear.bias] = linear.out;
+  }
   const char* names[kNumParamTensors] = {
       "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};

@@ -18,9 +18,19 @@ namespace {
 constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 constexpr int kRows = 100, kChannels = 96;           // a small LayerNorm: a row tail, C = 96
 
+// The FP8 layout of a one-layer model: each role's tensors are its linear layers' (llmc/cuda/fp8_layout.h).
+const llmc::Fp8Layout& one_layer() {
+  static const llmc::Fp8Layout layout = [] {
+    llmc::GPT2Config config;
+    config.num_layers = 1;
+    return llmc::Fp8Layout(config);
+  }();
+  return layout;
+}
+
 // One layer's scaling state on the device, every scale 1.
 float* new_state() {
-  const std::vector<float> state = llmc::fp8_initial_state(1);
+  const std::vector<float> state = one_layer().initial_state();
   float* dev = nullptr;
   CUDA_CHECK(cudaMalloc(&dev, state.size() * sizeof(float)));
   CUDA_CHECK(cudaMemcpy(dev, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -74,7 +84,7 @@ bool check_value(const std::string& what, float got, float ref) {
 // Tensor 0 of the state records: the amax its slots hold, read through the delayed update (which
 // moves it into history entry 0).
 float recorded_amax(float* state) {
-  llmc::fp8_update_delayed(state, 1, 0, 1, 0);
+  llmc::fp8_update_delayed(one_layer(), state, 0, 1, 0);
   return state_at(state, llmc::fp8_history_offset(0));
 }
 
@@ -180,20 +190,22 @@ bool check_cast(size_t n, const std::string& tag) {
 // Scale updates on amaxes worked out by hand.
 bool check_scales() {
   bool ok = true;
-  // Delayed tensors of one layer: 0..3 inputs (E4M3), 4..7 gradients (E5M2).
+  // The delayed tensors of one layer: its linear layers' inputs (E4M3), then their gradients (E5M2).
+  const int input = one_layer().first(llmc::Fp8Role::kInput);
+  const int gradient = one_layer().first(llmc::Fp8Role::kGradient);
   struct Case {
     int tensor;
     float amax;
     float scale;  // 2^floor(log2(fp8_max / amax))
   };
   const Case cases[] = {
-      {0, 3.7f, 64.0f},                 // 448 / 3.7 = 121.1: 64
-      {1, 448.0f, 1.0f},                // exactly the largest E4M3 value
-      {2, 449.0f, 0.5f},                // just past it
-      {3, 0.001f, 262144.0f},           // 448000: 2^18 = 262144 <= 448000 < 2^19
-      {4, 0.001f, 33554432.0f},         // E5M2: 57344000: 2^25 = 33554432 <= it < 2^26
-      {5, 57344.0f, 1.0f},              // the largest E5M2 value
-      {6, 0.0f, 1.0f},                  // nothing seen: the previous scale (1) stays
+      {input, 3.7f, 64.0f},                 // 448 / 3.7 = 121.1: 64
+      {input + 1, 448.0f, 1.0f},            // exactly the largest E4M3 value
+      {input + 2, 449.0f, 0.5f},            // just past it
+      {input + 3, 0.001f, 262144.0f},       // 448000: 2^18 = 262144 <= 448000 < 2^19
+      {gradient, 0.001f, 33554432.0f},      // E5M2: 57344000: 2^25 = 33554432 <= it < 2^26
+      {gradient + 1, 57344.0f, 1.0f},       // the largest E5M2 value
+      {gradient + 2, 0.0f, 1.0f},           // nothing seen: the previous scale (1) stays
   };
   float* state = new_state();
   for (const Case& c : cases) {
@@ -204,7 +216,7 @@ bool check_scales() {
     }();
     CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(c.tensor) + 5 * llmc::kFp8AmaxSlotStride, &bits, sizeof bits, cudaMemcpyHostToDevice));
   }
-  llmc::fp8_update_delayed(state, 1, 0, 1, 0);
+  llmc::fp8_update_delayed(one_layer(), state, 0, 1, 0);
   for (const Case& c : cases) {
     ok &= check_value(fmt::format("scale of tensor {} at amax {}", c.tensor, c.amax),
                       state_at(state, llmc::fp8_scale_offset(c.tensor)), c.scale);
@@ -214,13 +226,13 @@ bool check_scales() {
   // A history: entry 1 takes amax 7 while entry 0 still holds 3.7; the scale follows the larger.
   const float seven = 7.0f;
   CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0), &seven, sizeof seven, cudaMemcpyHostToDevice));
-  llmc::fp8_update_delayed(state, 1, 1, 2, 0);
+  llmc::fp8_update_delayed(one_layer(), state, 1, 2, 0);
   ok &= check_value("scale after amaxes 3.7 then 7 (448 / 7 = 64)", state_at(state, llmc::fp8_scale_offset(0)), 64.0f);
   ok &= check_value("the slots are cleared for the next micro-step", state_at(state, llmc::fp8_amax_offset(0)), 0.0f);
   // Entry 0 overwritten by 100 (the ring wrapped) while entry 1 holds 7: 448 / 100 = 4.48, 4.
   const float hundred = 100.0f;
   CUDA_CHECK(cudaMemcpy(state + llmc::fp8_amax_offset(0) + (llmc::kFp8AmaxSlots - 1) * llmc::kFp8AmaxSlotStride, &hundred, sizeof hundred, cudaMemcpyHostToDevice));
-  llmc::fp8_update_delayed(state, 1, 0, 2, 0);
+  llmc::fp8_update_delayed(one_layer(), state, 0, 2, 0);
   ok &= check_value("scale after amax 100 replaces 3.7", state_at(state, llmc::fp8_scale_offset(0)), 4.0f);
   bench::free_device({state});
   return ok;
@@ -300,7 +312,7 @@ bool check_weight() {
   std::vector<Weight> weights = {{288, 96, -0.3f, 1024.0f, {}}, {40, 72, 5.0f, 64.0f, {}}};
   std::vector<llmc::Fp8WeightCast> casts;
   // The weight tensors of one layer are consecutive in the state: qkv's, then attproj's.
-  const int first = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
+  const int first = one_layer().tensor(llmc::Fp8Role::kWeight, llmc::LinearLayer::kQkv, 0);
   for (size_t k = 0; k < weights.size(); ++k) {
     Weight& x = weights[k];
     const size_t n = size_t(x.rows) * x.cols;

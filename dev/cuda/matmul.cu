@@ -160,11 +160,15 @@ struct Fp8Operands {
   llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m;
 
   Fp8Operands(const Shape& s, const Reference& r, const DeviceBuffers& d) {
-    const int input = llmc::fp8_tensor_index(llmc::Fp8Role::kInput, llmc::Fp8Linear::kQkv, 0, 1);
-    const int gradient = llmc::fp8_tensor_index(llmc::Fp8Role::kGradient, llmc::Fp8Linear::kQkv, 0, 1);
-    const int weight = llmc::fp8_tensor_index(llmc::Fp8Role::kWeight, llmc::Fp8Linear::kQkv, 0, 1);
+    // A one-layer model's scaling state; this shape's operands are its qkv layer's tensors.
+    llmc::GPT2Config one_layer;
+    one_layer.num_layers = 1;
+    const llmc::Fp8Layout layout(one_layer);
+    const int input = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kQkv, 0);
+    const int gradient = layout.tensor(llmc::Fp8Role::kGradient, llmc::LinearLayer::kQkv, 0);
+    const int weight = layout.tensor(llmc::Fp8Role::kWeight, llmc::LinearLayer::kQkv, 0);
     const float inp_scale = 256.0f, dout_scale = 32768.0f;
-    std::vector<float> host_state = llmc::fp8_initial_state(1);
+    std::vector<float> host_state = layout.initial_state();
     for (const auto& [i, scale] : {std::pair{input, inp_scale}, std::pair{gradient, dout_scale}}) {
       host_state[llmc::fp8_scale_offset(i)] = scale;
       host_state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;

@@ -45,7 +45,7 @@ namespace llmc {
 
 CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
                         const OptimizerPartition& partition_)
-    : cfg(config), opt(options), partition(partition_) {
+    : cfg(config), opt(options), partition(partition_), linears(linear_layers(config)), fp8_layout(config) {
   const int C = cfg.channels, NH = cfg.num_heads;
   plan_inputs.config = cfg;
   plan_inputs.batch = opt.max_batch;
@@ -181,7 +181,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   // The fused LayerNorm backward's completion counter starts at 0; the kernels leave it there.
   CUDA_CHECK(cudaMemsetAsync(scratch, 0, kScratchCounterFloats * sizeof(float), stream));
   // Alive until the synchronization below, which the copy from it must precede.
-  const std::vector<float> fp8_initial = fp8_state ? fp8_initial_state(L()) : std::vector<float>();
+  const std::vector<float> fp8_initial = fp8_state ? fp8_layout.initial_state() : std::vector<float>();
   if (fp8_state)
     CUDA_CHECK(cudaMemcpyAsync(fp8_state, fp8_initial.data(), fp8_initial.size() * sizeof(float),
                                cudaMemcpyHostToDevice, stream));
@@ -306,6 +306,28 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
   llmc::attention_backward(*blas, d_big, d_ln, q, att_probs_of(l), att_buffers, B, T, C, NH, stream);
 }
 
+void CudaBackend::Impl::linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows) {
+  const LinearLayerSpec& s = spec(linear);
+  if (fp8_gemms(linear))
+    matmul_forward_fp8(*blas, out, fp8_operand_of(Fp8Role::kInput, linear, l), fp8_weight(linear, l, false),
+                       bias_of(linear, l), rows, int(s.in), int(s.out), stream);
+  else
+    matmul_forward(*blas, out, inp, weight_of(linear, l), bias_of(linear, l), rows, int(s.in), int(s.out), stream);
+}
+
+void CudaBackend::Impl::linear_backward(LinearLayer linear, int l, MatmulBackward p) {
+  const LinearLayerSpec& s = spec(linear);
+  p.dweight = weight_grad_of(linear, l);
+  p.weight = weight_of(linear, l);
+  p.C = int(s.in);
+  p.OC = int(s.out);
+  if (fp8_gemms(linear)) {
+    p.dout8 = fp8_operand_of(Fp8Role::kGradient, linear, l);
+    p.weight_t8 = fp8_weight(linear, l, true);
+  }
+  matmul_backward(*blas, p, stream);
+}
+
 // Encoder to lnf, for the tokens staged in tokens_dev.
 void CudaBackend::Impl::forward(int B, int T) {
   const int C = this->C(), L = this->L(), BT = B * T;
@@ -316,35 +338,36 @@ void CudaBackend::Impl::forward(int B, int T) {
   const LayerNormForwardPath ln_path = opt.speed.layernorm_forward;
   encoder_layernorm_forward(ln_path, residual, ln1_of(0), ln1_mean, ln1_rstd, tokens_dev, param(kWte), param(kWpe),
                             param(kLn1w, 0), param(kLn1b, 0), B, T, C, stream,
-                            fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, 0));
+                            fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, 0));
   for (int l = 0; l < L; ++l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
     floatX* layer_atty = slot_of(atty, l, Cs);
     floatX* layer_fch = slot_of(fch, l, 4 * Cs);
-    linear_forward(Fp8Linear::kQkv, l, layer_qkv, ln1_of(l), kQkvw, kQkvb, BT, C, 3 * C);
+    linear_forward(LinearLayer::kQkv, l, layer_qkv, ln1_of(l), BT);
     attention_forward(l, B, T);
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, Fp8Linear::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
-    linear_forward(Fp8Linear::kAttproj, l, branch, layer_atty, kAttprojw, kAttprojb, BT, C, C);
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, LinearLayer::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
+    linear_forward(LinearLayer::kAttproj, l, branch, layer_atty, BT);
     fused_residual_layernorm_forward(ln_path, layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
                                      slot_of(ln2_rstd, l, 1), res_in, branch, param(kLn2w, l), param(kLn2b, l), BT, C,
-                                     stream, fp8_sink(Fp8Role::kInput, Fp8Linear::kFc, l));
+                                     stream, fp8_sink(Fp8Role::kInput, LinearLayer::kFc, l));
     if (opt.fp8) {
-      linear_forward(Fp8Linear::kFc, l, layer_fch, ln2_of(l), kFcw, kFcb, BT, C, 4 * C);
+      linear_forward(LinearLayer::kFc, l, layer_fch, ln2_of(l), BT);
       gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream,
-                   fp8_sink(Fp8Role::kInput, Fp8Linear::kFcproj, l));
+                   fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l));
     } else {
-      matmul_forward_gelu(*blas, gelu_of(l), layer_fch, ln2_of(l), param(kFcw, l), param(kFcb, l), BT, C, 4 * C,
-                          opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
+      const LinearLayerSpec& fc = spec(LinearLayer::kFc);
+      matmul_forward_gelu(*blas, gelu_of(l), layer_fch, ln2_of(l), weight_of(fc.id, l), bias_of(fc.id, l), BT,
+                          int(fc.in), int(fc.out), opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
     }
-    linear_forward(Fp8Linear::kFcproj, l, branch, gelu_of(l), kFcprojw, kFcprojb, BT, 4 * C, C);
+    linear_forward(LinearLayer::kFcproj, l, branch, gelu_of(l), BT);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
       fused_residual_layernorm_forward(ln_path, res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
                                        slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
                                        param(kLn1b, l + 1), BT, C, stream,
-                                       fp8_sink(Fp8Role::kInput, Fp8Linear::kQkv, l + 1));
+                                       fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, l + 1));
     } else {
       fused_residual_layernorm_forward(ln_path, res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
                                        param(kLnfb), BT, C, stream);
@@ -377,17 +400,9 @@ void CudaBackend::Impl::backward(int B, int T) {
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(grad(kFcprojb, L - 1)));
+                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)));
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy, cast on its own from
   // dres and dqkv, and from the fc layer's by the GELU backward kernel that produces it.
-  const bool fp8 = fp8_gemms();
-  const auto fp8_fields = [&](MatmulBackward p, Fp8Linear linear, int l) {
-    if (fp8) {
-      p.dout8 = fp8_operand_of(Fp8Role::kGradient, linear, l);
-      p.weight_t8 = fp8_weight(linear, l, true);
-    }
-    return p;
-  };
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
@@ -397,50 +412,38 @@ void CudaBackend::Impl::backward(int B, int T) {
       layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
                         param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kFcproj, l), dres, size_t(BT) * Cs, stream);
-    matmul_backward(*blas,
-                    fp8_fields({.dinp = d_big, .dweight = grad(kFcprojw, l),
-                                .dbias = bias_unless_ln(grad(kFcprojb, l)), .bias_scratch = scratch, .dout = dres,
-                                .inp = gelu_of(l), .weight = param(kFcprojw, l), .pre_gelu = layer_fch, .BT = BT,
-                                .C = 4 * C, .OC = C, .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
-                                .bias_grad_epilogue = bias_grad_epilogue,
-                                .dinp_fp8 = fp8_sink(Fp8Role::kGradient, Fp8Linear::kFc, l),
-                                .dbias_pre_gelu = fc_bias_with_dgelu ? grad(kFcb, l) : nullptr},
-                               Fp8Linear::kFcproj, l),
-                    stream);
-    matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kFcw, l),
-                                .dbias = fc_bias_with_dgelu ? nullptr : grad(kFcb, l), .bias_scratch = scratch,
-                                .dout = d_big, .inp = ln2_of(l), .weight = param(kFcw, l), .BT = BT, .C = C,
-                                .OC = 4 * C, .bias_grad_epilogue = bias_grad_epilogue},
-                               Fp8Linear::kFc, l),
-                    stream);
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kFcproj, l), dres, size_t(BT) * Cs, stream);
+    linear_backward(LinearLayer::kFcproj, l,
+                    {.dinp = d_big, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kFcproj, l)),
+                     .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
+                     .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
+                     .bias_grad_epilogue = bias_grad_epilogue,
+                     .dinp_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kFc, l),
+                     .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr});
+    linear_backward(LinearLayer::kFc, l,
+                    {.dinp = d_ln, .dbias = fc_bias_with_dgelu ? nullptr : bias_grad_of(LinearLayer::kFc, l),
+                     .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT,
+                     .bias_grad_epilogue = bias_grad_epilogue});
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
-                       bias_if_ln(grad(kAttprojb, l)));
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kAttproj, l), dres, size_t(BT) * Cs, stream);
-    matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kAttprojw, l),
-                                .dbias = bias_unless_ln(grad(kAttprojb, l)), .bias_scratch = scratch, .dout = dres,
-                                .inp = slot_of(atty, l, Cs), .weight = param(kAttprojw, l), .BT = BT, .C = C, .OC = C,
-                                .bias_grad_epilogue = bias_grad_epilogue},
-                               Fp8Linear::kAttproj, l),
-                    stream);
+                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)));
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kAttproj, l), dres, size_t(BT) * Cs, stream);
+    linear_backward(LinearLayer::kAttproj, l,
+                    {.dinp = d_ln, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kAttproj, l)),
+                     .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
+                     .bias_grad_epilogue = bias_grad_epilogue});
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(opt.speed.layernorm_forward, ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l),
                         param(kLn1b, l), BT, C, stream);
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, Fp8Linear::kQkv, l), d_big, size_t(BT) * 3 * Cs, stream);
-    matmul_backward(*blas,
-                    fp8_fields({.dinp = d_ln, .dweight = grad(kQkvw, l), .dbias = grad(kQkvb, l),
-                                .bias_scratch = scratch, .dout = d_big, .inp = ln1_of(l), .weight = param(kQkvw, l),
-                                .BT = BT, .C = C, .OC = 3 * C, .bias_grad_epilogue = bias_grad_epilogue},
-                               Fp8Linear::kQkv, l),
-                    stream);
+    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l), d_big, size_t(BT) * 3 * Cs, stream);
+    linear_backward(LinearLayer::kQkv, l,
+                    {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kQkv, l), .bias_scratch = scratch,
+                     .dout = d_big, .inp = ln1_of(l), .BT = BT, .bias_grad_epilogue = bias_grad_epilogue});
     // Below layer 0 the stream is the encoder's output, which has no bias.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,
-                       l > 0 ? bias_if_ln(grad(kFcprojb, l - 1)) : nullptr);
+                       l > 0 ? bias_if_ln(bias_grad_of(LinearLayer::kFcproj, l - 1)) : nullptr);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
     // buckets overlap the backward pass over NCCL only.
 #if defined(LLMC_NCCL_LIBRARY)

@@ -1,5 +1,5 @@
-// CudaBackend's classifier (llmc/cuda/cuda_backend_impl.cuh): logits = lnf wte^T (the output
-// projection is the token embedding, tied, no bias), the fused softmax/cross-entropy
+// CudaBackend's classifier (llmc/cuda/cuda_backend_impl.cuh): logits = lnf wte^T (the LM head of
+// llmc/linear_layers.def: its weight is the token embedding, tied, no bias), the fused softmax/cross-entropy
 // (llmc/cuda/classifier.cuh) and, in training, the classifier's two backward GEMMs; for training,
 // evaluation (forward_losses), sampling (next_token_logits) and the parity tests (forward_logits).
 //
@@ -43,8 +43,7 @@ void accumulate_loss(float* accumulator, const float* losses, int n, float scale
 }  // namespace
 
 void CudaBackend::Impl::logits_forward(int row0, int rows) {
-  matmul_forward(*blas, logits, lnf + size_t(row0) * C(), param(kWte), nullptr, rows, C(), cfg.padded_vocab_size,
-                 stream);
+  linear_forward(LinearLayer::kLmHead, 0, logits, lnf + size_t(row0) * C(), rows);
 }
 
 void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits) {
@@ -53,13 +52,11 @@ void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, 
 }
 
 void CudaBackend::Impl::classifier_forward_backward(int BT, float dloss) {
-  const int C = this->C(), Vp = cfg.padded_vocab_size;
   for_each_logits_chunk(BT, [&](int row0, int rows) {
     logits_forward(row0, rows);
     classify_chunk(BT, row0, rows, dloss, true);
-    const size_t first = size_t(row0) * C;
-    matmul_backward(*blas, {.dinp = d_ln + first, .dweight = grad(kWte), .dout = logits, .inp = lnf + first,
-                            .weight = param(kWte), .BT = rows, .C = C, .OC = Vp}, stream);
+    const size_t first = size_t(row0) * C();
+    linear_backward(LinearLayer::kLmHead, 0, {.dinp = d_ln + first, .dout = logits, .inp = lnf + first, .BT = rows});
   });
   accumulate_loss(scalars + kLossAccum, losses, BT, dloss, stream);
 }

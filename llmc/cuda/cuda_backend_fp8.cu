@@ -1,6 +1,7 @@
-// CudaBackend's FP8 matmuls (--fp8 1; llmc/cuda/fp8.cuh has the casts and the scaling, and
-// docs/cuda-trainer.md "FP8 matmuls" the design): where each scaled tensor's FP8 copy lives, the
-// weights' casts, the end of a micro-step, and the scaling state a checkpoint keeps.
+// CudaBackend's FP8 matmuls (--fp8 1; llmc/cuda/fp8.cuh has the casts and the scaling,
+// llmc/cuda/fp8_layout.h where each tensor's scale and copy lie, and docs/cuda-trainer.md "FP8
+// matmuls" the design): each scaled tensor's FP8 operand, the weights' casts, the end of a
+// micro-step, and the scaling state a checkpoint keeps.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,35 +17,6 @@ namespace llmc {
 
 namespace {
 
-// The parameter tensor and the (rows, cols) = (OC, C) of each linear layer's weight.
-struct LinearShape {
-  int weight;
-  int rows, cols;
-};
-LinearShape linear_shape(Fp8Linear linear, int C) {
-  switch (linear) {
-    case Fp8Linear::kQkv: return {kQkvw, 3 * C, C};
-    case Fp8Linear::kAttproj: return {kAttprojw, C, C};
-    case Fp8Linear::kFc: return {kFcw, 4 * C, C};
-    case Fp8Linear::kFcproj: return {kFcprojw, C, 4 * C};
-  }
-  throw std::logic_error("linear_shape: no such linear layer");
-}
-
-constexpr Fp8Linear kLinears[] = {Fp8Linear::kQkv, Fp8Linear::kAttproj, Fp8Linear::kFc, Fp8Linear::kFcproj};
-
-// Where a linear layer's copies start within a layer's fp8_weight_bytes(1, C): each weight's copy as
-// it is, then transposed, the linear layers in order.
-size_t linear_copy_offset(Fp8Linear linear, int C) {
-  size_t at = 0;
-  for (Fp8Linear before : kLinears) {
-    if (before == linear) break;
-    const LinearShape shape = linear_shape(before, C);
-    at += 2 * size_t(shape.rows) * shape.cols;
-  }
-  return at;
-}
-
 constexpr uint64_t kScalingStateMagic = 0x3253434C41385046ull;  // "FP8ALCS2"
 constexpr uint64_t kScalingStateHeadWords = 3;
 // What a checkpoint keeps of each scaled tensor: its scale and its amax history (the scale_inv is
@@ -53,9 +25,9 @@ constexpr size_t kScalingStateFloatsPerTensor = 1 + kFp8History;
 
 }  // namespace
 
-Fp8Sink CudaBackend::Impl::fp8_sink(Fp8Role role, Fp8Linear linear, int l) const {
-  if (!opt.fp8) return {};
-  const int i = fp8_tensor_index(role, linear, l, L());
+Fp8Sink CudaBackend::Impl::fp8_sink(Fp8Role role, LinearLayer linear, int l) const {
+  if (!opt.fp8 || !fp8_layout.scales(linear)) return {};
+  const int i = fp8_layout.tensor(role, linear, l);
   Fp8Sink sink;
   sink.data = fp8_operand;
   sink.scale = fp8_state + fp8_scale_offset(i);
@@ -64,51 +36,38 @@ Fp8Sink CudaBackend::Impl::fp8_sink(Fp8Role role, Fp8Linear linear, int l) const
   return sink;
 }
 
-Fp8Matrix CudaBackend::Impl::fp8_operand_of(Fp8Role role, Fp8Linear linear, int l) const {
-  const int i = fp8_tensor_index(role, linear, l, L());
+Fp8Matrix CudaBackend::Impl::fp8_operand_of(Fp8Role role, LinearLayer linear, int l) const {
+  const int i = fp8_layout.tensor(role, linear, l);
   return {fp8_operand, fp8_state + fp8_scale_inv_offset(i), role == Fp8Role::kGradient ? __NV_E5M2 : __NV_E4M3};
 }
 
-__nv_fp8_storage_t* CudaBackend::Impl::fp8_weight_copy(Fp8Linear linear, int l, bool transposed) const {
-  const LinearShape shape = linear_shape(linear, C());
-  return fp8_weights + size_t(l) * fp8_weight_bytes(1, size_t(C())) + linear_copy_offset(linear, C()) +
-         (transposed ? size_t(shape.rows) * shape.cols : 0);
+__nv_fp8_storage_t* CudaBackend::Impl::fp8_weight_copy(LinearLayer linear, int l, bool transposed) const {
+  return fp8_weights + fp8_layout.weight_copy(linear, l, transposed);
 }
 
-Fp8Matrix CudaBackend::Impl::fp8_weight(Fp8Linear linear, int l, bool transposed) const {
-  const int i = fp8_tensor_index(Fp8Role::kWeight, linear, l, L());
+Fp8Matrix CudaBackend::Impl::fp8_weight(LinearLayer linear, int l, bool transposed) const {
+  const int i = fp8_layout.tensor(Fp8Role::kWeight, linear, l);
   return {fp8_weight_copy(linear, l, transposed), fp8_state + fp8_scale_inv_offset(i), __NV_E4M3};
 }
 
 void CudaBackend::Impl::cast_fp8_weights() {
   if (!fp8_weights_stale) return;
   std::vector<Fp8WeightCast> weights;
-  for (int l = 0; l < L(); ++l)
-    for (Fp8Linear linear : kLinears) {
-      const LinearShape shape = linear_shape(linear, C());
-      weights.push_back({param(shape.weight, l), shape.rows, shape.cols,
-                         fp8_tensor_index(Fp8Role::kWeight, linear, l, L()), fp8_weight_copy(linear, l, false),
-                         fp8_weight_copy(linear, l, true)});
-    }
-  // The weights' tensors are the last kFp8Linears * L of the state, role kWeight.
-  fp8_cast_weights(weights, fp8_state, fp8_tensor_index(Fp8Role::kWeight, Fp8Linear::kQkv, 0, L()),
-                   kFp8Linears * L(), stream);
+  for (const LinearLayerSpec& linear : linears) {
+    if (!fp8_layout.scales(linear.id)) continue;
+    for (int l = 0; l < int(linear.copies(L())); ++l)
+      weights.push_back({param(linear.weight, l), int(linear.out), int(linear.in),
+                         fp8_layout.tensor(Fp8Role::kWeight, linear.id, l), fp8_weight_copy(linear.id, l, false),
+                         fp8_weight_copy(linear.id, l, true)});
+  }
+  fp8_cast_weights(weights, fp8_state, fp8_layout.first(Fp8Role::kWeight), fp8_layout.tensors_per_role(), stream);
   fp8_weights_stale = false;
 }
 
 void CudaBackend::Impl::end_fp8_micro_step() {
-  fp8_update_delayed(fp8_state, L(), int(fp8_micro_steps % kFp8History),
+  fp8_update_delayed(fp8_layout, fp8_state, int(fp8_micro_steps % kFp8History),
                      int(std::min<uint64_t>(fp8_micro_steps + 1, kFp8History)), stream, test_hook_fp8_stale_amax_shift());
   ++fp8_micro_steps;
-}
-
-void CudaBackend::Impl::linear_forward(Fp8Linear linear, int l, floatX* out, const floatX* inp, int w, int b, int BT,
-                                       int C, int OC) {
-  if (fp8_gemms())
-    matmul_forward_fp8(*blas, out, fp8_operand_of(Fp8Role::kInput, linear, l), fp8_weight(linear, l, false),
-                       param(b, l), BT, C, OC, stream);
-  else
-    matmul_forward(*blas, out, inp, param(w, l), param(b, l), BT, C, OC, stream);
 }
 
 // Bytes, little-endian: kScalingStateHeadWords uint64, [0] kScalingStateMagic [1] layers
@@ -118,12 +77,12 @@ std::vector<uint8_t> CudaBackend::scaling_state() {
   Impl& d = *impl_;
   if (!d.opt.fp8) return {};
   d.outside_step();
-  std::vector<float> state(fp8_state_floats(d.L()));
+  std::vector<float> state(d.fp8_layout.state_floats());
   CUDA_CHECK(cudaMemcpyAsync(state.data(), d.fp8_state, state.size() * sizeof(float), cudaMemcpyDeviceToHost,
                              d.stream));
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
   std::vector<float> kept;
-  for (int i = 0; i < fp8_tensors(d.L()); ++i) {
+  for (int i = 0; i < d.fp8_layout.tensors(); ++i) {
     kept.push_back(state[fp8_scale_offset(i)]);
     kept.insert(kept.end(), state.begin() + fp8_history_offset(i), state.begin() + fp8_history_offset(i) + kFp8History);
   }
@@ -139,7 +98,7 @@ void CudaBackend::set_scaling_state(const std::vector<uint8_t>& bytes) {
   // Without FP8 there is nothing to scale; a checkpoint written without --fp8 1 has no state, and
   // the scales start afresh, the next micro-step calibrating them.
   if (!d.opt.fp8 || bytes.empty()) return;
-  const int tensors = fp8_tensors(d.L());
+  const int tensors = d.fp8_layout.tensors();
   uint64_t head[kScalingStateHeadWords] = {};
   std::vector<float> kept(size_t(tensors) * kScalingStateFloatsPerTensor);
   if (bytes.size() == sizeof head + kept.size() * sizeof(float)) {
@@ -148,9 +107,9 @@ void CudaBackend::set_scaling_state(const std::vector<uint8_t>& bytes) {
   }
   if (head[0] != kScalingStateMagic || head[1] != uint64_t(d.L()))
     throw std::runtime_error(fmt::format("--fp8 1: the checkpoint's {} bytes of scaling state are not the FP8 state of "
-                                         "a {}-layer model",
-                                         bytes.size(), d.L()));
-  std::vector<float> state = fp8_initial_state(d.L());
+                                         "a {}-layer model with {} scaled tensors",
+                                         bytes.size(), d.L(), tensors));
+  std::vector<float> state = d.fp8_layout.initial_state();
   for (int i = 0; i < tensors; ++i) {
     const float* t = kept.data() + size_t(i) * kScalingStateFloatsPerTensor;
     state[fp8_scale_offset(i)] = t[0];

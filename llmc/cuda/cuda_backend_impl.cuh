@@ -21,12 +21,14 @@
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/launch_profiler.cuh"
+#include "llmc/cuda/matmul.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/micro_step_graphs.cuh"
 #include "llmc/cuda/planned_allocator.h"
 #include "llmc/dist/bucket_sync_order.h"
 #include "llmc/dist/gradient_buckets.h"
+#include "llmc/linear_layers.h"
 #if defined(LLMC_NCCL_LIBRARY)
 #include "llmc/dist/nccl_communicator.h"
 #endif
@@ -99,6 +101,8 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   CudaBackendOptions opt;
   OptimizerPartition partition;
   std::array<ParamTensor, kNumParamTensors> layout;
+  std::array<LinearLayerSpec, kLinearLayers> linears;  // llmc/linear_layers.def for cfg
+  Fp8Layout fp8_layout;                                // --fp8 1's scaled tensors and weight copies
   size_t num_params = 0;
   size_t buffer_size = 0;  // params and grads: num_params, or the padded ZeRO-1 chunks
   ElementRange owned;      // the optimizer's state and master cover these elements
@@ -231,20 +235,35 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void backward_encoder(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
   float read_scalar(int index);
-  // --fp8 1. Whether this pass's linear layers run their GEMMs in FP8; where tensor (role, linear,
-  // layer l) is cast to (the operand buffer, with its scale; null data without --fp8); that operand
-  // as the GEMM reads it; the weight's copy (as it is, or transposed); the weights' casts; the end
-  // of a training micro-step.
+  // The linear layers (llmc/linear_layers.def). Layer l's row of `linear`: its W and b (null
+  // without a bias), and their gradients.
+  const LinearLayerSpec& spec(LinearLayer linear) const { return linears[int(linear)]; }
+  floatX* weight_of(LinearLayer linear, int l) const { return param(spec(linear).weight, l); }
+  floatX* bias_of(LinearLayer linear, int l) const {
+    return spec(linear).bias == kNoBias ? nullptr : param(spec(linear).bias, l);
+  }
+  floatX* weight_grad_of(LinearLayer linear, int l) const { return grad(spec(linear).weight, l); }
+  floatX* bias_grad_of(LinearLayer linear, int l) const {
+    return spec(linear).bias == kNoBias ? nullptr : grad(spec(linear).bias, l);
+  }
+  // out = inp W^T + b for `rows` rows: in FP8 (from the FP8 operand buffer and W's copy) when
+  // fp8_gemms() and the layer runs in FP8, else in floatX.
+  void linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows);
+  // matmul_backward with p's activations and choices, and the layer's W, its gradient and its shape
+  // filled in; its input gradient from the FP8 copies where linear_forward's GEMM would be FP8.
+  void linear_backward(LinearLayer linear, int l, MatmulBackward p);
+  // --fp8 1. Whether this pass's FP8 layers run their GEMMs in FP8; where tensor (role, linear,
+  // layer l) is cast to (the operand buffer, with its scale; null data without --fp8 or for a layer
+  // that does not run in FP8); that operand as the GEMM reads it; the weight's copy (as it is, or
+  // transposed); the weights' casts; the end of a training micro-step.
   bool fp8_gemms() const { return opt.fp8 && (fp8_micro_steps > 0 || tuning); }
-  Fp8Sink fp8_sink(Fp8Role role, Fp8Linear linear, int l) const;
-  Fp8Matrix fp8_operand_of(Fp8Role role, Fp8Linear linear, int l) const;
-  Fp8Matrix fp8_weight(Fp8Linear linear, int l, bool transposed) const;
-  __nv_fp8_storage_t* fp8_weight_copy(Fp8Linear linear, int l, bool transposed) const;
+  bool fp8_gemms(LinearLayer linear) const { return fp8_gemms() && fp8_layout.scales(linear); }
+  Fp8Sink fp8_sink(Fp8Role role, LinearLayer linear, int l) const;
+  Fp8Matrix fp8_operand_of(Fp8Role role, LinearLayer linear, int l) const;
+  Fp8Matrix fp8_weight(LinearLayer linear, int l, bool transposed) const;
+  __nv_fp8_storage_t* fp8_weight_copy(LinearLayer linear, int l, bool transposed) const;
   void cast_fp8_weights();
   void end_fp8_micro_step();
-  // out = inp W^T + b for linear layer `linear` of layer l (W, b: parameter tensors w, b; OC x C):
-  // from the FP8 operand buffer and weight copy when fp8_gemms(), else in floatX.
-  void linear_forward(Fp8Linear linear, int l, floatX* out, const floatX* inp, int w, int b, int BT, int C, int OC);
   void setup_bucket_sync();
   bool overlapping() const { return bucket_order.active() && comm_stream != nullptr; }
 #if defined(LLMC_NCCL_LIBRARY)

@@ -131,12 +131,13 @@ __device__ inline float fp8_scale_for(float amax, float fp8_max, float previous)
   return ldexpf(1.0f, max(-126, min(126, e - 1)));
 }
 
-// Ends a micro-step for the delayed tensors: each takes its amax slots' largest into history entry
-// `entry`, clears them, and its scale becomes fp8_scale_for(the largest of the first `filled`
-// entries). Gradients (the second half of the delayed tensors) use E5M2's range. (A template over the
+// Ends a micro-step for the delayed tensors [0, delayed): each takes its amax slots' largest into
+// history entry `entry`, clears them, and its scale becomes fp8_scale_for(the largest of the first
+// `filled` entries). The inputs [0, inputs) use E4M3's range, the gradients after them E5M2's. (A template over the
 // history's length only so that the header may define it in every translation unit.)
 template <int kHistory>
-__global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, int filled, int stale_shift) {
+__global__ void fp8_update_delayed_kernel(float* state, int delayed, int inputs, int entry, int filled,
+                                          int stale_shift) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= delayed) return;
   const unsigned now = fp8_take_amax(reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)));
@@ -144,16 +145,17 @@ __global__ void fp8_update_delayed_kernel(float* state, int delayed, int entry, 
   history[entry] = __uint_as_float(now);
   float amax = 0.0f;
   for (int h = 0; h < filled && h < kHistory; ++h) amax = fmaxf(amax, history[h]);
-  const float scale = fp8_scale_for(ldexpf(amax, -stale_shift), i < delayed / 2 ? kE4M3Max : kE5M2Max,
+  const float scale = fp8_scale_for(ldexpf(amax, -stale_shift), i < inputs ? kE4M3Max : kE5M2Max,
                                     state[fp8_scale_offset(i)]);
   state[fp8_scale_offset(i)] = scale;
   state[fp8_scale_inv_offset(i)] = 1.0f / scale;
 }
 
-inline void fp8_update_delayed(float* state, int L, int entry, int filled, cudaStream_t stream, int stale_shift = 0) {
-  const int delayed = fp8_delayed_tensors(L);
-  launch<fp8_update_delayed_kernel<kFp8History>>(ceil_div(delayed, 128), 128, 0, stream, state, delayed, entry, filled,
-                                                 stale_shift);
+inline void fp8_update_delayed(const Fp8Layout& layout, float* state, int entry, int filled, cudaStream_t stream,
+                               int stale_shift = 0) {
+  const int delayed = layout.delayed();
+  launch<fp8_update_delayed_kernel<kFp8History>>(ceil_div(delayed, 128), 128, 0, stream, state, delayed,
+                                                 layout.tensors_per_role(), entry, filled, stale_shift);
   CUDA_CHECK_LAST();
 }
 

@@ -1,8 +1,16 @@
 // Where the FP8 scaling state (--fp8 1, llmc/cuda/fp8.cuh) keeps each tensor's scale and amax, and
-// the sizes the memory plan needs: plain C++, so that the plan and the unit tests can include it.
+// where the weights' FP8 copies lie: plain C++, so that the memory plan and the unit tests can
+// include it.
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "llmc/gpt2.h"
+#include "llmc/linear_layers.h"
 
 namespace llmc {
 
@@ -19,26 +27,22 @@ constexpr int kFp8History = 16;
 constexpr int kFp8AmaxSlots = 32;
 constexpr size_t kFp8AmaxSlotStride = 32;  // floats: 128 bytes
 
-// The scaled tensors of a layer, each with its own scale: the four linear layers' inputs (E4M3,
-// delayed), their output gradients (E5M2, delayed) and their weights (E4M3, current).
-enum class Fp8Linear { kQkv, kAttproj, kFc, kFcproj };
-constexpr int kFp8Linears = 4;
+// A scaled tensor's role in its linear layer's GEMMs: the layer's input (E4M3, delayed scaling),
+// its output gradient (E5M2, delayed) or its weight (E4M3, current).
 enum class Fp8Role { kInput, kGradient, kWeight };
 constexpr int kFp8Roles = 3;
 
-// The FP8 scaling state in one device buffer of fp8_state_floats(L) floats, per tensor index i
-// (fp8_tensor_index), kFp8FloatsPerTensor floats: the scale (the cast's multiplier), the scale_inv
+// Each scaled tensor's state, at float fp8_scale_offset(i) of the state buffer, tensor i
+// (Fp8Layout::tensor), kFp8FloatsPerTensor floats: the scale (the cast's multiplier), the scale_inv
 // (the GEMM's), each first in a 16-byte group of its own, then kFp8AmaxSlots amax slots (float bits,
 // atomicMax'ed as unsigned: for x >= 0 the order of the bits is the order of the values), the first
-// float of each kFp8AmaxSlotStride, and kFp8History amax entries. cuBLASLt's FP8 GEMMs refused scale pointers 4 bytes off a 16-byte
-// boundary on an H100 (CUBLAS_STATUS_NOT_SUPPORTED from cublasLtMatmul after its heuristic had
-// offered the algorithm), so every tensor's state starts 16-byte aligned and its scale_inv at
-// float 4. Tensors [0, fp8_delayed_tensors(L)) are delayed.
-constexpr int fp8_tensors(int L) { return kFp8Roles * kFp8Linears * L; }
-constexpr int fp8_delayed_tensors(int L) { return 2 * kFp8Linears * L; }
+// float of each kFp8AmaxSlotStride, and kFp8History amax entries. cuBLASLt's FP8 GEMMs refused scale
+// pointers 4 bytes off a 16-byte boundary on an H100 (CUBLAS_STATUS_NOT_SUPPORTED from
+// cublasLtMatmul after its heuristic had offered the algorithm), so every tensor's state starts
+// 16-byte aligned and its scale_inv at float 4.
 constexpr size_t kFp8ScaleGroup = 4;  // floats in 16 bytes
 constexpr size_t kFp8FloatsPerTensor = 2 * kFp8ScaleGroup + kFp8AmaxSlots * kFp8AmaxSlotStride + kFp8History;
-constexpr size_t fp8_state_floats(int L) { return size_t(fp8_tensors(L)) * kFp8FloatsPerTensor; }
+
 // The offsets are called by kernels too: host and device functions under nvcc, plain functions
 // elsewhere (the host code, and the emulated GPU's kernels, compiled by g++).
 #if defined(__CUDACC__)
@@ -46,25 +50,103 @@ constexpr size_t fp8_state_floats(int L) { return size_t(fp8_tensors(L)) * kFp8F
 #else
 #define LLMC_FP8_ACCESSOR inline
 #endif
-inline int fp8_tensor_index(Fp8Role role, Fp8Linear linear, int layer, int L) {
-  return (int(role) * kFp8Linears + int(linear)) * L + layer;
-}
 LLMC_FP8_ACCESSOR size_t fp8_scale_offset(int i) { return size_t(i) * kFp8FloatsPerTensor; }
 LLMC_FP8_ACCESSOR size_t fp8_scale_inv_offset(int i) { return fp8_scale_offset(i) + kFp8ScaleGroup; }
 LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2 * kFp8ScaleGroup; }
 LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots * kFp8AmaxSlotStride; }
 #undef LLMC_FP8_ACCESSOR
 
-// The state before anything was recorded: every scale and scale_inv 1 (what the calibrating
-// micro-step casts with), the amax slots and the history 0.
-inline std::vector<float> fp8_initial_state(int L) {
-  std::vector<float> state(fp8_state_floats(L), 0.0f);
-  for (int i = 0; i < fp8_tensors(L); ++i) state[fp8_scale_offset(i)] = state[fp8_scale_inv_offset(i)] = 1.0f;
-  return state;
-}
+// The scaled tensors and the weights' FP8 copies of the linear layers that run in FP8
+// (llmc/linear_layers.def, the fp8 column), for one model.
+//
+// Tensor indices: the inputs of every such layer, then their output gradients, then their weights
+// (so the delayed tensors come first, [0, delayed())); within a role the layers in table order, each
+// with one tensor per layer in layer order, or one for a layer that is not per layer. For GPT-2's
+// four per-layer linear layers that is index (role * 4 + linear) * L + layer, the order in which a
+// checkpoint keeps the scaling state.
+// Weight copies (weight_bytes() in all, one byte a value): the layers in table order, each with,
+// per W in layer order, W's E4M3 copy as it is (out x in) then transposed (in x out).
+// (Inline, as the kernel benchmarks of dev/cuda use it without the host library.)
+class Fp8Layout {
+ public:
+  explicit Fp8Layout(const GPT2Config& config) : Fp8Layout(config, table_fp8_linears(config)) {}
+  // Another choice of the layers that run in FP8 than the table's fp8 column (in any order: the
+  // layout follows the table's).
+  Fp8Layout(const GPT2Config& config, const std::vector<LinearLayer>& fp8_linears) : L_(config.num_layers) {
+    for (const LinearLayerSpec& linear : linear_layers(config)) {
+      Place& place = place_[int(linear.id)];
+      place.name = linear.name;
+      if (std::find(fp8_linears.begin(), fp8_linears.end(), linear.id) == fp8_linears.end()) continue;
+      place.scaled = true;
+      place.per_layer = linear.per_layer;
+      place.first_tensor = per_role_;
+      place.first_copy = weight_bytes_;
+      place.weight_values = linear.out * linear.in;
+      operand_width_ = std::max({operand_width_, linear.in, linear.out});
+      per_role_ += int(linear.copies(L_));
+      weight_bytes_ += 2 * place.weight_values * linear.copies(L_);
+    }
+  }
 
-// The bytes of the layers' FP8 weight copies: each linear weight (12 C^2 values a layer) once as it
-// is and once transposed, one byte a value.
-constexpr size_t fp8_weight_bytes(size_t L, size_t C) { return 2 * 12 * L * C * C; }
+  bool scales(LinearLayer linear) const { return place_[int(linear)].scaled; }
+  // Throws std::logic_error for a layer that does not run in FP8 or a layer outside 0..L-1.
+  int tensor(Fp8Role role, LinearLayer linear, int layer) const {
+    const Place& place = place_[int(linear)];
+    return first(role) + place.first_tensor + layer_of(place, layer);
+  }
+  // Each role has a tensor of each W of the layers that run in FP8: tensors_per_role() of them,
+  // from first(role) on.
+  int tensors_per_role() const { return per_role_; }
+  int tensors() const { return kFp8Roles * per_role_; }
+  int first(Fp8Role role) const { return int(role) * per_role_; }
+  int delayed() const { return first(Fp8Role::kWeight); }
+  size_t state_floats() const { return size_t(tensors()) * kFp8FloatsPerTensor; }
+  // The state before anything was recorded: every scale and scale_inv 1 (what the calibrating
+  // micro-step casts with), the amax slots and the history 0.
+  std::vector<float> initial_state() const {
+    std::vector<float> state(state_floats(), 0.0f);
+    for (int i = 0; i < tensors(); ++i) state[fp8_scale_offset(i)] = state[fp8_scale_inv_offset(i)] = 1.0f;
+    return state;
+  }
+
+  // Where layer `layer`'s copy of `linear`'s weight starts (bytes), as it is or transposed.
+  size_t weight_copy(LinearLayer linear, int layer, bool transposed) const {
+    const Place& place = place_[int(linear)];
+    return place.first_copy + (2 * size_t(layer_of(place, layer)) + (transposed ? 1 : 0)) * place.weight_values;
+  }
+  size_t weight_bytes() const { return weight_bytes_; }
+  // The widest FP8 operand a row of activations or gradients has: the largest in or out of the
+  // layers that run in FP8 (the one operand buffer holds B*T rows of it).
+  size_t operand_width() const { return operand_width_; }
+
+ private:
+  struct Place {
+    const char* name = nullptr;
+    bool scaled = false;
+    bool per_layer = false;
+    int first_tensor = 0;   // within its role
+    size_t first_copy = 0;  // bytes
+    size_t weight_values = 0;
+  };
+  static std::vector<LinearLayer> table_fp8_linears(const GPT2Config& config) {
+    std::vector<LinearLayer> linears;
+    for (const LinearLayerSpec& linear : linear_layers(config))
+      if (linear.fp8) linears.push_back(linear.id);
+    return linears;
+  }
+  // The W of `place`'s layer that layer `layer` uses: its own, or the model's one.
+  int layer_of(const Place& place, int layer) const {
+    if (!place.scaled || layer < 0 || layer >= L_)
+      throw std::logic_error(std::string("Fp8Layout: linear layer ") + place.name + " of layer " +
+                             std::to_string(layer) + " has no FP8 tensors");
+    return place.per_layer ? layer : 0;
+  }
+
+  int L_ = 0;
+  int per_role_ = 0;
+  size_t weight_bytes_ = 0;
+  size_t operand_width_ = 0;
+  std::array<Place, kLinearLayers> place_{};
+};
 
 }  // namespace llmc

@@ -110,6 +110,7 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const size_t chunk_rows = logits_rows(in);
   const char* logits_depends = chunk_rows < BT ? "chunk*Vp (LLMC_CLASSIFIER)" : "B*T*Vp";
   const size_t scores = B * NH * T * T;  // one layer's attention matrix (fallback)
+  const Fp8Layout fp8(cfg);
   // The LayerNorm and bias gradients take turns in one fp32 scratch, the larger of the two needs.
   const size_t partial_sums = std::max(layernorm_backward_scratch_floats(cfg.channels),
                                        matmul_bias_grad_scratch_floats(int(BT), 4 * cfg.channels));

@@ -1,0 +1,49 @@
+// GPT-2's linear layers (llmc/linear_layers.def) as a table: which parameters each one multiplies
+// by, its shape for a model, and whether --fp8 1 runs it in FP8.
+#pragma once
+#include <array>
+#include <cstddef>
+
+#include "llmc/gpt2.h"
+
+namespace llmc {
+
+enum class LinearLayer {
+#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) id,
+#include "llmc/linear_layers.def"
+};
+
+constexpr LinearLayer kLinearLayerIds[] = {
+#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) LinearLayer::id,
+#include "llmc/linear_layers.def"
+};
+constexpr int kLinearLayers = int(sizeof kLinearLayerIds / sizeof kLinearLayerIds[0]);
+
+// A linear layer without a bias names this as its bias tensor.
+constexpr int kNoBias = -1;
+
+// One row of the table for a model's shape: out = inp W^T + b, W of out x in values.
+struct LinearLayerSpec {
+  LinearLayer id;
+  const char* name;
+  int weight, bias;  // ParamIndex of W and of b (kNoBias: none)
+  size_t out, in;
+  bool per_layer;  // one W per layer, or one for the model
+  bool fp8;        // --fp8 1 runs its forward and input-gradient GEMMs in FP8
+  // How many Ws the model has (L layers).
+  size_t copies(int L) const { return per_layer ? size_t(L) : 1; }
+};
+
+// The rows for `config`, indexed by LinearLayer. (Inline, as the kernel benchmarks of dev/cuda use
+// it without the host library.)
+inline std::array<LinearLayerSpec, kLinearLayers> linear_layers(const GPT2Config& config) {
+  // The names the rows' shapes are written in.
+  const size_t C = size_t(config.channels), Vp = size_t(config.padded_vocab_size);
+  return {{
+#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) \
+  {LinearLayer::id, name, weight, bias, out, in, per_layer, fp8},
+#include "llmc/linear_layers.def"
+  }};
+}
+
+}  // namespace llmc
