@@ -306,6 +306,25 @@ void check_fp8(Report& report, const GPT2Config& config, const Args& a, Attentio
   // The scaling state, as a checkpoint carries it: a second backend given it computes the same
   // gradients, and one that starts afresh (calibrating) does not.
   const std::vector<uint8_t> state = fp8.scaling_state();
+
+  // The residual gradient's E5M2 copy written by the LayerNorm backward instead of a cast kernel
+  // (LLMC_FP8_RESIDUAL_CAST), or the other way round: the same bytes and amaxes, so the same
+  // calibration, FP8 gradients and scaling state, bit for bit, on the emulated GPU.
+  if (cuda_device_emulated()) {
+    CudaBackendOptions other = o;
+    other.speed.fp8_residual_cast = o.speed.fp8_residual_cast == Fp8ResidualCast::kKernel
+                                        ? Fp8ResidualCast::kLayerNorm
+                                        : Fp8ResidualCast::kKernel;
+    CudaBackend cast_elsewhere(config, other);
+    cast_elsewhere.set_parameters(params.data());
+    const std::string name = fmt::format("--fp8 1 with {}", speed_switches_summary(other.speed));
+    report.exact(name + ": calibration grads = the other cast's, bit for bit",
+                 cuda_gradients(cast_elsewhere, batch, B, T), calibrating);
+    report.exact(name + ": FP8 grads = the other cast's, bit for bit", cuda_gradients(cast_elsewhere, batch, B, T),
+                 fp8_grads);
+    report.check(name + ": scaling state = the other cast's", cast_elsewhere.scaling_state() == state ? 0.0 : 1.0, 0.5,
+                 "differ");
+  }
   CudaBackend resumed(config, o);
   resumed.set_parameters(params.data());
   resumed.set_scaling_state(state);
@@ -471,13 +490,14 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Six switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Seven switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
-      // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all)
-      // and CUDA graphs (the same kernels on the same buffers, replayed). Their gradients must be bit
-      // for bit the defaults'. Only there: on a GPU, runs of one build may already differ
+      // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
+      // CUDA graphs (the same kernels on the same buffers, replayed) and where the FP8 residual
+      // gradient is cast (nothing without --fp8 1; check_fp8 runs it with). Their gradients must be
+      // bit for bit the defaults'. Only there: on a GPU, runs of one build may already differ
       // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
       const SpeedSwitches defaults;
       SpeedSwitches same_sums = variants[i];
@@ -487,6 +507,7 @@ int run(const Args& a) {
       same_sums.layernorm_forward = defaults.layernorm_forward;
       same_sums.adamw = defaults.adamw;
       same_sums.cuda_graphs = defaults.cuda_graphs;
+      same_sums.fp8_residual_cast = defaults.fp8_residual_cast;
       if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

@@ -292,17 +292,23 @@ fi
 # NAME|VARIABLES|FLAGS, the baseline (the defaults) first. Then every other value of every speed switch
 # (llmc/cuda/speed_switches.def), one at a time and all levers on at once, at -r 0: no switch allows
 # less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row. Then
-# FP8.
+# FP8, and the switches that act only with it (LLMC_FP8_*), which compare with its first row.
 settings=("defaults (-r auto)||" "-r 0||-r 0" "-r 2||-r 2" "-r 1||-r 1")
+fp8_settings=()
 while read -r variable values _; do
   IFS='|' read -r -a choices <<<"$values"
-  for value in "${choices[@]:1}"; do settings+=("-r 0 $variable=$value|$variable=$value|-r 0"); done
+  for value in "${choices[@]:1}"; do
+    case $variable in
+      LLMC_FP8_*) fp8_settings+=("--fp8 1 $variable=$value|$variable=$value|--fp8 1") ;;
+      *) settings+=("-r 0 $variable=$value|$variable=$value|-r 0") ;;
+    esac
+  done
 done < <(speed_switch_rows)
 settings+=("-r 0 every lever on|$(all_levers_on_env)|-r 0" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
 # FP8 matmuls (docs/cuda-trainer.md "FP8 matmuls"): with the defaults and at -r 1 (the defaults hold
 # the levers that helped on a GPU, docs/gpu-runs.md; FP8 runs the GELU as kernels, which write the
 # FP8 copies, so it takes no GELU epilogues), to compare with the defaults' and the -r 1 rows.
-settings+=("--fp8 1||--fp8 1" "-r 1 --fp8 1||-r 1 --fp8 1")
+settings+=("--fp8 1||--fp8 1" "-r 1 --fp8 1||-r 1 --fp8 1" "${fp8_settings[@]}")
 sweep_steps=20
 sweep_runs=()
 if [ -n "$corpus" ] && wanted sweep; then

@@ -291,7 +291,25 @@ bool check_fused(size_t n, const std::string& tag) {
                                              kChannels, 0, s);
     }, __NV_E4M3);
   }
-  bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res});
+  // The LayerNorm backward's residual gradient (LLMC_FP8_RESIDUAL_CAST=layernorm), added to what the
+  // buffer held, as the trainer's is: its copy is of the sums it stores. Two-pass and fused.
+  float* d_mean = nullptr;
+  float* d_rstd = nullptr;
+  float* d_scratch = nullptr;
+  const size_t scratch_floats = llmc::layernorm_backward_scratch_floats(kChannels);
+  CUDA_CHECK(cudaMalloc(&d_mean, kRows * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d_rstd, kRows * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d_scratch, scratch_floats * sizeof(float)));
+  CUDA_CHECK(cudaMemset(d_scratch, 0, scratch_floats * sizeof(float)));
+  llmc::layernorm_forward(llmc::LayerNormForwardPath::kShared, d_ln, d_mean, d_rstd, d_x, d_w, d_b, kRows, kChannels, 0);
+  floatX* d_dw = bench::to_device<floatX>(std::vector<float>(kChannels, 0.0f));
+  floatX* d_db = bench::to_device<floatX>(std::vector<float>(kChannels, 0.0f));
+  for (bool fused : {false, true})
+    expect(std::string("layernorm backward") + (fused ? " (fused)" : ""), d_res, rows_c, [&](const llmc::Fp8Sink& s) {
+      llmc::layernorm_backward(d_res, d_dw, d_db, d_scratch, d_y, d_x, d_w, d_mean, d_rstd, kRows, kChannels, fused, 0,
+                               nullptr, s);
+    }, __NV_E5M2);
+  bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db});
   return ok;
 }
 

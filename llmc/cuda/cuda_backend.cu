@@ -399,10 +399,20 @@ void CudaBackend::Impl::backward(int B, int T) {
   const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
+  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: dqkv's cast on its own,
+  // the fc layer's written by the GELU backward kernel that produces it, and the projections' (the
+  // residual gradient dres) cast on its own or, with LLMC_FP8_RESIDUAL_CAST=layernorm, written by the
+  // LayerNorm backward that leaves dres.
+  const bool fp8_from_ln = opt.speed.fp8_residual_cast == Fp8ResidualCast::kLayerNorm;
+  const auto residual_fp8 = [&](LinearLayer linear, int l) {
+    return fp8_from_ln ? fp8_sink(Fp8Role::kGradient, linear, l) : Fp8Sink{};
+  };
+  const auto cast_residual = [&](LinearLayer linear, int l) {
+    if (opt.fp8 && !fp8_from_ln) fp8_cast(fp8_sink(Fp8Role::kGradient, linear, l), dres, size_t(BT) * Cs, stream);
+  };
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)));
-  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy, cast on its own from
-  // dres and dqkv, and from the fc layer's by the GELU backward kernel that produces it.
+                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)),
+                     residual_fp8(LinearLayer::kFcproj, L - 1));
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
@@ -412,7 +422,7 @@ void CudaBackend::Impl::backward(int B, int T) {
       layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
                         param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kFcproj, l), dres, size_t(BT) * Cs, stream);
+    cast_residual(LinearLayer::kFcproj, l);
     linear_backward(LinearLayer::kFcproj, l,
                     {.dinp = d_big, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kFcproj, l)),
                      .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
@@ -426,8 +436,8 @@ void CudaBackend::Impl::backward(int B, int T) {
                      .bias_grad_epilogue = bias_grad_epilogue});
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
-                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)));
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kAttproj, l), dres, size_t(BT) * Cs, stream);
+                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)), residual_fp8(LinearLayer::kAttproj, l));
+    cast_residual(LinearLayer::kAttproj, l);
     linear_backward(LinearLayer::kAttproj, l,
                     {.dinp = d_ln, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kAttproj, l)),
                      .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
@@ -443,7 +453,8 @@ void CudaBackend::Impl::backward(int B, int T) {
     // Below layer 0 the stream is the encoder's output, which has no bias.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,
-                       l > 0 ? bias_if_ln(bias_grad_of(LinearLayer::kFcproj, l - 1)) : nullptr);
+                       l > 0 ? bias_if_ln(bias_grad_of(LinearLayer::kFcproj, l - 1)) : nullptr,
+                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{});
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
     // buckets overlap the backward pass over NCCL only.
 #if defined(LLMC_NCCL_LIBRARY)

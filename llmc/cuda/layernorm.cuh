@@ -200,10 +200,11 @@ constexpr int kLayerNormFinishOutputs = 8;
 // kFused: the block that finishes last (counted in scratch_counter(scratch) after a __threadfence,
 // the programming guide's last-block pattern) also adds every block's partials to the outputs,
 // exactly as layernorm_backward_finish_kernel does, then sets the counter back to 0 for the next call.
+// With fp8.data, dinp's FP8 copy of each vector as stored, its amax recorded per row (llmc/cuda/fp8.cuh).
 template <class Real, bool kFused>
 __global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
                                           const Real* inp, const Real* weight, const float* mean, const float* rstd,
-                                          int N, int C) {
+                                          int N, int C, Fp8Sink fp8) {
   constexpr int S = Packed128<Real>::size;
   const int outputs = grads.outputs(C);
   const bool carry = grads.dres_bias != nullptr;
@@ -241,6 +242,7 @@ __global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> gr
     const float mean_g = warp_reduce_sum(sum_g) / C;
     const float mean_gx = warp_reduce_sum(sum_gx) / C;
     // Second pass re-reads this warp's row (an L1 hit) rather than holding C/32 values per lane.
+    float amax = 0.0f;
     for (int v = lane; v < vectors; v += kWarpSize) {
       const Packed128<Real> d = load128cs(dout + base + v * S);
       const Packed128<Real> x = load128cs(inp + base + v * S);
@@ -256,7 +258,9 @@ __global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> gr
         if (carry) dr_sum[k * vectors + v] += float(di[k]);
       }
       store128(dinp + base + v * S, di);
+      if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), di));
     }
+    if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
   }
   __syncthreads();
   float* partials = scratch_partials(scratch);
@@ -296,13 +300,15 @@ __global__ void layernorm_backward_finish_kernel(LayerNormGradSums<Real> grads, 
 }
 
 // dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout; with dres_bias (else null),
-// also dres_bias += sum_n dinp, the column sums of dinp as this call leaves it. scratch is the
+// also dres_bias += sum_n dinp, the column sums of dinp as this call leaves it; with fp8.data, dinp's
+// FP8 copy as this call leaves it (--fp8 1: the next GEMM's output gradient). scratch is the
 // gradient partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its
 // counter at 0. fused: the main kernel's last block adds the partials (one launch, the same bits)
 // rather than a second kernel.
 inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
-                               int C, bool fused, cudaStream_t stream, floatX* dres_bias = nullptr) {
+                               int C, bool fused, cudaStream_t stream, floatX* dres_bias = nullptr,
+                               const Fp8Sink& fp8 = {}) {
   const bool with_bias = dres_bias != nullptr;
   const int warps = layernorm_backward_warps(C, with_bias);
   const int blocks = layernorm_backward_blocks(N, C, with_bias);
@@ -311,12 +317,12 @@ inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, flo
   const LayerNormGradSums<floatX> grads{dweight, dbias, dres_bias};
   if (fused) {
     launch<layernorm_backward_kernel<floatX, true>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
-                                                    dout, inp, weight, mean, rstd, N, C);
+                                                    dout, inp, weight, mean, rstd, N, C, fp8);
     CUDA_CHECK_LAST();
     return;
   }
   launch<layernorm_backward_kernel<floatX, false>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
-                                                   dout, inp, weight, mean, rstd, N, C);
+                                                   dout, inp, weight, mean, rstd, N, C, fp8);
   CUDA_CHECK_LAST();
   launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, grads,
                                                    scratch_partials(scratch), blocks, C);

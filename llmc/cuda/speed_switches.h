@@ -102,6 +102,15 @@ enum class LayerNormForwardPath { kRegisters, kShared };
 // buffers, so the same results.
 enum class CudaGraphs { kOff, kOn };
 
+// With --fp8 1, where the residual gradient's E5M2 copy is written, the output gradient that the
+// attention and fc projections' FP8 input-gradient GEMMs read (LLMC_FP8_RESIDUAL_CAST). kKernel, the
+// default: a cast kernel of its own reads the residual gradient after the LayerNorm backward wrote
+// it. kLayerNorm: that LayerNorm backward (ln2's, and the next layer's ln1 or lnf's) writes the copy
+// of each vector it stores, and records its amax, as the forward LayerNorms do for their outputs:
+// the same bytes and the same amax, one pass over the residual gradient less. Without --fp8 1 it
+// changes nothing.
+enum class Fp8ResidualCast { kKernel, kLayerNorm };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};
