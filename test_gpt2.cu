@@ -307,24 +307,33 @@ void check_fp8(Report& report, const GPT2Config& config, const Args& a, Attentio
   // gradients, and one that starts afresh (calibrating) does not.
   const std::vector<uint8_t> state = fp8.scaling_state();
 
-  // The residual gradient's E5M2 copy written by the LayerNorm backward instead of a cast kernel
-  // (LLMC_FP8_RESIDUAL_CAST), or the other way round: the same bytes and amaxes, so the same
-  // calibration, FP8 gradients and scaling state, bit for bit, on the emulated GPU.
-  if (cuda_device_emulated()) {
-    CudaBackendOptions other = o;
-    other.speed.fp8_residual_cast = o.speed.fp8_residual_cast == Fp8ResidualCast::kKernel
-                                        ? Fp8ResidualCast::kLayerNorm
-                                        : Fp8ResidualCast::kKernel;
-    CudaBackend cast_elsewhere(config, other);
-    cast_elsewhere.set_parameters(params.data());
-    const std::string name = fmt::format("--fp8 1 with {}", speed_switches_summary(other.speed));
-    report.exact(name + ": calibration grads = the other cast's, bit for bit",
-                 cuda_gradients(cast_elsewhere, batch, B, T), calibrating);
-    report.exact(name + ": FP8 grads = the other cast's, bit for bit", cuda_gradients(cast_elsewhere, batch, B, T),
-                 fp8_grads);
-    report.check(name + ": scaling state = the other cast's", cast_elsewhere.scaling_state() == state ? 0.0 : 1.0, 0.5,
-                 "differ");
+  // Every other value of each FP8 switch (LLMC_FP8_*), alone. The LayerNorm backward's copy of the
+  // residual gradient has the cast's bytes and amax, and the emulated cuBLASLt sums in fp32 with
+  // fast accumulation or without: on the emulated GPU the same calibration, FP8 gradients and
+  // scaling state, bit for bit. On a GPU fast accumulation sums otherwise: the FP8 bars.
+  const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
+  for (size_t row = 0; row < rows.size(); ++row) {
+    if (std::string(rows[row].variable).rfind("LLMC_FP8_", 0) != 0) continue;
+    for (int value = 0; value < int(rows[row].values.size()); ++value) {
+      if (value == speed_switch_value(o.speed, row)) continue;
+      CudaBackendOptions other = o;
+      set_speed_switch(other.speed, row, value);
+      CudaBackend variant(config, other);
+      variant.set_parameters(params.data());
+      const std::string name = fmt::format("--fp8 1 with {}={}", rows[row].variable, rows[row].values[value]);
+      const std::vector<float> variant_calibrating = cuda_gradients(variant, batch, B, T);
+      const std::vector<float> variant_grads = cuda_gradients(variant, batch, B, T);
+      if (cuda_device_emulated()) {
+        report.exact(name + ": calibration grads = the defaults', bit for bit", variant_calibrating, calibrating);
+        report.exact(name + ": FP8 grads = the defaults', bit for bit", variant_grads, fp8_grads);
+        report.check(name + ": scaling state = the defaults'", variant.scaling_state() == state ? 0.0 : 1.0, 0.5,
+                     "differ");
+      } else {
+        check_gradients(report, name + " grad", config, variant_grads, cpu_grads, true, grad_bar);
+      }
+    }
   }
+
   CudaBackend resumed(config, o);
   resumed.set_parameters(params.data());
   resumed.set_scaling_state(state);
@@ -490,14 +499,13 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Seven switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Eight switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
       // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
-      // CUDA graphs (the same kernels on the same buffers, replayed) and where the FP8 residual
-      // gradient is cast (nothing without --fp8 1; check_fp8 runs it with). Their gradients must be
-      // bit for bit the defaults'. Only there: on a GPU, runs of one build may already differ
+      // CUDA graphs (the same kernels on the same buffers, replayed) and the two FP8 switches (nothing
+      // without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the defaults'. Only there: on a GPU, runs of one build may already differ
       // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
       const SpeedSwitches defaults;
       SpeedSwitches same_sums = variants[i];
@@ -508,6 +516,7 @@ int run(const Args& a) {
       same_sums.adamw = defaults.adamw;
       same_sums.cuda_graphs = defaults.cuda_graphs;
       same_sums.fp8_residual_cast = defaults.fp8_residual_cast;
+      same_sums.fp8_fast_accum = defaults.fp8_fast_accum;
       if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

@@ -275,8 +275,10 @@ void bwd_dweight_timed(Data& d, int) {
   llmc::matmul_backward_weight(*d.dweight_search, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
 }
 
+template <bool kFastAccum>
 void fwd_bias_fp8(Data& d, int) {
-  llmc::matmul_forward_fp8(d.ctx, d.buf.out, d.fp8->inp_m, d.fp8->w_m, d.buf.bias, d.s.BT, d.s.C, d.s.OC, 0);
+  llmc::matmul_forward_fp8(d.ctx, d.buf.out, d.fp8->inp_m, d.fp8->w_m, d.buf.bias, d.s.BT, d.s.C, d.s.OC, kFastAccum,
+                           0);
 }
 void bwd_dinp_fp8(Data& d, int) {
   llmc::MatmulBackward p{.dinp = d.buf.dinp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
@@ -473,7 +475,9 @@ const std::vector<Version> kVersions = {
     {"bwd_dweight_timed", "bwd_dweight with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {},
      bwd_dweight_timed, check_bwd_dweight_timed, dweight_cost},
     {"fwd_bias_fp8", "--fp8 1: operands cast to E4M3 by the trainer's kernels, cuBLASLt's FP8 GEMM (bf16 build)", {},
-     fwd_bias_fp8, check_fwd_fp8, fwd_fp8_cost, has_fp8},
+     fwd_bias_fp8<false>, check_fwd_fp8, fwd_fp8_cost, has_fp8},
+    {"fwd_bias_fp8_fast", "fwd_bias_fp8 with cuBLASLt's fast accumulation (LLMC_FP8_FAST_ACCUM=forward)", {},
+     fwd_bias_fp8<true>, check_fwd_fp8, fwd_fp8_cost, has_fp8},
     {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)", {},
      bwd_dinp_fp8, check_dinp_fp8, dinp_fp8_cost, has_fp8},
 };
@@ -484,7 +488,8 @@ bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, 
   const Reference r = make_reference(s, seed);
   DeviceBuffers buf(s, r);
   Data d{s, r, buf, ctx};
-  if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "bwd_dinp_fp8")) {
+  if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "fwd_bias_fp8_fast") ||
+      bench::selected(args, "bwd_dinp_fp8")) {
     // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
     if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
       d.fp8.emplace(s, r, buf);

@@ -310,7 +310,8 @@ void CudaBackend::Impl::linear_forward(LinearLayer linear, int l, floatX* out, c
   const LinearLayerSpec& s = spec(linear);
   if (fp8_gemms(linear))
     matmul_forward_fp8(*blas, out, fp8_operand_of(Fp8Role::kInput, linear, l), fp8_weight(linear, l, false),
-                       bias_of(linear, l), rows, int(s.in), int(s.out), stream);
+                       bias_of(linear, l), rows, int(s.in), int(s.out),
+                       opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
   else
     matmul_forward(*blas, out, inp, weight_of(linear, l), bias_of(linear, l), rows, int(s.in), int(s.out), stream);
 }

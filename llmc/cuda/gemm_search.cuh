@@ -152,7 +152,9 @@ inline cublasLtMatmulAlgo_t fastest_algorithm(const GemmKey& key, const std::vec
   // FP8 operands (their cudaDataType: CUDA_R_8F_E4M3 or _E5M2) are named after the shape.
   const auto fp8_name = [](int type) { return type == int(CUDA_R_8F_E4M3) ? "e4m3" : "e5m2"; };
   const std::string types =
-      key.a_type < 0 ? std::string() : fmt::format(" fp8 {} x {}", fp8_name(key.a_type), fp8_name(key.b_type));
+      key.a_type < 0 ? std::string()
+                     : fmt::format(" fp8 {} x {}{}", fp8_name(key.a_type), fp8_name(key.b_type),
+                                   key.fast_accum ? " fast accumulation" : "");
   const std::string shape = fmt::format("m={} n={} k={} {}{} epilogue={} beta={}{}", key.m, key.n, key.k,
                                         key.trans_a ? "A^T " : "A ", key.trans_b ? "B^T" : "B",
                                         epilogue_name(key.epilogue), key.accumulate ? 1 : 0, types);

@@ -12,13 +12,14 @@ namespace llmc {
 namespace {
 
 constexpr size_t kHeaderWords = 4;
-constexpr size_t kKeyWords = 12;
-constexpr size_t kVersion1KeyWords = 10;  // no operand types
+constexpr size_t kKeyWords = 13;
+constexpr size_t kVersion2KeyWords = 12;  // no fast accumulation
+constexpr size_t kVersion1KeyWords = 10;  // no operand types either
 constexpr size_t kAlgoWords = std::tuple_size<GemmAlgoWords>::value;
 
 std::array<uint64_t, kKeyWords> key_words(const GemmKey& k) {
   return {uint64_t(k.m), uint64_t(k.n), uint64_t(k.k), k.trans_a, k.trans_b, uint64_t(k.epilogue), k.accumulate,
-          k.align_a, k.align_b, k.align_d, uint64_t(int64_t(k.a_type)), uint64_t(int64_t(k.b_type))};
+          k.align_a, k.align_b, k.align_d, uint64_t(int64_t(k.a_type)), uint64_t(int64_t(k.b_type)), k.fast_accum};
 }
 
 // -1, or a cudaDataType (all below 256).
@@ -29,18 +30,18 @@ bool is_operand_type(uint64_t word) {
 
 bool is_alignment(uint64_t bytes) { return bytes >= 1 && bytes <= 256 && (bytes & (bytes - 1)) == 0; }
 
-// The key in words w[0..key_words) (kKeyWords, or kVersion1KeyWords: no types); throws naming
-// `source` when a field cannot be one of ours.
+// The key in words w[0..key_words) (kKeyWords, or an older version's fewer: the fields it lacks at
+// their defaults); throws naming `source` when a field cannot be one of ours.
 GemmKey key_from_words(const uint64_t* w, size_t key_words, const std::string& source, size_t entry) {
   const auto positive_int = [](uint64_t x) { return x >= 1 && x <= uint64_t(INT32_MAX); };
-  const bool typed = key_words == kKeyWords;
+  const bool typed = key_words >= kVersion2KeyWords, with_fast_accum = key_words >= kKeyWords;
   if (!positive_int(w[0]) || !positive_int(w[1]) || !positive_int(w[2]) || w[3] > 1 || w[4] > 1 ||
       w[5] > uint64_t(INT32_MAX) || w[6] > 1 || !is_alignment(w[7]) || !is_alignment(w[8]) || !is_alignment(w[9]) ||
-      (typed && (!is_operand_type(w[10]) || !is_operand_type(w[11]))))
+      (typed && (!is_operand_type(w[10]) || !is_operand_type(w[11]))) || (with_fast_accum && w[12] > 1))
     throw std::runtime_error(fmt::format("{}: GEMM algorithm table entry {} is not a GEMM shape", source, entry));
   return GemmKey{int(w[0]), int(w[1]), int(w[2]), w[3] == 1, w[4] == 1, int(w[5]), w[6] == 1,
                  uint32_t(w[7]), uint32_t(w[8]), uint32_t(w[9]), typed ? int(int64_t(w[10])) : -1,
-                 typed ? int(int64_t(w[11])) : -1};
+                 typed ? int(int64_t(w[11])) : -1, with_fast_accum && w[12] == 1};
 }
 
 }  // namespace
@@ -65,7 +66,7 @@ GemmTable gemm_table_from_bytes(const std::vector<uint8_t>& bytes, const std::st
   if (w[0] != kGemmTableMagic || w[1] < 1 || w[1] > kGemmTableVersion)
     throw std::runtime_error(fmt::format("{}: not a GEMM algorithm table of version 1 to {} (magic {:#x}, version {})",
                                          source, kGemmTableVersion, w[0], w[1]));
-  const size_t key_words = w[1] == 1 ? kVersion1KeyWords : kKeyWords;
+  const size_t key_words = w[1] == 1 ? kVersion1KeyWords : w[1] == 2 ? kVersion2KeyWords : kKeyWords;
   const size_t kEntryWords = key_words + kAlgoWords;
   const uint64_t count = w[3];
   if ((w.size() - kHeaderWords) / kEntryWords != count || (w.size() - kHeaderWords) % kEntryWords != 0)

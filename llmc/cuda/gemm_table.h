@@ -7,10 +7,10 @@
 // serializable and valid again with the same library version, so the table stores the words as
 // they are, with the version of the cuBLASLt that chose them. Bytes, all uint64 little-endian:
 //   [0] kGemmTableMagic [1] kGemmTableVersion [2] cublasLtGetVersion() of the chooser [3] count
-//   then per entry 20 words: m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b,
-//   align_d, a_type, b_type (GemmKey; the types as int64, -1 in two's complement), then the 8 words
-//   of the algorithm. Version 1 tables (18 words an entry, before FP8 operands: no types) are still
-//   read, their types -1.
+//   then per entry 21 words: m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b,
+//   align_d, a_type, b_type (GemmKey; the types as int64, -1 in two's complement), fast_accum, then
+//   the 8 words of the algorithm. Older tables are still read: version 2 (20 words an entry, before
+//   fast accumulation: fast_accum 0) and version 1 (18 words, before FP8 operands: no types, -1).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -37,10 +37,11 @@ struct GemmKey {
   bool accumulate;
   uint32_t align_a, align_b, align_d;
   int a_type = -1, b_type = -1;
+  bool fast_accum = false;  // FP8 operands: cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM)
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b, align_d, a_type, b_type) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.accumulate, o.align_a, o.align_b, o.align_d,
-                    o.a_type, o.b_type);
+    return std::tie(m, n, k, trans_a, trans_b, epilogue, accumulate, align_a, align_b, align_d, a_type, b_type,
+                    fast_accum) < std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.accumulate, o.align_a,
+                                           o.align_b, o.align_d, o.a_type, o.b_type, o.fast_accum);
   }
   bool operator==(const GemmKey& o) const { return !(*this < o) && !(o < *this); }
 };
@@ -49,7 +50,7 @@ struct GemmKey {
 using GemmAlgoWords = std::array<uint64_t, 8>;
 
 constexpr uint64_t kGemmTableMagic = 0x3142544D4D4547ull;  // "GEMMTB1"
-constexpr uint64_t kGemmTableVersion = 2;
+constexpr uint64_t kGemmTableVersion = 3;
 
 struct GemmTable {
   uint64_t library_version = 0;  // cublasLtGetVersion() of the library that chose the algorithms

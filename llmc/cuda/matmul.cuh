@@ -45,6 +45,10 @@ struct LtGemm {
   // transposed and B not ("TN").
   bool fp8 = false;
   Fp8Matrix a8{}, b8{};
+  // With fp8: cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM; Hopper's FP8 MMA
+  // accumulates in fewer than fp32's bits, and without it cuBLASLt promotes the partial sums to fp32
+  // every so often, at a cost in throughput).
+  bool fast_accum = false;
 };
 
 inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
@@ -59,7 +63,7 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
                      " " + (g.transpose_a ? "T" : "N") + (g.transpose_b ? "T" : "N");
   if (g.fp8)
     name += std::string(" fp8 ") + (g.a8.format == __NV_E4M3 ? "e4m3" : "e5m2") + " x " +
-            (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2");
+            (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2") + (g.fast_accum ? " fast" : "");
   switch (g.epilogue) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
     case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
@@ -109,6 +113,9 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
                                                 sizeof(g.a8.scale_inv)));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b8.scale_inv,
                                                 sizeof(g.b8.scale_inv)));
+    const int8_t fast_accum = g.fast_accum ? 1 : 0;
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof(fast_accum)));
   }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, a_type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, b_type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
@@ -120,7 +127,7 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   const void* b = g.fp8 ? static_cast<const void*>(g.b8.data) : g.b;
   const GemmKey key{g.m, g.n, g.k, g.transpose_a, g.transpose_b, int(g.epilogue), g.accumulate,
                     lt_alignment(a, g.lda * e_ab), lt_alignment(b, g.ldb * e_ab), lt_alignment(g.d, g.ldd * e),
-                    g.fp8 ? int(a_type) : -1, g.fp8 ? int(b_type) : -1};
+                    g.fp8 ? int(a_type) : -1, g.fp8 ? int(b_type) : -1, g.fp8 && g.fast_accum};
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
   return ctx.run(key, descs, [&](const cublasLtMatmulAlgo_t& algo) {
@@ -155,11 +162,13 @@ inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, con
 }
 
 // The same product from FP8 copies (--fp8 1): out = (inp8 / s_inp) (weight8 / s_w)^T + bias, E4M3
-// both, the forward mapping's TN layout as it is.
+// both, the forward mapping's TN layout as it is; with fast_accum, cuBLASLt's fast accumulation
+// (LtGemm::fast_accum; LLMC_FP8_FAST_ACCUM).
 inline void matmul_forward_fp8(BlasContext& ctx, floatX* out, const Fp8Matrix& inp, const Fp8Matrix& weight,
-                               const floatX* bias, int BT, int C, int OC, cudaStream_t stream) {
+                               const floatX* bias, int BT, int C, int OC, bool fast_accum, cudaStream_t stream) {
   LtGemm g = forward_gemm(out, nullptr, nullptr, BT, C, OC);
   g.fp8 = true;
+  g.fast_accum = fast_accum;
   g.a8 = weight;
   g.b8 = inp;
   if (bias) {

@@ -111,6 +111,14 @@ enum class CudaGraphs { kOff, kOn };
 // changes nothing.
 enum class Fp8ResidualCast { kKernel, kLayerNorm };
 
+// With --fp8 1, whether the forward FP8 GEMMs use cuBLASLt's fast accumulation
+// (LLMC_FP8_FAST_ACCUM; CUBLASLT_MATMUL_DESC_FAST_ACCUM). kOff, the default: cuBLASLt promotes the
+// tensor cores' partial sums to fp32 every so often. kForward: the forward GEMMs do not (faster, a
+// little less precise: Transformer Engine's default for the forward pass); the input-gradient GEMMs,
+// whose E5M2 operands carry less precision already, keep the promotion. The emulated cuBLASLt
+// accumulates in fp32 either way. Without --fp8 1 it changes nothing.
+enum class Fp8FastAccum { kOff, kForward };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

@@ -14,7 +14,7 @@
 #      with every lever on the resumed run loads the GEMM algorithm table (LLMC_GEMM_SEARCH=timed)
 #      from the checkpoint instead of timing again;
 #      no MFU anywhere, as the emulated GPU's name is in no table of peaks; and with --fp8 1, whose
-#      checkpoint carries the FP8 scaling state;
+#      checkpoint carries the FP8 scaling state, with the FP8 switches off and on;
 #  (d) --fp8 1 refused, naming why, on compute capability 8.0 (LLMC_EMU_COMPUTE_CAPABILITY) and with
 #      LLMC_GELU=epilogues.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
@@ -151,6 +151,16 @@ before=$failures
 resume_exactly fp8 10 -- --fp8 1
 grep -q '| precision bf16, FP8 matmuls |' "$tmp/full-fp8.out" || fail "the cuda: line does not say FP8: $(grep '^cuda:' "$tmp/full-fp8.out")"
 [ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1): resumed at step 3 with its FP8 scaling state, main.log and model bit-identical"
+# The FP8 switches at their levers: the same, and the timed search keys the forward FP8 GEMMs (E4M3
+# x E4M3) with fast accumulation and the input-gradient ones (E4M3 x E5M2) without, a table the
+# resumed run loads from the checkpoint.
+before=$failures
+resume_exactly fp8-levers 12 LLMC_FP8_RESIDUAL_CAST=layernorm LLMC_FP8_FAST_ACCUM=forward -- --fp8 1
+grep -q '^gemm search: .* fp8 e4m3 x e4m3 fast accumulation: ' "$tmp/full-fp8-levers.out" &&
+  grep -q '^gemm search: .* fp8 e4m3 x e5m2: ' "$tmp/full-fp8-levers.out" &&
+  ! grep -q 'e5m2 fast accumulation' "$tmp/full-fp8-levers.out" ||
+  fail "LLMC_FP8_FAST_ACCUM=forward: the searched FP8 GEMMs are not the forward ones fast, the others not: $(grep '^gemm search: .*fp8' "$tmp/full-fp8-levers.out" | head -n 3)"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1 LLMC_FP8_RESIDUAL_CAST=layernorm LLMC_FP8_FAST_ACCUM=forward): resumed bit-identically, fast accumulation in the forward GEMMs only"
 
 # --- (d) --fp8 1 where it cannot run: a GPU without FP8 tensor cores, the GELU epilogues ----------
 fp8_refused() {  # fp8_refused NAME TEXT VARIABLE=VALUE: the run stops before training, naming TEXT
@@ -168,4 +178,4 @@ fp8_refused epilogues "LLMC_GELU=epilogues is for the bf16 GEMMs" LLMC_GELU=epil
 [ "$failures" = "$before" ] && echo "ok    --fp8 1 refused on compute capability 8.0 and with LLMC_GELU=epilogues, naming why"
 
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1), --fp8 1's refusals"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1 with its switches off and on), --fp8 1's refusals"
