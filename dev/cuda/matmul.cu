@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -41,7 +42,7 @@ void matmul_bias_grad_serial(floatX* dbias, float* scratch, const floatX* dout, 
   float* partial = llmc::scratch_partials(scratch);
   const dim3 grid(llmc::ceil_div(OC, kCols), llmc::bias_grad_slices(BT));
   llmc::launch<llmc::bias_grad_partial_kernel<floatX>>(grid, dim3(llmc::kWarpSize, llmc::kBiasWarps), 0, 0, partial,
-                                                       dout, BT, OC);
+                                                       dout, BT, OC, llmc::Fp8Sink{});
   CUDA_CHECK_LAST();
   llmc::launch<bias_grad_serial_finish>(llmc::ceil_div(OC, 256), 256, 0, 0, dbias, partial, llmc::bias_grad_slices(BT),
                                         OC);
@@ -156,6 +157,9 @@ std::vector<float> fp8_values(const std::vector<float>& x, float scale, __nv_fp8
 struct Fp8Operands {
   float* state = nullptr;
   __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
+  // dout's E5M2 copy as the bias-gradient kernels write it, recording into the gradient's amax.
+  __nv_fp8_storage_t* dout8_by_bias = nullptr;
+  int gradient = 0;
   std::vector<float> inp, w, dout;  // the values of the FP8 copies
   llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m;
 
@@ -165,7 +169,7 @@ struct Fp8Operands {
     one_layer.num_layers = 1;
     const llmc::Fp8Layout layout(one_layer);
     const int input = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kQkv, 0);
-    const int gradient = layout.tensor(llmc::Fp8Role::kGradient, llmc::LinearLayer::kQkv, 0);
+    gradient = layout.tensor(llmc::Fp8Role::kGradient, llmc::LinearLayer::kQkv, 0);
     const int weight = layout.tensor(llmc::Fp8Role::kWeight, llmc::LinearLayer::kQkv, 0);
     const float inp_scale = 256.0f, dout_scale = 32768.0f;
     std::vector<float> host_state = layout.initial_state();
@@ -177,6 +181,7 @@ struct Fp8Operands {
     CUDA_CHECK(cudaMemcpy(state, host_state.data(), host_state.size() * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMalloc(&inp8, s.n_in()));
     CUDA_CHECK(cudaMalloc(&dout8, s.n_out()));
+    CUDA_CHECK(cudaMalloc(&dout8_by_bias, s.n_out()));
     CUDA_CHECK(cudaMalloc(&w8, s.n_w()));
     CUDA_CHECK(cudaMalloc(&wt8, s.n_w()));
     llmc::fp8_cast({inp8, state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, s.n_in(), 0);
@@ -192,7 +197,18 @@ struct Fp8Operands {
     dout_m = {dout8, state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
     wt_m = {wt8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
   }
-  ~Fp8Operands() { bench::free_device({state, inp8, dout8, w8, wt8}); }
+  ~Fp8Operands() { bench::free_device({state, inp8, dout8, w8, wt8, dout8_by_bias}); }
+  llmc::Fp8Sink dout_by_bias() const {
+    return {dout8_by_bias, state + llmc::fp8_scale_offset(gradient),
+            reinterpret_cast<unsigned*>(state + llmc::fp8_amax_offset(gradient)), __NV_E5M2};
+  }
+  // The largest of the gradient's amax slots.
+  float gradient_amax() const {
+    std::vector<float> slots(llmc::kFp8AmaxSlots * llmc::kFp8AmaxSlotStride);
+    CUDA_CHECK(cudaMemcpy(slots.data(), state + llmc::fp8_amax_offset(gradient), slots.size() * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+    return *std::max_element(slots.begin(), slots.end());
+  }
   Fp8Operands(const Fp8Operands&) = delete;
   Fp8Operands& operator=(const Fp8Operands&) = delete;
 };
@@ -259,6 +275,9 @@ void dbias_serial(Data& d, int) {
 void dbias_kernel(Data& d, int) {
   llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0);
 }
+void dbias_kernel_fp8(Data& d, int) {
+  llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0, d.fp8->dout_by_bias());
+}
 
 // false: cuBLASLt has no BGRADB epilogue for this GEMM (nothing was launched).
 bool dbias_epilogue_launch(Data& d) {
@@ -307,6 +326,7 @@ bench::Cost dgelu_bias_cost(const Data& d) {
 }
 bench::Cost dweight_cost(const Data& d) { return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w()), gemm_flops(d)}; }
 bench::Cost dbias_cost(const Data& d) { return {kE * (d.s.n_out() + 2.0 * d.s.OC), 0.0}; }
+bench::Cost dbias_fp8_cost(const Data& d) { return {dbias_cost(d).bytes + double(d.s.n_out()), 0.0}; }
 bench::Cost dbias_epilogue_cost(const Data& d) {
   return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w() + 3.0 * d.s.OC), gemm_flops(d)};
 }
@@ -406,6 +426,28 @@ bool check_dbias(Data& d, const Version& v, const std::string& tag, int block) {
   return ok && same;
 }
 
+// The bias-gradient kernels writing dout's E5M2 copy (LLMC_FP8_DQKV_CAST=bias-grad): dbias as
+// dbias_kernel's, the copy byte for byte fp8_cast's (the FP8 operands' dout8), the amax max |dout|.
+bool check_dbias_fp8(Data& d, const Version& v, const std::string& tag, int block) {
+  if (!d.fp8) return true;
+  CUDA_CHECK(cudaMemset(d.fp8->state + llmc::fp8_amax_offset(d.fp8->gradient), 0,
+                        llmc::kFp8AmaxSlots * llmc::kFp8AmaxSlotStride * sizeof(float)));
+  bench::poison(d.fp8->dout8_by_bias, d.s.n_out());
+  bool ok = check_dbias(d, v, tag, block);
+  std::vector<uint8_t> by_bias(d.s.n_out()), by_cast(d.s.n_out());
+  CUDA_CHECK(cudaMemcpy(by_bias.data(), d.fp8->dout8_by_bias, by_bias.size(), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(by_cast.data(), d.fp8->dout8, by_cast.size(), cudaMemcpyDeviceToHost));
+  size_t differ = 0;
+  for (size_t i = 0; i < by_bias.size(); ++i) differ += by_bias[i] != by_cast[i];
+  fmt::print("{}  {}  E5M2 copy: {} of {} bytes differ from fp8_cast's\n", differ == 0 ? "PASS" : "FAIL", tag, differ,
+             by_bias.size());
+  float amax = 0.0f;
+  for (float x : d.r.dout) amax = std::max(amax, std::fabs(x));
+  const float recorded = d.fp8->gradient_amax();
+  fmt::print("{}  {}  amax {:.9g} (expected {:.9g})\n", recorded == amax ? "PASS" : "FAIL", tag, recorded, amax);
+  return ok && differ == 0 && recorded == amax;
+}
+
 // Where cuBLASLt has no BGRADB epilogue for the GEMM the trainer takes the kernels (dbias_kernel):
 // reported, not failed, and not timed.
 bool check_dbias_epilogue(Data& d, const Version& v, const std::string& tag, int) {
@@ -468,6 +510,8 @@ const std::vector<Version> kVersions = {
      {}, dbias_serial, check_dbias, dbias_cost},
     {"dbias_kernel", "slices summed by 32 warps per 32 columns, deterministic (LLMC_BIAS_GRAD=kernels)", {},
      dbias_kernel, check_dbias, dbias_cost},
+    {"dbias_kernel_fp8", "dbias_kernel also writing dout's E5M2 copy as it reads it (LLMC_FP8_DQKV_CAST=bias-grad)",
+     {}, dbias_kernel_fp8, check_dbias_fp8, dbias_fp8_cost, has_fp8},
     {"dbias_epilogue", "the dweight GEMM's BGRADB epilogue into scratch, then added (LLMC_BIAS_GRAD=epilogue)", {},
      dbias_epilogue, check_dbias_epilogue, dbias_epilogue_cost, has_bias_epilogue},
     {"fwd_bias_timed", "fwd_bias with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {}, fwd_bias_timed,
@@ -489,7 +533,7 @@ bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, 
   DeviceBuffers buf(s, r);
   Data d{s, r, buf, ctx};
   if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "fwd_bias_fp8_fast") ||
-      bench::selected(args, "bwd_dinp_fp8")) {
+      bench::selected(args, "bwd_dinp_fp8") || bench::selected(args, "dbias_kernel_fp8")) {
     // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
     if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
       d.fp8.emplace(s, r, buf);

@@ -400,10 +400,12 @@ void CudaBackend::Impl::backward(int B, int T) {
   const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
-  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: dqkv's cast on its own,
-  // the fc layer's written by the GELU backward kernel that produces it, and the projections' (the
-  // residual gradient dres) cast on its own or, with LLMC_FP8_RESIDUAL_CAST=layernorm, written by the
-  // LayerNorm backward that leaves dres.
+  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: the fc layer's written
+  // by the GELU backward kernel that produces it; dqkv's cast on its own or, with
+  // LLMC_FP8_DQKV_CAST=bias-grad, written by the qkv bias gradient's kernel as it reads dqkv; the
+  // projections' (the residual gradient dres) cast on its own or, with
+  // LLMC_FP8_RESIDUAL_CAST=layernorm, written by the LayerNorm backward that leaves dres.
+  const bool dqkv_fp8_from_bias = opt.speed.fp8_dqkv_cast == Fp8DqkvCast::kBiasGrad;
   const bool fp8_from_ln = opt.speed.fp8_residual_cast == Fp8ResidualCast::kLayerNorm;
   const auto residual_fp8 = [&](LinearLayer linear, int l) {
     return fp8_from_ln ? fp8_sink(Fp8Role::kGradient, linear, l) : Fp8Sink{};
@@ -447,10 +449,12 @@ void CudaBackend::Impl::backward(int B, int T) {
     if (opt.recompute >= 2)
       layernorm_forward(opt.speed.layernorm_forward, ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l),
                         param(kLn1b, l), BT, C, stream);
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l), d_big, size_t(BT) * 3 * Cs, stream);
+    const Fp8Sink dqkv_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l);
+    if (opt.fp8 && !dqkv_fp8_from_bias) fp8_cast(dqkv_fp8, d_big, size_t(BT) * 3 * Cs, stream);
     linear_backward(LinearLayer::kQkv, l,
                     {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kQkv, l), .bias_scratch = scratch,
-                     .dout = d_big, .inp = ln1_of(l), .BT = BT, .bias_grad_epilogue = bias_grad_epilogue});
+                     .dout = d_big, .inp = ln1_of(l), .BT = BT, .bias_grad_epilogue = bias_grad_epilogue,
+                     .dout_fp8 = dqkv_fp8_from_bias ? dqkv_fp8 : Fp8Sink{}});
     // Below layer 0 the stream is the encoder's output, which has no bias.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,

@@ -227,6 +227,9 @@ struct MatmulBackward {
   // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
   // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
   Fp8Sink dinp_fp8{};
+  // --fp8 1: dout's FP8 copy (what dout8 then reads), written by the bias-gradient kernels as they
+  // read dout, or cast on its own where they do not run (no dbias, or the BGRADB epilogue).
+  Fp8Sink dout_fp8{};
   // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
   // accumulated with the column sums of dinp, the pre-activation's gradient, by
   // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
@@ -237,7 +240,8 @@ struct MatmulBackward {
 // Defined below, with the bias-gradient kernels.
 inline floatX* epilogue_bias_sums(float* bias_scratch);
 inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream);
-inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream);
+inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
+                             const Fp8Sink& dout_fp8 = {});
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
 // dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
@@ -310,8 +314,9 @@ inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floa
 constexpr int kBiasWarps = 8;
 constexpr int kBiasFinishWarps = 32;
 
+// With fp8.data, dout's FP8 copy of each vector read, its amax recorded per warp.
 template <class T>
-__global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC) {
+__global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC, Fp8Sink fp8) {
   using x128 = Packed128<T>;
   constexpr int kCols = kWarpSize * x128::size;
   LLMC_SHARED(float, sums, [kBiasWarps][kCols]);
@@ -320,13 +325,17 @@ __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, 
   const int col = block_col + lane * x128::size;
   const int row_end = min(BT, int(blockIdx.y + 1) * kBiasRowsPerSlice);
   float acc[x128::size] = {};
+  float amax = 0.0f;
   if (col < OC) {
     for (int r = blockIdx.y * kBiasRowsPerSlice + warp; r < row_end; r += kBiasWarps) {
       const x128 v = load128cs(dout + size_t(r) * OC + col);
 #pragma unroll
       for (int k = 0; k < x128::size; ++k) acc[k] += static_cast<float>(v[k]);
+      if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(r) * OC + col, v));
     }
   }
+  // Blocks are kBiasWarps rows of kWarpSize lanes: threadIdx.y is the warp.
+  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, (blockIdx.y * gridDim.x + blockIdx.x) * kBiasWarps + warp);
 #pragma unroll
   for (int k = 0; k < x128::size; ++k) sums[warp][lane * x128::size + k] = acc[k];
   __syncthreads();
@@ -356,14 +365,16 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
   dbias[c] = T(static_cast<float>(dbias[c]) + total);
 }
 
-// dbias (OC) += column sums of dout (BT x OC). OC must be a multiple of 16 / sizeof(floatX);
-// scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
-inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream) {
+// dbias (OC) += column sums of dout (BT x OC), and with dout_fp8.data dout's FP8 copy. OC must be a
+// multiple of 16 / sizeof(floatX); scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
+inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
+                             const Fp8Sink& dout_fp8) {
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = kWarpSize * Packed128<floatX>::size;
   float* partial = scratch_partials(scratch);
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, dout, BT, OC);
+  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, dout, BT, OC,
+                                           dout_fp8);
   CUDA_CHECK_LAST();
   launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, kWarpSize), dim3(kWarpSize, kBiasFinishWarps), 0, stream, dbias,
                                           partial, bias_grad_slices(BT), OC);
@@ -406,13 +417,13 @@ inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulB
 // The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight and, when
 // dbias is set, dbias: from the weight-gradient GEMM's epilogue when bias_grad_epilogue and cuBLASLt
 // offers it (matmul_backward_weight_bias_epilogue), otherwise by matmul_bias_grad and
-// matmul_backward_weight.
+// matmul_backward_weight; dout_fp8 before the input gradient reads it.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
-  if (!by_epilogue) {
-    if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
-    matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
-  }
+  const bool by_kernels = p.dbias && !by_epilogue;
+  if (by_kernels) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, p.dout_fp8);
+  if (!by_epilogue) matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+  if (p.dout_fp8.data && !by_kernels) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
   matmul_backward_input(ctx, p, stream);
 }
 

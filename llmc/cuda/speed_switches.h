@@ -119,6 +119,14 @@ enum class Fp8ResidualCast { kKernel, kLayerNorm };
 // accumulates in fp32 either way. Without --fp8 1 it changes nothing.
 enum class Fp8FastAccum { kOff, kForward };
 
+// With --fp8 1, where dqkv's E5M2 copy is written, the output gradient the qkv layer's FP8
+// input-gradient GEMM reads (LLMC_FP8_DQKV_CAST). kKernel, the default: a cast kernel of its own
+// reads dqkv after cuDNN (or the fallback attention) wrote it. kBiasGrad: the qkv bias gradient's
+// first kernel, which reads all of dqkv anyway, writes the copy of each vector it reads and records
+// its amax; where those kernels do not run (LLMC_BIAS_GRAD=epilogue, whose BGRADB epilogue sums the
+// bias), the cast kernel runs. The same bytes and amax. Without --fp8 1 it changes nothing.
+enum class Fp8DqkvCast { kKernel, kBiasGrad };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};
