@@ -28,6 +28,13 @@ GemmTable example_table() {
   return t;
 }
 
+// Words as the table's bytes (uint64 little-endian), for tables written out word by word.
+std::vector<uint8_t> bytes_of(const std::vector<uint64_t>& words) {
+  std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
+  std::memcpy(bytes.data(), words.data(), bytes.size());
+  return bytes;
+}
+
 // The table's bytes with word `index` (uint64) replaced by `value`.
 std::vector<uint8_t> with_word(std::vector<uint8_t> bytes, size_t index, uint64_t value) {
   std::memcpy(bytes.data() + index * sizeof(uint64_t), &value, sizeof value);
@@ -83,11 +90,9 @@ TEST_CASE("gemm table: bytes that are not a table are rejected naming their sour
 
 TEST_CASE("gemm table: a version 1 table (no operand types) is read with the types of D") {
   // Version 1's layout, written out here word by word: one entry of 10 key words and 8 algorithm words.
-  const std::vector<uint64_t> words = {kGemmTableMagic, 1, 130100, 1, 768, 8192, 3072, 0, 0, 1, 0, 256, 16, 256,
-                                       1, 2, 3, 4, 5, 6, 7, 8};
-  std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
-  std::memcpy(bytes.data(), words.data(), bytes.size());
-  const GemmTable t = gemm_table_from_bytes(bytes, "old checkpoint");
+  const GemmTable t = gemm_table_from_bytes(
+      bytes_of({kGemmTableMagic, 1, 130100, 1, 768, 8192, 3072, 0, 0, 1, 0, 256, 16, 256, 1, 2, 3, 4, 5, 6, 7, 8}),
+      "old checkpoint");
   REQUIRE(t.algos.size() == 1);
   const GemmKey& key = t.algos.begin()->first;
   CHECK(key.m == 768);
@@ -102,11 +107,9 @@ TEST_CASE("gemm table: a version 1 table (no operand types) is read with the typ
 TEST_CASE("gemm table: a version 2 table (no fast accumulation) is read with it off") {
   // Version 2's layout, written out here word by word: one entry of 12 key words (E4M3 x E4M3 = 28,
   // 28) and 8 algorithm words.
-  const std::vector<uint64_t> words = {kGemmTableMagic, 2, 130100, 1, 2304, 8192, 768, 1, 0, 4, 0, 256, 256, 256,
-                                       28, 28, 9, 8, 7, 6, 5, 4, 3, 2};
-  std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
-  std::memcpy(bytes.data(), words.data(), bytes.size());
-  const GemmTable t = gemm_table_from_bytes(bytes, "version 2 checkpoint");
+  const GemmTable t = gemm_table_from_bytes(bytes_of({kGemmTableMagic, 2, 130100, 1, 2304, 8192, 768, 1, 0, 4, 0, 256,
+                                                     256, 256, 28, 28, 9, 8, 7, 6, 5, 4, 3, 2}),
+                                            "version 2 checkpoint");
   REQUIRE(t.algos.size() == 1);
   const GemmKey& key = t.algos.begin()->first;
   CHECK(key.m == 2304);
