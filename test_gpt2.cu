@@ -8,7 +8,7 @@
 // every speed switch and all of them on at once, LLMC_CLASSIFIER=chunked's logits and losses over
 // several chunks, LLMC_CUDA_GRAPHS=on's replays against off (tests/lib/cuda_graphs_check.h), a
 // skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16) both attention
-// kernels and --fp8 1 (at bars derived from the FP8 rounding: kFp8ForwardGemm below), and the memory
+// kernels and --fp8 1 (at bars derived from the FP8 rounding: tests/lib/fp8_bars.h), and the memory
 // plan (device_bytes equals the plan's total; the drop in free memory is that plus at most the
 // libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
 // every lever on). One PASS/FAIL line per check, then a summary.
@@ -39,6 +39,7 @@
 #include "llmc/rng.h"
 #include "tests/lib/classifier_chunks.h"
 #include "tests/lib/cuda_graphs_check.h"
+#include "tests/lib/fp8_bars.h"
 #include "tests/lib/test_gpt2cu_args.h"
 
 using namespace llmc;
@@ -56,28 +57,6 @@ constexpr bool kFp32 = false;
 constexpr double kTensorBar = kFp32 ? 1e-4 : 5e-2;
 constexpr double kLossBar = kFp32 ? 1e-4 : 2e-2;
 constexpr bool kLossBarIsRelative = kFp32;
-
-// --fp8 1's bars (docs/cuda-trainer.md, "FP8 matmuls"), derived from the FP8 rounding of each GEMM
-// operand. Round to nearest with p mantissa bits leaves an error uniform within +-ulp/2 = +-2^-p m/2
-// relative to a value m 2^e; over significands m spread log-uniformly in [1, 2) its RMS relative
-// size is 2^-p / (2 sqrt 3) * sqrt(E[1/m^2]), E[1/m^2] = (1/ln 2)(1/2 - 1/8) = 0.5410: 0.2123 2^-p,
-// 0.02654 for E4M3 (p = 3) and 0.05308 for E5M2 (p = 2). A dot product of terms with independent
-// relative errors of RMS e_a and e_b is off by about sqrt(e_a^2 + e_b^2) of its size (random signs:
-// the error and the sum both grow as the root of the number of terms): 0.03753 for a forward GEMM
-// (E4M3 x E4M3), 0.05934 for an input-gradient GEMM (E5M2 x E4M3). Independent errors add in
-// quadrature along a path, so a tensor after n_f forward and n_b input-gradient FP8 GEMMs is held to
-// the bf16 bar plus sqrt(n_f 0.03753^2 + n_b 0.05934^2); the worst path is layer 0's qkv weight
-// gradient: all 4L forward GEMMs, then 4L - 1 input-gradient GEMMs on the way down. The logits see
-// the 4L forward GEMMs only. The loss moves with the logits: -dz_y + sum_i p_i dz_i, at most about
-// sqrt(2) times their RMS error, which is the logits' relative bar times their RMS (the oracle's).
-constexpr double fp8_rms_rounding(int mantissa_bits) { return 0.2123 / double(1 << mantissa_bits); }
-const double kFp8ForwardGemm = std::sqrt(2.0) * fp8_rms_rounding(3);
-const double kFp8InputGradientGemm = std::hypot(fp8_rms_rounding(2), fp8_rms_rounding(3));
-double fp8_logits_bar(int L) { return kTensorBar + std::sqrt(4.0 * L) * kFp8ForwardGemm; }
-double fp8_gradient_bar(int L) {
-  return kTensorBar + std::sqrt(4.0 * L * kFp8ForwardGemm * kFp8ForwardGemm +
-                                (4.0 * L - 1) * kFp8InputGradientGemm * kFp8InputGradientGemm);
-}
 
 double rel_l2(const float* got, const float* ref, size_t n) {
   double diff = 0.0, norm = 0.0;
@@ -249,13 +228,6 @@ void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, in
                0.5, "differ");
 }
 
-// RMS of n values.
-double rms(const float* x, size_t n) {
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
-  return n > 0 ? std::sqrt(sum / double(n)) : 0.0;
-}
-
 // --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
 // bars derived above. The first micro-step calibrates (floatX GEMMs while the casts record the
 // amaxes), so its gradients are the bf16 ones, bit for bit on the emulated GPU; the next ones run
@@ -277,7 +249,7 @@ void check_fp8(Report& report, const GPT2Config& config, const Args& a, Attentio
   CudaBackend fp8(config, o);
   if (live_before) check_buffers_against_plan(report, fp8.memory_plan(), live_before->size());
   fp8.set_parameters(params.data());
-  const double logits_bar = fp8_logits_bar(L), grad_bar = fp8_gradient_bar(L);
+  const double logits_bar = fp8_logits_bar(L, kTensorBar), grad_bar = fp8_gradient_bar(L, kTensorBar);
 
   // FP8 runs the GELU as kernels (which write the FP8 copies), as LLMC_GELU=kernels does in bf16.
   SpeedSwitches gelu_kernels;
@@ -291,7 +263,7 @@ void check_fp8(Report& report, const GPT2Config& config, const Args& a, Attentio
   const std::vector<float> fp8_grads = cuda_gradients(fp8, batch, B, T);
   const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
   const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
-  const double loss_bar = kLossBar + std::sqrt(2.0) * logits_bar * rms(cpu_logits, logit_count);
+  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
   report.check(fmt::format("--fp8 1 loss ({:.6f} vs cpu {:.6f})", fp8.accumulated_loss(), cpu_loss),
                std::fabs(fp8.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
   check_gradients(report, "--fp8 1 grad", config, fp8_grads, cpu_grads, true, grad_bar);

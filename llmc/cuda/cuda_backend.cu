@@ -401,17 +401,17 @@ void CudaBackend::Impl::backward(int B, int T) {
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: the fc layer's written
-  // by the GELU backward kernel that produces it; dqkv's cast on its own or, with
-  // LLMC_FP8_DQKV_CAST=bias-grad, written by the qkv bias gradient's kernel as it reads dqkv; the
-  // projections' (the residual gradient dres) cast on its own or, with
-  // LLMC_FP8_RESIDUAL_CAST=layernorm, written by the LayerNorm backward that leaves dres.
-  const bool dqkv_fp8_from_bias = opt.speed.fp8_dqkv_cast == Fp8DqkvCast::kBiasGrad;
+  // by the GELU backward kernel that produces it; dqkv's by matmul_backward, cast on its own or, with
+  // LLMC_FP8_DQKV_CAST=bias-grad, by the qkv bias gradient's kernel as it reads dqkv; the
+  // projections' (the residual gradient dres) by matmul_backward's cast or, with
+  // LLMC_FP8_RESIDUAL_CAST=layernorm, by the LayerNorm backward that leaves dres.
+  const bool dqkv_fp8_by_bias_grad = opt.speed.fp8_dqkv_cast == Fp8DqkvCast::kBiasGrad;
   const bool fp8_from_ln = opt.speed.fp8_residual_cast == Fp8ResidualCast::kLayerNorm;
   const auto residual_fp8 = [&](LinearLayer linear, int l) {
     return fp8_from_ln ? fp8_sink(Fp8Role::kGradient, linear, l) : Fp8Sink{};
   };
-  const auto cast_residual = [&](LinearLayer linear, int l) {
-    if (opt.fp8 && !fp8_from_ln) fp8_cast(fp8_sink(Fp8Role::kGradient, linear, l), dres, size_t(BT) * Cs, stream);
+  const auto projection_dout_fp8 = [&](LinearLayer linear, int l) {
+    return fp8_from_ln ? Fp8Sink{} : fp8_sink(Fp8Role::kGradient, linear, l);
   };
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)),
@@ -425,13 +425,13 @@ void CudaBackend::Impl::backward(int B, int T) {
       layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
                         param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    cast_residual(LinearLayer::kFcproj, l);
     linear_backward(LinearLayer::kFcproj, l,
                     {.dinp = d_big, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kFcproj, l)),
                      .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
                      .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
                      .bias_grad_epilogue = bias_grad_epilogue,
                      .dinp_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kFc, l),
+                     .dout_fp8 = projection_dout_fp8(LinearLayer::kFcproj, l),
                      .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr});
     linear_backward(LinearLayer::kFc, l,
                     {.dinp = d_ln, .dbias = fc_bias_with_dgelu ? nullptr : bias_grad_of(LinearLayer::kFc, l),
@@ -440,21 +440,20 @@ void CudaBackend::Impl::backward(int B, int T) {
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
                        bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)), residual_fp8(LinearLayer::kAttproj, l));
-    cast_residual(LinearLayer::kAttproj, l);
     linear_backward(LinearLayer::kAttproj, l,
                     {.dinp = d_ln, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kAttproj, l)),
                      .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
-                     .bias_grad_epilogue = bias_grad_epilogue});
+                     .bias_grad_epilogue = bias_grad_epilogue,
+                     .dout_fp8 = projection_dout_fp8(LinearLayer::kAttproj, l)});
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
       layernorm_forward(opt.speed.layernorm_forward, ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l),
                         param(kLn1b, l), BT, C, stream);
-    const Fp8Sink dqkv_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l);
-    if (opt.fp8 && !dqkv_fp8_from_bias) fp8_cast(dqkv_fp8, d_big, size_t(BT) * 3 * Cs, stream);
     linear_backward(LinearLayer::kQkv, l,
                     {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kQkv, l), .bias_scratch = scratch,
                      .dout = d_big, .inp = ln1_of(l), .BT = BT, .bias_grad_epilogue = bias_grad_epilogue,
-                     .dout_fp8 = dqkv_fp8_from_bias ? dqkv_fp8 : Fp8Sink{}});
+                     .dout_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l),
+                     .dout_fp8_by_bias_grad = dqkv_fp8_by_bias_grad});
     // Below layer 0 the stream is the encoder's output, which has no bias.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,

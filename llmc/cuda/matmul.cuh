@@ -227,9 +227,11 @@ struct MatmulBackward {
   // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
   // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
   Fp8Sink dinp_fp8{};
-  // --fp8 1: dout's FP8 copy (what dout8 then reads), written by the bias-gradient kernels as they
-  // read dout, or cast on its own where they do not run (no dbias, or the BGRADB epilogue).
+  // --fp8 1: dout's FP8 copy (what dout8 then reads), cast on its own, or with dout_fp8_by_bias_grad
+  // written by the bias-gradient kernels as they read dout, where they run (dbias set, not by the
+  // BGRADB epilogue). Null data: the caller's producer wrote it.
   Fp8Sink dout_fp8{};
+  bool dout_fp8_by_bias_grad = false;
   // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
   // accumulated with the column sums of dinp, the pre-activation's gradient, by
   // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
@@ -420,10 +422,11 @@ inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulB
 // matmul_backward_weight; dout_fp8 before the input gradient reads it.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
-  const bool by_kernels = p.dbias && !by_epilogue;
-  if (by_kernels) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, p.dout_fp8);
+  const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias && !by_epilogue;
+  if (p.dout_fp8.data && !fp8_by_bias_grad) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
+  if (p.dbias && !by_epilogue)
+    matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, fp8_by_bias_grad ? p.dout_fp8 : Fp8Sink{});
   if (!by_epilogue) matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
-  if (p.dout_fp8.data && !by_kernels) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
   matmul_backward_input(ctx, p, stream);
 }
 
