@@ -39,7 +39,8 @@
 #include "llmc/rng.h"
 #include "tests/lib/classifier_chunks.h"
 #include "tests/lib/cuda_graphs_check.h"
-#include "tests/lib/fp8_bars.h"
+#include "tests/lib/cuda_parity.h"
+#include "tests/lib/fp8_parity.h"
 #include "tests/lib/test_gpt2cu_args.h"
 
 using namespace llmc;
@@ -47,104 +48,6 @@ using namespace llmc;
 namespace {
 
 constexpr int kExitNoDevice = 77;
-
-#if defined(ENABLE_FP32)
-constexpr bool kFp32 = true;
-#else
-constexpr bool kFp32 = false;
-#endif
-// docs/contract.md. In fp32 the losses are held to the logits' relative bar; in bf16 to 2e-2 absolute.
-constexpr double kTensorBar = kFp32 ? 1e-4 : 5e-2;
-constexpr double kLossBar = kFp32 ? 1e-4 : 2e-2;
-constexpr bool kLossBarIsRelative = kFp32;
-
-double rel_l2(const float* got, const float* ref, size_t n) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = double(got[i]) - double(ref[i]);
-    diff += d * d;
-    norm += double(ref[i]) * double(ref[i]);
-  }
-  if (!std::isfinite(diff)) return INFINITY;
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-class Report {
- public:
-  // A check passes when `value` is finite and below `bar`.
-  bool check(const std::string& what, double value, double bar, const char* unit) {
-    const bool ok = std::isfinite(value) && value < bar;
-    fmt::print("{}  {:<44} {} {:.3e} (bar {:.0e})\n", ok ? "PASS" : "FAIL", what, unit, value, bar);
-    std::fflush(stdout);
-    (ok ? passed_ : failed_) += 1;
-    return ok;
-  }
-  bool exact(const std::string& what, const std::vector<float>& got, const std::vector<float>& ref) {
-    size_t differing = 0;
-    for (size_t i = 0; i < ref.size(); ++i) differing += std::memcmp(&got[i], &ref[i], sizeof(float)) != 0;
-    const bool ok = got.size() == ref.size() && differing == 0;
-    fmt::print("{}  {:<44} {} of {} values differ\n", ok ? "PASS" : "FAIL", what, differing, ref.size());
-    std::fflush(stdout);
-    (ok ? passed_ : failed_) += 1;
-    return ok;
-  }
-  bool loss(const std::string& what, double got, double ref) {
-    const double err = kLossBarIsRelative ? std::fabs(got - ref) / std::fabs(ref) : std::fabs(got - ref);
-    return check(fmt::format("{} ({:.6f} vs cpu {:.6f})", what, got, ref), err, kLossBar,
-                 kLossBarIsRelative ? "rel_err" : "abs_err");
-  }
-  int passed() const { return passed_; }
-  int failed() const { return failed_; }
-
- private:
-  int passed_ = 0, failed_ = 0;
-};
-
-// Buffer by buffer, on the emulated GPU (the one that keeps an account of its allocations): the
-// device allocations the backend made, as the emulated runtime saw the cudaMalloc calls, are the
-// memory plan's buffers, in the plan's order and of the plan's sizes.
-void check_buffers_against_plan(Report& report, const MemoryPlan& plan, size_t allocations_before) {
-  const std::vector<size_t> live = cuda_live_allocation_sizes().value();
-  const std::vector<size_t> made(live.begin() + std::min(allocations_before, live.size()), live.end());
-  std::vector<const PlannedBuffer*> planned;
-  for (const PlannedBuffer& b : plan.buffers)
-    if (b.bytes() > 0) planned.push_back(&b);
-  const size_t common = std::min(made.size(), planned.size());
-  size_t mismatches = std::max(made.size(), planned.size()) - common;
-  bool named = false;
-  for (size_t i = 0; i < common; ++i)
-    if (made[i] != planned[i]->bytes()) {
-      if (!named) fmt::print("      first mismatch: allocation {} is {} bytes, buffer {} planned {} bytes\n", i,
-                             made[i], planned[i]->name, planned[i]->bytes());
-      named = true;
-      ++mismatches;
-    }
-  report.check(fmt::format("{} device allocations = the plan's {} buffers, each its size", made.size(),
-                           planned.size()),
-               double(mismatches), 0.5, "mismatches");
-}
-
-// Per-tensor relative L2 errors of two gradient buffers in parameter layout; one check per tensor
-// when `each`, else one check of the worst tensor.
-void check_gradients(Report& report, const std::string& what, const GPT2Config& config, const std::vector<float>& got,
-                     const std::vector<float>& ref, bool each, double bar = kTensorBar) {
-  const auto layout = param_layout(config);
-  double worst = 0.0;
-  std::string worst_name = "-";
-  for (const ParamTensor& t : layout) {
-    const double e = rel_l2(got.data() + t.offset, ref.data() + t.offset, t.numel);
-    if (each) report.check(fmt::format("{} d{}", what, t.name), e, bar, "rel_l2");
-    if (!(e <= worst)) {
-      worst = e;
-      worst_name = t.name;
-    }
-  }
-  if (!each) report.check(fmt::format("{} (worst: d{})", what, worst_name), worst, bar, "rel_l2");
-}
-
-struct Batch {
-  std::vector<int> inputs, targets;
-};
 
 // B rows of T tokens and their next tokens, as the data loader makes them from B*T+1 tokens.
 Batch random_batch(Rng& rng, int B, int T, int vocab) {
@@ -167,51 +70,6 @@ std::vector<float> test_parameters(const GPT2Config& config, uint64_t seed) {
   return params;
 }
 
-CudaBackendOptions cuda_options(const Args& a, int recompute, AttentionKind attention,
-                                const SpeedSwitches& speed = {}) {
-  CudaBackendOptions o;
-  o.speed = speed;
-  o.classifier_chunk_rows = test_classifier_chunk_rows(a.T);
-  o.max_batch = a.B;
-  o.max_seq_len = a.T;
-  o.recompute = recompute;
-  o.attention = attention;
-  o.seed = unsigned(a.seed);
-  return o;
-}
-
-std::unique_ptr<CudaBackend> make_cuda(const GPT2Config& config, const Args& a, int recompute, AttentionKind attention,
-                                       const std::vector<float>& params, const SpeedSwitches& speed = {}) {
-  auto backend = std::make_unique<CudaBackend>(config, cuda_options(a, recompute, attention, speed));
-  backend->set_parameters(params.data());
-  return backend;
-}
-
-std::vector<float> cuda_gradients(CudaBackend& cuda, const Batch& batch, int B, int T) {
-  cuda.zero_grad();
-  cuda.forward_backward(batch.inputs.data(), batch.targets.data(), B, T, 1.0f);
-  std::vector<float> g(num_parameters(cuda.config()));
-  cuda.get_gradients(g.data());
-  return g;
-}
-
-// Step `step` (from 0) of AdamW as the loop runs it on `b`: micro-batches `first` and `second` of 0.5
-// each, the gradient norm clipped at 1, weight decay 0.1; returns the step's loss.
-float loop_step(Backend& b, const Batch& first, const Batch& second, int B, int T, int step) {
-  b.zero_grad();
-  b.forward_backward(first.inputs.data(), first.targets.data(), B, T, 0.5f);
-  b.forward_backward(second.inputs.data(), second.targets.data(), B, T, 0.5f);
-  const float loss = b.accumulated_loss();
-  const float norm = std::sqrt(b.grad_sum_of_squares());
-  OptimizerStep update;
-  update.weight_decay = 0.1f;
-  update.lr = 3e-4f;
-  update.t = step + 1;
-  update.grad_scale = norm > 1.0f ? 1.0f / norm : 1.0f;
-  b.optimizer_step(update);
-  return loss;
-}
-
 // The tuning pass (LLMC_GEMM_SEARCH=timed) on `batch`: it chooses something, leaves the gradients
 // and the loss at zero, and its choices load back into the backend.
 void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, int B, int T) {
@@ -228,105 +86,6 @@ void check_tuning_pass(Report& report, CudaBackend& cuda, const Batch& batch, in
                0.5, "differ");
 }
 
-// --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
-// bars derived above. The first micro-step calibrates (floatX GEMMs while the casts record the
-// amaxes), so its gradients are the bf16 ones, bit for bit on the emulated GPU; the next ones run
-// FP8, at scales that saw this very batch. The scaling state moves to another backend as a
-// checkpoint moves it, after which both compute the same bits.
-void check_fp8(Report& report, const GPT2Config& config, const Args& a, AttentionKind attention,
-               const std::vector<float>& params, const Batch& batch, CpuBackend& cpu,
-               const std::vector<float>& cpu_grads, float cpu_loss) {
-  const int B = a.B, T = a.T, L = config.num_layers;
-  const size_t n = num_parameters(config);
-  if (cuda_compute_capability() < kFp8ComputeCapability) {
-    fmt::print("SKIP  --fp8 1: {} has no FP8 tensor cores (compute capability below 8.9)\n",
-               cuda_device_description());
-    return;
-  }
-  CudaBackendOptions o = cuda_options(a, 1, attention);
-  o.fp8 = true;
-  const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
-  CudaBackend fp8(config, o);
-  if (live_before) check_buffers_against_plan(report, fp8.memory_plan(), live_before->size());
-  fp8.set_parameters(params.data());
-  const double logits_bar = fp8_logits_bar(L, kTensorBar), grad_bar = fp8_gradient_bar(L, kTensorBar);
-
-  // FP8 runs the GELU as kernels (which write the FP8 copies), as LLMC_GELU=kernels does in bf16.
-  SpeedSwitches gelu_kernels;
-  gelu_kernels.gelu = GeluPath::kKernels;
-  const std::vector<float> bf16_grads =
-      cuda_gradients(*make_cuda(config, a, 1, attention, params, gelu_kernels), batch, B, T);
-  const std::vector<float> calibrating = cuda_gradients(fp8, batch, B, T);
-  if (cuda_device_emulated())
-    report.exact("--fp8 1 first micro-step (calibration) = bf16's (LLMC_GELU=kernels), bit for bit", calibrating,
-                 bf16_grads);
-  const std::vector<float> fp8_grads = cuda_gradients(fp8, batch, B, T);
-  const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
-  const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
-  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
-  report.check(fmt::format("--fp8 1 loss ({:.6f} vs cpu {:.6f})", fp8.accumulated_loss(), cpu_loss),
-               std::fabs(fp8.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
-  check_gradients(report, "--fp8 1 grad", config, fp8_grads, cpu_grads, true, grad_bar);
-  size_t same = 0;
-  for (size_t i = 0; i < n; ++i) same += fp8_grads[i] == bf16_grads[i];
-  report.check(fmt::format("--fp8 1 grads differ from bf16's ({} of {} equal): FP8 GEMMs ran", same, n),
-               double(same) / double(n), 0.5, "equal fraction");
-  const std::vector<float> fp8_logits = fp8.forward_logits(batch.inputs.data(), B, T);
-  report.check("--fp8 1 logits (evaluation pass)", rel_l2(fp8_logits.data(), cpu_logits, logit_count), logits_bar,
-               "rel_l2");
-
-  // The scaling state, as a checkpoint carries it: a second backend given it computes the same
-  // gradients, and one that starts afresh (calibrating) does not.
-  const std::vector<uint8_t> state = fp8.scaling_state();
-
-  // Every other value of each FP8 switch (LLMC_FP8_*), alone. The LayerNorm backward's copy of the
-  // residual gradient has the cast's bytes and amax, and the emulated cuBLASLt sums in fp32 with
-  // fast accumulation or without: on the emulated GPU the same calibration, FP8 gradients and
-  // scaling state, bit for bit. On a GPU fast accumulation sums otherwise: the FP8 bars.
-  const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
-  for (size_t row = 0; row < rows.size(); ++row) {
-    if (std::string(rows[row].variable).rfind("LLMC_FP8_", 0) != 0) continue;
-    for (int value = 0; value < int(rows[row].values.size()); ++value) {
-      if (value == speed_switch_value(o.speed, row)) continue;
-      CudaBackendOptions other = o;
-      set_speed_switch(other.speed, row, value);
-      CudaBackend variant(config, other);
-      variant.set_parameters(params.data());
-      const std::string name = fmt::format("--fp8 1 with {}={}", rows[row].variable, rows[row].values[value]);
-      const std::vector<float> variant_calibrating = cuda_gradients(variant, batch, B, T);
-      const std::vector<float> variant_grads = cuda_gradients(variant, batch, B, T);
-      if (cuda_device_emulated()) {
-        report.exact(name + ": calibration grads = the defaults', bit for bit", variant_calibrating, calibrating);
-        report.exact(name + ": FP8 grads = the defaults', bit for bit", variant_grads, fp8_grads);
-        report.check(name + ": scaling state = the defaults'", variant.scaling_state() == state ? 0.0 : 1.0, 0.5,
-                     "differ");
-      } else {
-        check_gradients(report, name + " grad", config, variant_grads, cpu_grads, true, grad_bar);
-      }
-    }
-  }
-
-  CudaBackend resumed(config, o);
-  resumed.set_parameters(params.data());
-  resumed.set_scaling_state(state);
-  const std::vector<float> next = cuda_gradients(fp8, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
-  if (cuda_device_emulated()) {
-    report.exact("--fp8 1 grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
-    report.check("--fp8 1 scaling state after the same micro-step = the original's",
-                 resumed.scaling_state() == fp8.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
-  }
-  check_gradients(report, "--fp8 1 grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
-
-  // AdamW steps with FP8 against the oracle's.
-  CpuBackend cpu_steps(config);
-  cpu_steps.set_parameters(params.data());
-  for (int step = 0; step < std::min(a.steps, 3); ++step) {
-    const float ours = loop_step(fp8, batch, batch, B, T, step);
-    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
-    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, ours, oracle),
-                 std::fabs(ours - oracle), loss_bar, "abs_err");
-  }
-}
 
 int run(const Args& a) {
   if (cuda_device_count() == 0) {
@@ -471,14 +230,15 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Eight switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Eleven switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
       // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
-      // CUDA graphs (the same kernels on the same buffers, replayed) and the two FP8 switches (nothing
-      // without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the defaults'. Only there: on a GPU, runs of one build may already differ
-      // (docs/gpu-runs.md, the resume check), and the algorithms sum differently.
+      // CUDA graphs (the same kernels on the same buffers, replayed) and the four FP8 switches
+      // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
+      // defaults'. Only there: on a GPU, runs of one build may already differ (docs/gpu-runs.md, the
+      // resume check), and the algorithms sum differently.
       const SpeedSwitches defaults;
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = defaults.gemm_search;
@@ -489,6 +249,8 @@ int run(const Args& a) {
       same_sums.cuda_graphs = defaults.cuda_graphs;
       same_sums.fp8_residual_cast = defaults.fp8_residual_cast;
       same_sums.fp8_fast_accum = defaults.fp8_fast_accum;
+      same_sums.fp8_dqkv_cast = defaults.fp8_dqkv_cast;
+      same_sums.fp8_lm_head = defaults.fp8_lm_head;
       if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

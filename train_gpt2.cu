@@ -92,6 +92,7 @@ std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOption
   in.cudnn_backward = speed.cudnn_backward;
   in.classifier = speed.classifier;
   in.fp8 = o.fp8;
+  in.fp8_lm_head = speed.fp8_lm_head == llmc::Fp8LmHead::kOn;
   const bool nccl = ranks > 1 && llmc::cuda_build_has_nccl();
   if (ranks > 1 && !nccl) {
     in.host_staging = true;

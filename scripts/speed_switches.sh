@@ -10,7 +10,16 @@ speed_switch_rows() {
 
 # "VARIABLE=LEVER ..." for every switch: every lever on at once (llmc::all_levers_on).
 all_levers_on_env() {
-  local variable values lever out=""
-  while read -r variable values lever; do out+="${out:+ }$variable=$lever"; done < <(speed_switch_rows)
+  local variable lever out=""
+  while read -r variable _ lever; do out+="${out:+ }$variable=$lever"; done < <(speed_switch_rows)
+  echo "$out"
+}
+
+# "VARIABLE=LEVER ..." for the FP8 switches (LLMC_FP8_*) only: every FP8 lever on.
+fp8_levers_on_env() {
+  local variable lever out=""
+  while read -r variable _ lever; do
+    [[ $variable == LLMC_FP8_* ]] && out+="${out:+ }$variable=$lever"
+  done < <(speed_switch_rows)
   echo "$out"
 }

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "dev/cuda/versions.cuh"
+#include "llmc/cuda/classifier.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/layernorm.cuh"
@@ -17,6 +18,8 @@ namespace {
 
 constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 constexpr int kRows = 100, kChannels = 96;           // a small LayerNorm: a row tail, C = 96
+// A small classifier: 1,003 real columns in 1,024, so that a vector is part real, part padding.
+constexpr int kClassRows = 12, kVocab = 1003, kPaddedVocab = 1024;
 
 // The FP8 layout of a one-layer model: each role's tensors are its linear layers' (llmc/cuda/fp8_layout.h).
 const llmc::Fp8Layout& one_layer() {
@@ -243,7 +246,7 @@ bool check_fused(size_t n, const std::string& tag) {
   bool ok = true;
   const float scale = 16.0f;
   __nv_fp8_storage_t* d_q = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_q, std::max(n, size_t(kRows) * kChannels)));
+  CUDA_CHECK(cudaMalloc(&d_q, std::max({n, size_t(kRows) * kChannels, size_t(kClassRows) * kPaddedVocab})));
   const auto expect = [&](const std::string& what, const floatX* d_out, size_t count,
                           const std::function<void(const llmc::Fp8Sink&)>& write, __nv_fp8_interpretation_t format) {
     float* state = new_state();
@@ -309,7 +312,22 @@ bool check_fused(size_t n, const std::string& tag) {
       llmc::layernorm_backward(d_res, d_dw, d_db, d_scratch, d_y, d_x, d_w, d_mean, d_rstd, kRows, kChannels, fused, 0,
                                nullptr, s);
     }, __NV_E5M2);
-  bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db});
+  // The fused classifier's gradient pass (LLMC_FP8_LM_HEAD=on): its copy is of the dlogits it stores
+  // over the logits, the padding's zeros included. Two-read and one-read.
+  const size_t logit_count = size_t(kClassRows) * kPaddedVocab;
+  const auto logits = bench::round_through<floatX>(bench::random_vector(logit_count, 47, -4.0f, 4.0f));
+  floatX* d_logits = bench::to_device<floatX>(logits);
+  int* d_targets = bench::to_device_ints(bench::random_ints(kClassRows, kVocab, 48));
+  float* d_losses = bench::to_device<float>(std::vector<float>(kClassRows, 0.0f));
+  for (llmc::ClassifierPass pass : {llmc::ClassifierPass::kTwoRead, llmc::ClassifierPass::kOneRead})
+    expect(std::string("fused classifier") + (pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : ""), d_logits,
+           logit_count, [&](const llmc::Fp8Sink& s) {
+             bench::upload(d_logits, logits);
+             llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
+                                    1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, s);
+           }, __NV_E5M2);
+  bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db,
+                      d_logits, d_targets, d_losses});
   return ok;
 }
 
@@ -406,8 +424,8 @@ const std::vector<Version> kVersions = {
     {"scale", "the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))", {}, nullptr,
      check_scales_version, nullptr},
     {"fused",
-     "the FP8 copies the LayerNorm forward and the GELU forward and backward write: the same bytes and amax as "
-     "fp8_cast of the floatX output they store",
+     "the FP8 copies the LayerNorm forward and backward, the GELU forward and backward and the fused "
+     "classifier's gradient pass write: the same bytes and amax as fp8_cast of the floatX output they store",
      {}, nullptr, check_fused_version, nullptr},
     {"weight",
      "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their transposes", {},

@@ -28,13 +28,15 @@ struct BackendBuffers {
 // disagreement throws std::logic_error; the staging buffers follow the plan (their conditions involve
 // the ranks, NCCL and --overlap, which the plan's caller knows).
 template <class FloatX>
-void allocate_backend_buffers(PlannedAllocator& a, BackendBuffers<FloatX>& b, AttentionKind attention, bool fp8) {
+void allocate_backend_buffers(PlannedAllocator& a, BackendBuffers<FloatX>& b, AttentionKind attention, bool fp8,
+                              bool fp8_lm_head) {
   BufferFacts backend_facts;
   backend_facts.bf16 = sizeof(FloatX) == 2;
   backend_facts.host_staging = a.plan().find(BufferId::kStaging) != nullptr;
   backend_facts.overlap_buckets = a.plan().find(BufferId::kBucketStaging) != nullptr;
   backend_facts.cudnn = attention == AttentionKind::kCudnn;
   backend_facts.fp8 = fp8;
+  backend_facts.fp8_lm_head = fp8_lm_head;
 #define LLMC_BUFFER(id, field, element, when, ...) \
   if (backend_facts.satisfy(BufferCondition::when)) b.field = a.take<element>(BufferId::id);
 #define LLMC_ATTENTION_SCRATCH(id, field, element, when, ...) \

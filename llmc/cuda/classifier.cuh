@@ -11,15 +11,19 @@
 //   in registers would leave one row per SM: two rows are 196 KiB of its 256 KiB register file,
 //   too little left for the other registers of 2,048 threads.)
 // Both run the same arithmetic in the same order (the same thread reads the same vectors), so they
-// give the same bits. With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is
+// give the same bits. With an FP8 sink (--fp8 1, LLMC_FP8_LM_HEAD=on) the gradient pass also writes
+// each stored dlogit's FP8 copy and records the block's largest |dlogit|: the bytes and amax a cast
+// of the stored dlogits (fp8_cast) would give. With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is
 // 2^(x log2e - m log2e): one FFMA and ex2.approx.
 #pragma once
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fast_math.cuh"
+#include "llmc/cuda/fp8.cuh"
 
 namespace llmc {
 
@@ -55,10 +59,12 @@ inline size_t fused_classifier_shared_bytes(int Vp, bool one_read, size_t real_b
 // Threads per block: a row per block.
 constexpr int kClassifierBlock = 1024;
 
-// One block's row, for both kernels below; kOneRead: the second pass reads the copy in shared memory.
-template <class Real, bool kFast, bool kOneRead>
+// One block's row, for both kernels below; kOneRead: the second pass reads the copy in shared memory;
+// kFp8: it writes dlogits_fp8 (a template flag, so that the kernels without the copy keep their
+// registers).
+template <class Real, bool kFast, bool kOneRead, bool kFp8>
 __device__ inline void fused_classifier_row(Real* logits, float* losses, const int* targets, int V, int Vp,
-                                            float dloss, bool write_dlogits) {
+                                            float dloss, bool write_dlogits, const Fp8Sink& dlogits_fp8) {
   constexpr int S = Packed128<Real>::size;
   using Exp = ExpBase<kFast>;
   constexpr float unit = Exp::kUnit;
@@ -102,6 +108,7 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
   if (!write_dlogits) return;
   const float inv_sum = 1.0f / stat.sum;
   const float shift = stat.max * unit;
+  float amax = 0.0f;
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
     // One-read: the vector this thread copied in the first pass, so no barrier is needed for it.
     const Packed128<Real> xv = kOneRead ? load128(copy + v * S) : load128cs(x + v * S);
@@ -113,22 +120,27 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
       g[k] = j < V ? Real(dloss * (p - (j == target ? 1.0f : 0.0f))) : Real(0.0f);
     }
     store128cs(x + v * S, g);
+    if constexpr (kFp8) amax = fmaxf(amax, fp8_store_vector(dlogits_fp8, static_cast<size_t>(row) * Vp + v * S, g));
+  }
+  if (kFp8 && dlogits_fp8.amax) {
+    __syncthreads();  // every thread has read the stats: their floats become the amax reduction's
+    fp8_record_block_amax(dlogits_fp8.amax, amax, reinterpret_cast<float*>(shared_stat));
   }
 }
 
-template <class Real, bool kFast>
+template <class Real, bool kFast, bool kFp8>
 __global__ void fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
-                                        bool write_dlogits) {
-  fused_classifier_row<Real, kFast, false>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+                                        bool write_dlogits, Fp8Sink dlogits_fp8) {
+  fused_classifier_row<Real, kFast, false, kFp8>(logits, losses, targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
 }
 
 // Two bf16 rows fit an SM's shared memory: the registers are held to two blocks' worth (32 per
 // thread) so that both blocks run at once. An fp32 row fills it alone.
-template <class Real, bool kFast>
+template <class Real, bool kFast, bool kFp8>
 __global__ void LLMC_LAUNCH_BOUNDS(kClassifierBlock, sizeof(Real) == 2 ? 2 : 1)
     fused_classifier_one_read_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
-                                     bool write_dlogits) {
-  fused_classifier_row<Real, kFast, true>(logits, losses, targets, V, Vp, dloss, write_dlogits);
+                                     bool write_dlogits, Fp8Sink dlogits_fp8) {
+  fused_classifier_row<Real, kFast, true, kFp8>(logits, losses, targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
 }
 
 // The longest row the one-read kernel copies whole into shared memory on this device (the largest
@@ -154,9 +166,11 @@ inline int fused_classifier_one_read_max_columns() {
 // in [0, V): the data loader guarantees it. fast_math: LLMC_FAST_MATH's exponentials. pass:
 // LLMC_CLASSIFIER_PASS; one-read runs only where it saves a read (write_dlogits: the losses alone
 // read the row once either way) and the row fits (fused_classifier_one_read_max_columns), else
-// the two-read kernel runs, with the same results.
+// the two-read kernel runs, with the same results. dlogits_fp8 (with write_dlogits; data null: none):
+// where the dlogits' FP8 copy goes, N x Vp.
 inline void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                             bool write_dlogits, FastMath fast_math, cudaStream_t stream, ClassifierPass pass) {
+                             bool write_dlogits, FastMath fast_math, cudaStream_t stream, ClassifierPass pass,
+                             const Fp8Sink& dlogits_fp8 = {}) {
   if (Vp % Packed128<floatX>::size != 0 || V > Vp)
     throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
@@ -164,24 +178,32 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
   const bool one_read =
       pass == ClassifierPass::kOneRead && write_dlogits && Vp <= fused_classifier_one_read_max_columns();
   const size_t shared = fused_classifier_shared_bytes(Vp, one_read, sizeof(floatX));
-  with_fast_math(fast_math, [&](auto fast) {
-    constexpr bool kFast = decltype(fast)::value;
+  const auto launch_kernel = [&](auto fast, auto fp8) {
+    constexpr bool kFast = decltype(fast)::value, kFp8 = decltype(fp8)::value;
     if (one_read) {
       // The opt-in to more than 48 KiB of dynamic shared memory, once per kernel: the most any row
       // that fits needs.
       static const bool opted_in = [] {
         const size_t most = fused_classifier_shared_bytes(fused_classifier_one_read_max_columns(), true, sizeof(floatX));
-        CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast>),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
+        CUDA_CHECK(cudaFuncSetAttribute(
+            reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast, kFp8>),
+            cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
         return true;
       }();
       (void)opted_in;
-      launch<fused_classifier_one_read_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses,
-                                                              targets, V, Vp, dloss, write_dlogits);
+      launch<fused_classifier_one_read_kernel<floatX, kFast, kFp8>>(N, kClassifierBlock, shared, stream, logits,
+                                                                    losses, targets, V, Vp, dloss, write_dlogits,
+                                                                    dlogits_fp8);
     } else {
-      launch<fused_classifier_kernel<floatX, kFast>>(N, kClassifierBlock, shared, stream, logits, losses, targets, V,
-                                                     Vp, dloss, write_dlogits);
+      launch<fused_classifier_kernel<floatX, kFast, kFp8>>(N, kClassifierBlock, shared, stream, logits, losses,
+                                                           targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
     }
+  };
+  with_fast_math(fast_math, [&](auto fast) {
+    if (write_dlogits && dlogits_fp8.data)
+      launch_kernel(fast, std::true_type{});
+    else
+      launch_kernel(fast, std::false_type{});
   });
   CUDA_CHECK_LAST();
 }

@@ -45,7 +45,8 @@ namespace llmc {
 
 CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& options,
                         const OptimizerPartition& partition_)
-    : cfg(config), opt(options), partition(partition_), linears(linear_layers(config)), fp8_layout(config) {
+    : cfg(config), opt(options), partition(partition_), linears(linear_layers(config)),
+      fp8_layout(config, fp8_linears(config, options.speed.fp8_lm_head == Fp8LmHead::kOn)) {
   const int C = cfg.channels, NH = cfg.num_heads;
   plan_inputs.config = cfg;
   plan_inputs.batch = opt.max_batch;
@@ -62,6 +63,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
   plan_inputs.partition = partition;
   plan_inputs.fp8 = opt.fp8;
+  plan_inputs.fp8_lm_head = opt.speed.fp8_lm_head == Fp8LmHead::kOn;
   plan_inputs.classifier = opt.speed.classifier;
   plan_inputs.classifier_chunk_rows = opt.classifier_chunk_rows;
   check_plan_inputs(plan_inputs);  // B, T, recompute, cuDNN attention and FP8 only in bf16
@@ -96,6 +98,10 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     throw std::runtime_error(fmt::format("CUDA backend: --fp8 1 needs channels C a multiple of 16 (cuBLASLt's FP8 "
                                          "GEMMs take leading dimensions of 16 elements), got C = {}",
                                          C));
+  if (opt.fp8 && fp8_layout.scales(LinearLayer::kLmHead) && cfg.padded_vocab_size % 16 != 0)
+    throw std::runtime_error(fmt::format("CUDA backend: LLMC_FP8_LM_HEAD=on needs the padded vocabulary a multiple "
+                                         "of 16 (cuBLASLt's FP8 GEMMs), got {}",
+                                         cfg.padded_vocab_size));
   if (cuda_device_count() == 0) throw std::runtime_error("CUDA backend: no CUDA device");
   if (opt.device >= 0) CUDA_CHECK(cudaSetDevice(opt.device));
   check_kernel_image();
@@ -154,7 +160,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
 
   buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
   logits_chunk_rows = int(logits_rows(plan_inputs));
-  allocate_backend_buffers<floatX>(*buffers, *this, opt.attention, opt.fp8);
+  allocate_backend_buffers<floatX>(*buffers, *this, opt.attention, opt.fp8, plan_inputs.fp8_lm_head);
   if (bucket_staging) setup_bucket_sync();
   if (staging_dev) staging_host.resize(buffer_size);
   if (cudnn_attention()) cudnn_workspace_bytes = buffers->plan().find(BufferId::kCudnnWorkspace)->bytes();
@@ -306,14 +312,19 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
   llmc::attention_backward(*blas, d_big, d_ln, q, att_probs_of(l), att_buffers, B, T, C, NH, stream);
 }
 
-void CudaBackend::Impl::linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows) {
+void CudaBackend::Impl::linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows,
+                                       int row0) {
   const LinearLayerSpec& s = spec(linear);
-  if (fp8_gemms(linear))
-    matmul_forward_fp8(*blas, out, fp8_operand_of(Fp8Role::kInput, linear, l), fp8_weight(linear, l, false),
-                       bias_of(linear, l), rows, int(s.in), int(s.out),
-                       opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
-  else
-    matmul_forward(*blas, out, inp, weight_of(linear, l), bias_of(linear, l), rows, int(s.in), int(s.out), stream);
+  const size_t first = size_t(row0) * s.in;
+  if (fp8_gemms(linear)) {
+    Fp8Matrix inp8 = fp8_operand_of(Fp8Role::kInput, linear, l);
+    inp8.data += first;
+    matmul_forward_fp8(*blas, out, inp8, fp8_weight(linear, l, false), bias_of(linear, l), rows, int(s.in),
+                       int(s.out), opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
+  } else {
+    matmul_forward(*blas, out, inp + first, weight_of(linear, l), bias_of(linear, l), rows, int(s.in), int(s.out),
+                   stream);
+  }
 }
 
 void CudaBackend::Impl::linear_backward(LinearLayer linear, int l, MatmulBackward p) {
@@ -371,7 +382,7 @@ void CudaBackend::Impl::forward(int B, int T) {
                                        fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, l + 1));
     } else {
       fused_residual_layernorm_forward(ln_path, res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
-                                       param(kLnfb), BT, C, stream);
+                                       param(kLnfb), BT, C, stream, fp8_sink(Fp8Role::kInput, LinearLayer::kLmHead, 0));
     }
   }
 }

@@ -3,6 +3,10 @@
 // (llmc/cuda/classifier.cuh) and, in training, the classifier's two backward GEMMs; for training,
 // evaluation (forward_losses), sampling (next_token_logits) and the parity tests (forward_logits).
 //
+// With --fp8 1 and LLMC_FP8_LM_HEAD=on the LM head's two GEMMs run in FP8 (llmc/cuda/fp8_layout.h):
+// the logits from lnf's E4M3 copy, which the final LayerNorm forward wrote for all B*T rows, and
+// d(lnf) from the E5M2 copy of the chunk's d(logits), which the fused classifier writes.
+//
 // The logits buffer holds logits_chunk_rows rows (logits_rows, llmc/cuda/memory_plan.h): all B*T
 // with LLMC_CLASSIFIER=whole, at most kClassifierChunkRows with chunked. Each chunk of rows is done
 // with before the next one overwrites the buffer: in training its logits GEMM, the fused classifier
@@ -43,12 +47,15 @@ void accumulate_loss(float* accumulator, const float* losses, int n, float scale
 }  // namespace
 
 void CudaBackend::Impl::logits_forward(int row0, int rows) {
-  linear_forward(LinearLayer::kLmHead, 0, logits, lnf + size_t(row0) * C(), rows);
+  linear_forward(LinearLayer::kLmHead, 0, logits, lnf, rows, row0);
 }
 
+// With LLMC_FP8_LM_HEAD=on the gradient pass also writes the chunk's d(logits) E5M2 copy (from the
+// operand buffer's start), which the LM head's input-gradient GEMM reads.
 void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits) {
   fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, cfg.padded_vocab_size, dloss,
-                   write_dlogits, opt.speed.fast_math, stream, opt.speed.classifier_pass);
+                   write_dlogits, opt.speed.fast_math, stream, opt.speed.classifier_pass,
+                   write_dlogits ? fp8_sink(Fp8Role::kGradient, LinearLayer::kLmHead, 0) : Fp8Sink{});
 }
 
 void CudaBackend::Impl::classifier_forward_backward(int BT, float dloss) {

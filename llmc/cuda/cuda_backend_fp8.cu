@@ -25,11 +25,17 @@ constexpr size_t kScalingStateFloatsPerTensor = 1 + kFp8History;
 
 }  // namespace
 
+// lnf's copy has a buffer of its own: every chunk of the classifier reads it, between which the
+// operand buffer holds the chunk's d(logits).
+__nv_fp8_storage_t* CudaBackend::Impl::fp8_data(Fp8Role role, LinearLayer linear) const {
+  return role == Fp8Role::kInput && linear == LinearLayer::kLmHead ? fp8_lnf : fp8_operand;
+}
+
 Fp8Sink CudaBackend::Impl::fp8_sink(Fp8Role role, LinearLayer linear, int l) const {
   if (!opt.fp8 || !fp8_layout.scales(linear)) return {};
   const int i = fp8_layout.tensor(role, linear, l);
   Fp8Sink sink;
-  sink.data = fp8_operand;
+  sink.data = fp8_data(role, linear);
   sink.scale = fp8_state + fp8_scale_offset(i);
   sink.amax = fp8_recording ? reinterpret_cast<unsigned*>(fp8_state + fp8_amax_offset(i)) : nullptr;
   sink.format = role == Fp8Role::kGradient ? __NV_E5M2 : __NV_E4M3;
@@ -38,7 +44,8 @@ Fp8Sink CudaBackend::Impl::fp8_sink(Fp8Role role, LinearLayer linear, int l) con
 
 Fp8Matrix CudaBackend::Impl::fp8_operand_of(Fp8Role role, LinearLayer linear, int l) const {
   const int i = fp8_layout.tensor(role, linear, l);
-  return {fp8_operand, fp8_state + fp8_scale_inv_offset(i), role == Fp8Role::kGradient ? __NV_E5M2 : __NV_E4M3};
+  return {fp8_data(role, linear), fp8_state + fp8_scale_inv_offset(i),
+          role == Fp8Role::kGradient ? __NV_E5M2 : __NV_E4M3};
 }
 
 __nv_fp8_storage_t* CudaBackend::Impl::fp8_weight_copy(LinearLayer linear, int l, bool transposed) const {
@@ -107,8 +114,10 @@ void CudaBackend::set_scaling_state(const std::vector<uint8_t>& bytes) {
   }
   if (head[0] != kScalingStateMagic || head[1] != uint64_t(d.L()))
     throw std::runtime_error(fmt::format("--fp8 1: the checkpoint's {} bytes of scaling state are not the FP8 state of "
-                                         "a {}-layer model with {} scaled tensors",
-                                         bytes.size(), d.L(), tensors));
+                                         "a {}-layer model with {} scaled tensors (LLMC_FP8_LM_HEAD={}: resume "
+                                         "with the setting the checkpoint was written with)",
+                                         bytes.size(), d.L(), tensors,
+                                         d.fp8_layout.scales(LinearLayer::kLmHead) ? "on" : "off"));
   std::vector<float> state = d.fp8_layout.initial_state();
   for (int i = 0; i < tensors; ++i) {
     const float* t = kept.data() + size_t(i) * kScalingStateFloatsPerTensor;

@@ -246,18 +246,20 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   floatX* bias_grad_of(LinearLayer linear, int l) const {
     return spec(linear).bias == kNoBias ? nullptr : grad(spec(linear).bias, l);
   }
-  // out = inp W^T + b for `rows` rows: in FP8 (from the FP8 operand buffer and W's copy) when
-  // fp8_gemms() and the layer runs in FP8, else in floatX.
-  void linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows);
+  // out = inp W^T + b for rows row0 .. row0 + rows - 1 of inp: in FP8 (from the same rows of inp's
+  // FP8 copy, and W's copy) when fp8_gemms() and the layer runs in FP8, else in floatX.
+  void linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows, int row0 = 0);
   // matmul_backward with p's activations and choices, and the layer's W, its gradient and its shape
   // filled in; its input gradient from the FP8 copies where linear_forward's GEMM would be FP8.
   void linear_backward(LinearLayer linear, int l, MatmulBackward p);
   // --fp8 1. Whether this pass's FP8 layers run their GEMMs in FP8; where tensor (role, linear,
-  // layer l) is cast to (the operand buffer, with its scale; null data without --fp8 or for a layer
-  // that does not run in FP8); that operand as the GEMM reads it; the weight's copy (as it is, or
-  // transposed); the weights' casts; the end of a training micro-step.
+  // layer l) is cast to (fp8_data: the operand buffer, or lnf's copy for the LM head's input; with
+  // its scale; null data without --fp8 or for a layer that does not run in FP8); that operand as the
+  // GEMM reads it; the weight's copy (as it is, or transposed); the weights' casts; the end of a
+  // training micro-step.
   bool fp8_gemms() const { return opt.fp8 && (fp8_micro_steps > 0 || tuning); }
   bool fp8_gemms(LinearLayer linear) const { return fp8_gemms() && fp8_layout.scales(linear); }
+  __nv_fp8_storage_t* fp8_data(Fp8Role role, LinearLayer linear) const;
   Fp8Sink fp8_sink(Fp8Role role, LinearLayer linear, int l) const;
   Fp8Matrix fp8_operand_of(Fp8Role role, LinearLayer linear, int l) const;
   Fp8Matrix fp8_weight(LinearLayer linear, int l, bool transposed) const;

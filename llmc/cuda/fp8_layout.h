@@ -56,8 +56,17 @@ LLMC_FP8_ACCESSOR size_t fp8_amax_offset(int i) { return fp8_scale_offset(i) + 2
 LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) + kFp8AmaxSlots * kFp8AmaxSlotStride; }
 #undef LLMC_FP8_ACCESSOR
 
-// The scaled tensors and the weights' FP8 copies of the linear layers that run in FP8
-// (llmc/linear_layers.def, the fp8 column), for one model.
+// The linear layers that run in FP8 with --fp8 1: the table's fp8 column (llmc/linear_layers.def),
+// and with LLMC_FP8_LM_HEAD=on (`lm_head`) the LM head too, in table order.
+inline std::vector<LinearLayer> fp8_linears(const GPT2Config& config, bool lm_head) {
+  std::vector<LinearLayer> linears;
+  for (const LinearLayerSpec& linear : linear_layers(config))
+    if (linear.fp8 || (lm_head && linear.id == LinearLayer::kLmHead)) linears.push_back(linear.id);
+  return linears;
+}
+
+// The scaled tensors and the weights' FP8 copies of the linear layers that run in FP8, for one
+// model.
 //
 // Tensor indices: the inputs of every such layer, then their output gradients, then their weights
 // (so the delayed tensors come first, [0, delayed())); within a role the layers in table order, each
@@ -69,20 +78,20 @@ LLMC_FP8_ACCESSOR size_t fp8_history_offset(int i) { return fp8_amax_offset(i) +
 // (Inline, as the kernel benchmarks of dev/cuda use it without the host library.)
 class Fp8Layout {
  public:
-  explicit Fp8Layout(const GPT2Config& config) : Fp8Layout(config, table_fp8_linears(config)) {}
-  // Another choice of the layers that run in FP8 than the table's fp8 column (in any order: the
-  // layout follows the table's).
-  Fp8Layout(const GPT2Config& config, const std::vector<LinearLayer>& fp8_linears) : L_(config.num_layers) {
+  // The table's fp8 column; or the layers `linears` (fp8_linears; in any order: the layout follows
+  // the table's).
+  explicit Fp8Layout(const GPT2Config& config) : Fp8Layout(config, fp8_linears(config, false)) {}
+  Fp8Layout(const GPT2Config& config, const std::vector<LinearLayer>& linears) : L_(config.num_layers) {
     for (const LinearLayerSpec& linear : linear_layers(config)) {
       Place& place = place_[int(linear.id)];
       place.name = linear.name;
-      if (std::find(fp8_linears.begin(), fp8_linears.end(), linear.id) == fp8_linears.end()) continue;
+      if (std::find(linears.begin(), linears.end(), linear.id) == linears.end()) continue;
       place.scaled = true;
       place.per_layer = linear.per_layer;
       place.first_tensor = per_role_;
       place.first_copy = weight_bytes_;
       place.weight_values = linear.out * linear.in;
-      operand_width_ = std::max({operand_width_, linear.in, linear.out});
+      if (linear.per_layer) operand_width_ = std::max({operand_width_, linear.in, linear.out});
       per_role_ += int(linear.copies(L_));
       weight_bytes_ += 2 * place.weight_values * linear.copies(L_);
     }
@@ -115,8 +124,9 @@ class Fp8Layout {
     return place.first_copy + (2 * size_t(layer_of(place, layer)) + (transposed ? 1 : 0)) * place.weight_values;
   }
   size_t weight_bytes() const { return weight_bytes_; }
-  // The widest FP8 operand a row of activations or gradients has: the largest in or out of the
-  // layers that run in FP8 (the one operand buffer holds B*T rows of it).
+  // The widest FP8 operand a row of a layer's activations or gradients has: the largest in or out
+  // of the per-layer linear layers that run in FP8 (the operand buffer holds B*T rows of it). The LM
+  // head's operands are the memory plan's: lnf's copy and a chunk of d(logits)' rows.
   size_t operand_width() const { return operand_width_; }
 
  private:
@@ -128,12 +138,6 @@ class Fp8Layout {
     size_t first_copy = 0;  // bytes
     size_t weight_values = 0;
   };
-  static std::vector<LinearLayer> table_fp8_linears(const GPT2Config& config) {
-    std::vector<LinearLayer> linears;
-    for (const LinearLayerSpec& linear : linear_layers(config))
-      if (linear.fp8) linears.push_back(linear.id);
-    return linears;
-  }
   // The W of `place`'s layer that layer `layer` uses: its own, or the model's one.
   int layer_of(const Place& place, int layer) const {
     if (!place.scaled || layer < 0 || layer >= L_)

@@ -110,7 +110,14 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const size_t chunk_rows = logits_rows(in);
   const char* logits_depends = chunk_rows < BT ? "chunk*Vp (LLMC_CLASSIFIER)" : "B*T*Vp";
   const size_t scores = B * NH * T * T;  // one layer's attention matrix (fallback)
-  const Fp8Layout fp8(cfg);
+  const Fp8Layout fp8(cfg, fp8_linears(cfg, in.fp8_lm_head));
+  // The FP8 operand buffer: B*T rows of the layers' widest operand, or with the LM head in FP8 a
+  // chunk of d(logits)' rows where that is more.
+  const bool fp8_head = in.fp8_lm_head;
+  const size_t fp8_operand = std::max(BT * fp8.operand_width(), fp8_head ? chunk_rows * Vp : 0);
+  const char* fp8_operand_depends = fp8_head && chunk_rows * Vp > BT * fp8.operand_width()
+                                        ? "chunk*Vp (LLMC_FP8_LM_HEAD)"
+                                        : "B*T*4C (the widest)";
   // The LayerNorm and bias gradients take turns in one fp32 scratch, the larger of the two needs.
   const size_t partial_sums = std::max(layernorm_backward_scratch_floats(cfg.channels),
                                        matmul_bias_grad_scratch_floats(int(BT), 4 * cfg.channels));
@@ -127,6 +134,7 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   plan_facts.overlap_buckets = in.overlap_buckets;
   plan_facts.cudnn = in.attention == AttentionKind::kCudnn;
   plan_facts.fp8 = in.fp8;
+  plan_facts.fp8_lm_head = in.fp8_lm_head;
   MemoryPlan plan;
 #define LLMC_BUFFER(id, field, element, when, name, elements, depends_on) \
   if (plan_facts.satisfy(BufferCondition::when))                          \

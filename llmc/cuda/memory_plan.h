@@ -30,7 +30,7 @@ enum class BufferId {
 };
 
 // When a rank allocates a buffer (the table's `when` column).
-enum class BufferCondition { kAlways, kBf16, kHostStaging, kOverlapBuckets, kCudnn, kFallback, kFp8 };
+enum class BufferCondition { kAlways, kBf16, kHostStaging, kOverlapBuckets, kCudnn, kFallback, kFp8, kFp8LmHead };
 
 // What the conditions test. The plan takes these facts from its inputs; the backend's allocation
 // sequence takes the precision and the attention kind from its own build and options instead, so
@@ -41,6 +41,7 @@ struct BufferFacts {
   bool overlap_buckets = false;  // MemoryPlanInputs::overlap_buckets
   bool cudnn = false;            // cuDNN attention, else the fallback
   bool fp8 = false;              // FP8 matmuls (--fp8 1)
+  bool fp8_lm_head = false;      // and the LM head's (LLMC_FP8_LM_HEAD=on)
 
   bool satisfy(BufferCondition condition) const {
     switch (condition) {
@@ -51,6 +52,7 @@ struct BufferFacts {
       case BufferCondition::kCudnn: return cudnn;
       case BufferCondition::kFallback: return !cudnn;
       case BufferCondition::kFp8: return fp8;
+      case BufferCondition::kFp8LmHead: return fp8 && fp8_lm_head;
     }
     return false;
   }
@@ -107,6 +109,9 @@ struct MemoryPlanInputs {
   CudnnBackward cudnn_backward = CudnnBackward::kDefault;
   // FP8 matmuls (--fp8 1): the weights' FP8 copies, an FP8 operand buffer and the scaling state.
   bool fp8 = false;
+  // With fp8, the LM head's GEMMs in FP8 too (LLMC_FP8_LM_HEAD=on): lnf's FP8 copy, and the operand
+  // buffer holds a chunk of d(logits)' rows.
+  bool fp8_lm_head = false;
   // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
   ClassifierPath classifier = ClassifierPath::kChunked;
   int classifier_chunk_rows = kClassifierChunkRows;

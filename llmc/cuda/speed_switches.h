@@ -127,6 +127,17 @@ enum class Fp8FastAccum { kOff, kForward };
 // bias), the cast kernel runs. The same bytes and amax. Without --fp8 1 it changes nothing.
 enum class Fp8DqkvCast { kKernel, kBiasGrad };
 
+// With --fp8 1, whether the LM head (the classifier's logits GEMM and its input-gradient GEMM, the
+// largest of the step) runs in FP8 too (LLMC_FP8_LM_HEAD; llmc/cuda/fp8_layout.h, fp8_linears).
+// kOff, the default: the four layer GEMMs only, the LM head in floatX. kOn: lnf's E4M3 copy, written
+// by the final LayerNorm forward, times wte's E4M3 copy gives the logits; the fused classifier writes
+// d(logits)' E5M2 copy as it writes the gradient, which the input-gradient GEMM reads with wte's
+// transposed copy; wte's gradient stays a floatX GEMM. Three more scaled tensors (so a checkpoint's
+// scaling state is of one setting), and memory for lnf's copy (B*T*C bytes) and for the chunk's
+// d(logits) copy in the operand buffer (chunk*Vp bytes where that is more than B*T*4C). Unlike the
+// other FP8 switches it changes the numerics: the logits carry FP8's rounding.
+enum class Fp8LmHead { kOff, kOn };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

@@ -155,14 +155,14 @@ grep -q '| precision bf16, FP8 matmuls |' "$tmp/full-fp8.out" || fail "the cuda:
 # GEMMs (E4M3 x E4M3) with fast accumulation and the input-gradient ones (E4M3 x E5M2) without, a
 # table the resumed run loads from the checkpoint.
 before=$failures
-fp8_levers=$(all_levers_on_env | tr ' ' '\n' | grep '^LLMC_FP8_' | tr '\n' ' ')
+fp8_levers=$(fp8_levers_on_env)
 # shellcheck disable=SC2086
 resume_exactly fp8-levers 12 $fp8_levers -- --fp8 1
 grep -q '^gemm search: .* fp8 e4m3 x e4m3 fast accumulation: ' "$tmp/full-fp8-levers.out" &&
   grep -q '^gemm search: .* fp8 e4m3 x e5m2: ' "$tmp/full-fp8-levers.out" &&
   ! grep -q 'e5m2 fast accumulation' "$tmp/full-fp8-levers.out" ||
   fail "LLMC_FP8_FAST_ACCUM=forward: the searched FP8 GEMMs are not the forward ones fast, the others not: $(grep '^gemm search: .*fp8' "$tmp/full-fp8-levers.out" | head -n 3)"
-[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1 ${fp8_levers% }): resumed bit-identically, fast accumulation in the forward GEMMs only"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1 $fp8_levers): resumed bit-identically, fast accumulation in the forward GEMMs only"
 
 # --- (d) --fp8 1 where it cannot run: a GPU without FP8 tensor cores, the GELU epilogues ----------
 fp8_refused() {  # fp8_refused NAME TEXT VARIABLE=VALUE: the run stops before training, naming TEXT

@@ -133,6 +133,15 @@ run --dry-run 1 -e d12 -b 64 -t 1024 --fp8 1 "${nodata[@]}"
 expect_out "FP8 weight copies                 169869312   1"
 expect_out "FP8 GEMM operand                  201326592   1"
 expect_out "FP8 scales and amax history          150912   4"
+# LLMC_FP8_LM_HEAD=on adds the LM head: wte's two copies, 2 x 50304 x 768 = 77,266,944 bytes more
+# (247,136,256); the operand buffer holds a chunk of d(logits), 16384 x 50304 = 824,180,736 bytes,
+# more than the layers' 201,326,592; lnf's copy, B*T*C = 65536 x 768 = 50,331,648 bytes; 147 tensors
+# x 1048 = 154,056 floats.
+LLMC_FP8_LM_HEAD=on run --dry-run 1 -e d12 -b 64 -t 1024 --fp8 1 "${nodata[@]}"
+expect_out "FP8 weight copies                 247136256   1"
+expect_out "FP8 GEMM operand                  824180736   1"
+expect_out "FP8 lnf copy                       50331648   1"
+expect_out "FP8 scales and amax history          154056   4"
 run --dry-run 1 -e d12 -b 64 -t 1024 "${nodata[@]}"
 ! grep -q "FP8" "$tmp/out" || fail "the plan without --fp8 1 lists FP8 buffers: $(grep FP8 "$tmp/out")"
 

@@ -11,7 +11,8 @@
 // quadrature along a path, so a tensor after n_f forward and n_b input-gradient FP8 GEMMs is held to
 // the bf16 bar plus sqrt(n_f 0.03753^2 + n_b 0.05934^2); the worst path is layer 0's qkv weight
 // gradient: all 4L forward GEMMs, then 4L - 1 input-gradient GEMMs on the way down. The logits see
-// the 4L forward GEMMs only. The loss moves with the logits: -dz_y + sum_i p_i dz_i, at most about
+// the 4L forward GEMMs only. LLMC_FP8_LM_HEAD=on (`lm_head`) adds the LM head's two: a forward GEMM
+// on every path, an input-gradient GEMM on every gradient's. The loss moves with the logits: -dz_y + sum_i p_i dz_i, at most about
 // sqrt(2) times their RMS error, which is the logits' relative bar times their RMS (the oracle's).
 #pragma once
 #include <cmath>
@@ -24,10 +25,13 @@ inline const double kFp8ForwardGemm = std::sqrt(2.0) * fp8_rms_rounding(3);
 inline const double kFp8InputGradientGemm = std::hypot(fp8_rms_rounding(2), fp8_rms_rounding(3));
 
 // The logits' and the worst gradient's relative bars for L layers, over the build's `tensor_bar`.
-inline double fp8_logits_bar(int L, double tensor_bar) { return tensor_bar + std::sqrt(4.0 * L) * kFp8ForwardGemm; }
-inline double fp8_gradient_bar(int L, double tensor_bar) {
-  return tensor_bar + std::sqrt(4.0 * L * kFp8ForwardGemm * kFp8ForwardGemm +
-                                (4.0 * L - 1) * kFp8InputGradientGemm * kFp8InputGradientGemm);
+inline double fp8_logits_bar(int L, double tensor_bar, bool lm_head = false) {
+  return tensor_bar + std::sqrt(4.0 * L + (lm_head ? 1 : 0)) * kFp8ForwardGemm;
+}
+inline double fp8_gradient_bar(int L, double tensor_bar, bool lm_head = false) {
+  const double head = lm_head ? 1.0 : 0.0;
+  return tensor_bar + std::sqrt((4.0 * L + head) * kFp8ForwardGemm * kFp8ForwardGemm +
+                                (4.0 * L - 1 + head) * kFp8InputGradientGemm * kFp8InputGradientGemm);
 }
 
 // The loss's absolute bar over the build's `loss_bar`: sqrt(2) times the logits' bar times the RMS

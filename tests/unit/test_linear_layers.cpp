@@ -116,7 +116,20 @@ TEST_CASE("FP8 layout: a layer that is not per layer holds one tensor a role, af
   CHECK(fp8.weight_copy(LinearLayer::kLmHead, 7, false) == 169869312ull);
   CHECK(fp8.weight_copy(LinearLayer::kLmHead, 0, true) == 169869312ull + kVp * kC);
   CHECK(fp8.weight_bytes() == 169869312ull + 2 * kVp * kC);
-  CHECK(fp8.operand_width() == kVp);
+  // The operand buffer's rows are the layers' (B*T of them): the head's Vp columns are not among them.
+  CHECK(fp8.operand_width() == 4 * kC);
+}
+
+TEST_CASE("FP8 layout: LLMC_FP8_LM_HEAD=on adds the LM head to the table's layers") {
+  const GPT2Config config = config_from_descriptor("d12");
+  const std::vector<LinearLayer> four = {LinearLayer::kQkv, LinearLayer::kAttproj, LinearLayer::kFc,
+                                         LinearLayer::kFcproj};
+  CHECK(fp8_linears(config, false) == four);
+  std::vector<LinearLayer> five = four;
+  five.push_back(LinearLayer::kLmHead);
+  CHECK(fp8_linears(config, true) == five);
+  CHECK(Fp8Layout(config, fp8_linears(config, true)).tensors() == 3 * 49);
+  CHECK(Fp8Layout(config).tensors() == 144);
 }
 
 TEST_CASE("FP8 layout: no layer in FP8, no tensors") {

@@ -139,10 +139,10 @@ class RecordingAllocator : public DeviceAllocator {
 // The allocation sequence the backend runs, with FloatX standing in for its floatX.
 template <class FloatX>
 std::vector<Allocation> run_backend_sequence(const MemoryPlan& plan, AttentionKind attention, RecordingAllocator& device,
-                                             bool fp8 = false) {
+                                             bool fp8 = false, bool fp8_lm_head = false) {
   PlannedAllocator allocator(plan, device);
   BackendBuffers<FloatX> buffers;
-  allocate_backend_buffers<FloatX>(allocator, buffers, attention, fp8);
+  allocate_backend_buffers<FloatX>(allocator, buffers, attention, fp8, fp8_lm_head);
   CHECK(buffers.params != nullptr);
   CHECK(buffers.blas_workspace != nullptr);
   return allocator.allocations();
@@ -375,7 +375,7 @@ TEST_CASE("memory plan: regrowing cuDNN's workspace keeps the list and the devic
   {
     PlannedAllocator allocator(plan, device);
     BackendBuffers<uint16_t> buffers;
-    allocate_backend_buffers<uint16_t>(allocator, buffers, AttentionKind::kCudnn, false);
+    allocate_backend_buffers<uint16_t>(allocator, buffers, AttentionKind::kCudnn, false, false);
     const size_t planned = plan.find(BufferId::kCudnnWorkspace)->bytes();
     CHECK(allocator.regrow(BufferId::kCudnnWorkspace, planned - 1) == buffers.cudnn_workspace);  // big enough
     CHECK(device.released == 0);
@@ -412,4 +412,41 @@ TEST_CASE("memory plan: --fp8 1 adds the weight copies, one operand buffer and t
   in.attention = AttentionKind::kFallback;
   CHECK(test_support::contains(test_support::thrown_message<std::invalid_argument>([&] { plan_memory(in); }),
                                "--fp8 1"));
+}
+
+TEST_CASE("memory plan: LLMC_FP8_LM_HEAD=on adds lnf's copy, wte's copies, three tensors, a chunk of d(logits)") {
+  MemoryPlanInputs in = d12_for_ranks(1, 0, 1);
+  in.fp8 = true;
+  const MemoryPlan layers = plan_memory(in);
+  in.fp8_lm_head = true;
+  const MemoryPlan head = plan_memory(in);
+  // d12 at B=4, T=64 (256 rows, one chunk): wte's copies 2 * Vp * C = 2 * 50304 * 768 bytes; lnf's
+  // copy B*T*C = 256 * 768; the operand buffer the chunk's 256 rows of Vp = 50304 bytes, more than
+  // the layers' B*T*4C = 256 * 3072; 3 more tensors of 1048 floats.
+  CHECK(head.find(BufferId::kFp8Weights)->bytes() == 169869312ull + 2ull * 50304 * 768);
+  REQUIRE(head.find(BufferId::kFp8Lnf) != nullptr);
+  CHECK(head.find(BufferId::kFp8Lnf)->bytes() == 256ull * 768);
+  CHECK(head.find(BufferId::kFp8Operand)->bytes() == 256ull * 50304);
+  CHECK(std::string(head.find(BufferId::kFp8Operand)->depends_on) == "chunk*Vp (LLMC_FP8_LM_HEAD)");
+  CHECK(head.find(BufferId::kFp8State)->bytes() == 147ull * 1048 * 4);
+  CHECK(layers.find(BufferId::kFp8Lnf) == nullptr);
+  // Without --fp8 1 the switch plans nothing.
+  in.fp8 = false;
+  in.fp8_lm_head = true;
+  CHECK(plan_memory(in).total_bytes() == plan_memory(d12_for_ranks(1, 0, 1)).total_bytes());
+  // At B=64, T=1024 the chunk's 16,384 rows of Vp bytes (824 MB) outgrow the layers' B*T*4C (201 MB).
+  MemoryPlanInputs big = in;
+  big.fp8 = true;
+  big.batch = 64;
+  big.seq_len = 1024;
+  CHECK(plan_memory(big).find(BufferId::kFp8Operand)->bytes() == 16384ull * 50304);
+  // The backend's sequence takes the head's buffers only with the switch, and refuses a plan
+  // without them.
+  RecordingAllocator device;
+  CHECK(run_backend_sequence<uint16_t>(head, AttentionKind::kCudnn, device, true, true).size() ==
+        head.buffers.size());
+  CHECK_THROWS_AS(run_backend_sequence<uint16_t>(layers, AttentionKind::kCudnn, device, true, true),
+                  std::logic_error);
+  CHECK_THROWS_AS(run_backend_sequence<uint16_t>(head, AttentionKind::kCudnn, device, true, false),
+                  std::logic_error);
 }

@@ -1,0 +1,250 @@
+// test_gpt2cu's checks of --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU):
+// the four layers' GEMMs in FP8 with every FP8 switch, and LLMC_FP8_LM_HEAD=on, against the CPU
+// oracle at the bars of tests/lib/fp8_bars.h.
+#pragma once
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llmc/cpu/cpu_backend.h"
+#include "llmc/cuda/cuda_backend.h"
+#include "llmc/cuda/fp8_layout.h"
+#include "llmc/gpt2.h"
+#include "tests/lib/cuda_parity.h"
+#include "tests/lib/fp8_bars.h"
+
+namespace llmc {
+
+// What --fp8 1 gave with the defaults, for LLMC_FP8_LM_HEAD=on's comparisons: the calibrating and
+// the FP8 micro-step's gradients, the evaluation pass's logits, the scaling state after both.
+struct Fp8Defaults {
+  std::vector<float> calibrating, grads, logits;
+  std::vector<uint8_t> state;
+};
+
+// The largest |d(logits)| of the oracle's logits (the padded columns are 0): dloss (p_j - [j == y])
+// for loss scale 1, dloss = 1 / (B*T).
+inline float largest_dlogit(const float* logits, const std::vector<int>& targets, int V, int Vp) {
+  const double dloss = 1.0 / double(targets.size());
+  double largest = 0.0;
+  for (size_t row = 0; row < targets.size(); ++row) {
+    const float* x = logits + row * size_t(Vp);
+    const double m = *std::max_element(x, x + V);
+    double sum = 0.0;
+    for (int j = 0; j < V; ++j) sum += std::exp(double(x[j]) - m);
+    for (int j = 0; j < V; ++j)
+      largest = std::max(largest, std::fabs(std::exp(double(x[j]) - m) / sum - (j == targets[row] ? 1.0 : 0.0)));
+  }
+  return float(largest * dloss);
+}
+
+// Scaled tensor i's amax history entry `entry` in the bytes of CudaBackend::scaling_state(): three
+// uint64 words, then per tensor its scale and kFp8History entries (fp32).
+inline float scaling_state_history(const std::vector<uint8_t>& state, int i, int entry) {
+  float x = 0.0f;
+  const size_t at = 3 * sizeof(uint64_t) + (size_t(i) * (1 + kFp8History) + 1 + size_t(entry)) * sizeof(float);
+  if (at + sizeof x <= state.size()) std::memcpy(&x, state.data() + at, sizeof x);
+  return x;
+}
+
+// LLMC_FP8_LM_HEAD=on: the LM head's GEMMs in FP8 too, which changes the numerics, so its own bars
+// (fp8_bars.h with the head's two GEMMs) rather than the defaults' bits. Still the defaults' bits:
+// the calibrating micro-step (floatX GEMMs). The fused classifier records d(logits)' amax, which
+// is the oracle's within the build's bar. The state, of three more tensors, moves as a checkpoint
+// moves it; a backend of the other setting refuses it, naming the switch.
+inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Args& a, CudaBackendOptions o,
+                              const std::vector<float>& params, const Batch& batch, CpuBackend& cpu,
+                              const std::vector<float>& cpu_grads, float cpu_loss, const Fp8Defaults& defaults) {
+  const int B = a.B, T = a.T, L = config.num_layers;
+  const size_t n = num_parameters(config);
+  const std::string name = "--fp8 1 with LLMC_FP8_LM_HEAD=on";
+  o.speed.fp8_lm_head = Fp8LmHead::kOn;
+  const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
+  CudaBackend head(config, o);
+  if (live_before) check_buffers_against_plan(report, head.memory_plan(), live_before->size());
+  head.set_parameters(params.data());
+  const double logits_bar = fp8_logits_bar(L, kTensorBar, true), grad_bar = fp8_gradient_bar(L, kTensorBar, true);
+
+  const std::vector<float> calibrating = cuda_gradients(head, batch, B, T);
+  if (cuda_device_emulated())
+    report.exact(name + ": calibration grads = the defaults', bit for bit", calibrating, defaults.calibrating);
+  const std::vector<float> grads = cuda_gradients(head, batch, B, T);
+  const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
+  const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
+  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
+  report.check(fmt::format("{} loss ({:.6f} vs cpu {:.6f})", name, head.accumulated_loss(), cpu_loss),
+               std::fabs(head.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
+  check_gradients(report, name + " grad", config, grads, cpu_grads, true, grad_bar);
+  size_t same = 0;
+  for (size_t i = 0; i < n; ++i) same += grads[i] == defaults.grads[i];
+  report.check(fmt::format("{}: grads differ from the defaults' ({} of {} equal)", name, same, n),
+               double(same) / double(n), 0.5, "equal fraction");
+  const std::vector<float> logits = head.forward_logits(batch.inputs.data(), B, T);
+  report.check(name + ": logits (evaluation pass)", rel_l2(logits.data(), cpu_logits, logit_count), logits_bar,
+               "rel_l2");
+  same = 0;
+  for (size_t i = 0; i < logit_count; ++i) same += logits[i] == defaults.logits[i];
+  report.check(fmt::format("{}: logits differ from the defaults' ({} of {} equal)", name, same, logit_count),
+               double(same) / double(logit_count), 0.5, "equal fraction");
+
+  // The calibrating micro-step's d(logits) amax, history entry 0 of the head's gradient tensor.
+  const std::vector<uint8_t> state = head.scaling_state();
+  const Fp8Layout layout(config, fp8_linears(config, true));
+  const float recorded = scaling_state_history(state, layout.tensor(Fp8Role::kGradient, LinearLayer::kLmHead, 0), 0);
+  const float expected = largest_dlogit(cpu_logits, batch.targets, config.vocab_size, config.padded_vocab_size);
+  report.check(fmt::format("{}: d(logits) amax {:.6e} vs cpu {:.6e}", name, recorded, expected),
+               std::fabs(recorded - expected) / expected, kTensorBar, "rel_err");
+  report.check(fmt::format("{}: scaling state of {} bytes, 3 tensors more than the defaults' {}", name, state.size(),
+                           defaults.state.size()),
+               state.size() == defaults.state.size() + 3 * (1 + kFp8History) * sizeof(float) ? 0.0 : 1.0, 0.5,
+               "differ");
+
+  CudaBackend resumed(config, o);
+  resumed.set_parameters(params.data());
+  resumed.set_scaling_state(state);
+  const std::vector<float> next = cuda_gradients(head, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
+  if (cuda_device_emulated()) {
+    report.exact(name + ": grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
+    report.check(name + ": scaling state after the same micro-step = the original's",
+                 resumed.scaling_state() == head.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
+  }
+  check_gradients(report, name + " grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
+  // The other setting's state is refused with the switch named, either way round.
+  CudaBackendOptions off = o;
+  off.speed.fp8_lm_head = Fp8LmHead::kOff;
+  CudaBackend layers_only(config, off);
+  for (auto [backend, bytes] : {std::pair{&resumed, &defaults.state}, std::pair{&layers_only, &state}}) {
+    std::string message;
+    try {
+      backend->set_scaling_state(*bytes);
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    report.check(fmt::format("{}: the other setting's scaling state is refused ({})", name, message),
+                 message.find("LLMC_FP8_LM_HEAD") == std::string::npos ? 1.0 : 0.0, 0.5, "accepted");
+  }
+
+  // AdamW steps against the oracle's.
+  CpuBackend cpu_steps(config);
+  cpu_steps.set_parameters(params.data());
+  for (int step = 0; step < std::min(a.steps, 3); ++step) {
+    const float ours = loop_step(head, batch, batch, B, T, step);
+    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
+    report.check(fmt::format("{} AdamW step {} loss ({:.6f} vs cpu {:.6f})", name, step + 1, ours, oracle),
+                 std::fabs(ours - oracle), loss_bar, "abs_err");
+  }
+}
+
+// --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
+// bars of tests/lib/fp8_bars.h. The first micro-step calibrates (floatX GEMMs while the casts record the
+// amaxes), so its gradients are the bf16 ones, bit for bit on the emulated GPU; the next ones run
+// FP8, at scales that saw this very batch. The scaling state moves to another backend as a
+// checkpoint moves it, after which both compute the same bits.
+inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, AttentionKind attention,
+                      const std::vector<float>& params, const Batch& batch, CpuBackend& cpu,
+                      const std::vector<float>& cpu_grads, float cpu_loss) {
+  const int B = a.B, T = a.T, L = config.num_layers;
+  const size_t n = num_parameters(config);
+  if (cuda_compute_capability() < kFp8ComputeCapability) {
+    fmt::print("SKIP  --fp8 1: {} has no FP8 tensor cores (compute capability below 8.9)\n",
+               cuda_device_description());
+    return;
+  }
+  CudaBackendOptions o = cuda_options(a, 1, attention);
+  o.fp8 = true;
+  const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
+  CudaBackend fp8(config, o);
+  if (live_before) check_buffers_against_plan(report, fp8.memory_plan(), live_before->size());
+  fp8.set_parameters(params.data());
+  const double logits_bar = fp8_logits_bar(L, kTensorBar), grad_bar = fp8_gradient_bar(L, kTensorBar);
+
+  // FP8 runs the GELU as kernels (which write the FP8 copies), as LLMC_GELU=kernels does in bf16.
+  SpeedSwitches gelu_kernels;
+  gelu_kernels.gelu = GeluPath::kKernels;
+  const std::vector<float> bf16_grads =
+      cuda_gradients(*make_cuda(config, a, 1, attention, params, gelu_kernels), batch, B, T);
+  const std::vector<float> calibrating = cuda_gradients(fp8, batch, B, T);
+  if (cuda_device_emulated())
+    report.exact("--fp8 1 first micro-step (calibration) = bf16's (LLMC_GELU=kernels), bit for bit", calibrating,
+                 bf16_grads);
+  const std::vector<float> fp8_grads = cuda_gradients(fp8, batch, B, T);
+  const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
+  const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
+  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
+  report.check(fmt::format("--fp8 1 loss ({:.6f} vs cpu {:.6f})", fp8.accumulated_loss(), cpu_loss),
+               std::fabs(fp8.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
+  check_gradients(report, "--fp8 1 grad", config, fp8_grads, cpu_grads, true, grad_bar);
+  size_t same = 0;
+  for (size_t i = 0; i < n; ++i) same += fp8_grads[i] == bf16_grads[i];
+  report.check(fmt::format("--fp8 1 grads differ from bf16's ({} of {} equal): FP8 GEMMs ran", same, n),
+               double(same) / double(n), 0.5, "equal fraction");
+  const std::vector<float> fp8_logits = fp8.forward_logits(batch.inputs.data(), B, T);
+  report.check("--fp8 1 logits (evaluation pass)", rel_l2(fp8_logits.data(), cpu_logits, logit_count), logits_bar,
+               "rel_l2");
+
+  // The scaling state, as a checkpoint carries it: a second backend given it computes the same
+  // gradients, and one that starts afresh (calibrating) does not.
+  const std::vector<uint8_t> state = fp8.scaling_state();
+
+  // Every other value of each FP8 switch (LLMC_FP8_*), alone. The casts folded into other kernels
+  // have the cast's bytes and amax, and the emulated cuBLASLt sums in fp32 with fast accumulation
+  // or without: on the emulated GPU the same calibration, FP8 gradients and scaling state, bit for
+  // bit. On a GPU fast accumulation sums otherwise: the FP8 bars. LLMC_FP8_LM_HEAD changes the
+  // numerics: check_fp8_lm_head.
+  const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
+  for (size_t row = 0; row < rows.size(); ++row) {
+    if (std::string(rows[row].variable).rfind("LLMC_FP8_", 0) != 0) continue;
+    for (int value = 0; value < int(rows[row].values.size()); ++value) {
+      if (value == speed_switch_value(o.speed, row)) continue;
+      CudaBackendOptions other = o;
+      set_speed_switch(other.speed, row, value);
+      if (other.speed.fp8_lm_head != o.speed.fp8_lm_head) continue;
+      CudaBackend variant(config, other);
+      variant.set_parameters(params.data());
+      const std::string name = fmt::format("--fp8 1 with {}={}", rows[row].variable, rows[row].values[value]);
+      const std::vector<float> variant_calibrating = cuda_gradients(variant, batch, B, T);
+      const std::vector<float> variant_grads = cuda_gradients(variant, batch, B, T);
+      if (cuda_device_emulated()) {
+        report.exact(name + ": calibration grads = the defaults', bit for bit", variant_calibrating, calibrating);
+        report.exact(name + ": FP8 grads = the defaults', bit for bit", variant_grads, fp8_grads);
+        report.check(name + ": scaling state = the defaults'", variant.scaling_state() == state ? 0.0 : 1.0, 0.5,
+                     "differ");
+      } else {
+        check_gradients(report, name + " grad", config, variant_grads, cpu_grads, true, grad_bar);
+      }
+    }
+  }
+
+  CudaBackend resumed(config, o);
+  resumed.set_parameters(params.data());
+  resumed.set_scaling_state(state);
+  const std::vector<float> next = cuda_gradients(fp8, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
+  if (cuda_device_emulated()) {
+    report.exact("--fp8 1 grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
+    report.check("--fp8 1 scaling state after the same micro-step = the original's",
+                 resumed.scaling_state() == fp8.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
+  }
+  check_gradients(report, "--fp8 1 grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
+
+  // AdamW steps with FP8 against the oracle's.
+  CpuBackend cpu_steps(config);
+  cpu_steps.set_parameters(params.data());
+  for (int step = 0; step < std::min(a.steps, 3); ++step) {
+    const float ours = loop_step(fp8, batch, batch, B, T, step);
+    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
+    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, ours, oracle),
+                 std::fabs(ours - oracle), loss_bar, "abs_err");
+  }
+  check_fp8_lm_head(report, config, a, o, params, batch, cpu, cpu_grads, cpu_loss,
+                    {calibrating, fp8_grads, fp8_logits, state});
+}
+
+}  // namespace llmc
