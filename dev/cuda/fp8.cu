@@ -11,6 +11,7 @@
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/layernorm.cuh"
 #include "llmc/cuda/layernorm_forward.cuh"
+#include "llmc/cuda/matmul.cuh"
 
 using llmc::floatX;
 
@@ -265,13 +266,38 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_inp = bench::to_device<floatX>(inp);
   floatX* d_dout = bench::to_device<floatX>(dout);
   floatX* d_out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
+  // The GELU backward that also sums the fc bias gradient (LLMC_FP8_FC_BIAS_GRAD=gelu-backward), on
+  // the elements as rows of 4C: its output and bias sums bit for bit gelu_backward's and then
+  // matmul_bias_grad's on that output.
+  const int bias_cols = 4 * kChannels, bias_rows = int(n / size_t(bias_cols));
+  const size_t bias_n = size_t(bias_rows) * bias_cols;
+  float* d_bias_scratch = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_bias_scratch, llmc::matmul_bias_grad_scratch_floats(bias_rows, bias_cols) * sizeof(float)));
+  floatX* d_separate = bench::to_device<floatX>(std::vector<float>(bias_n, 1.0f));
+  floatX* d_bias_separate = bench::to_device<floatX>(std::vector<float>(bias_cols, 0.0f));
+  floatX* d_bias_fused = bench::to_device<floatX>(std::vector<float>(bias_cols, 0.0f));
   for (llmc::FastMath fast : {llmc::FastMath::kOff, llmc::FastMath::kOn}) {
     const std::string form = fast == llmc::FastMath::kOn ? " (fast math)" : "";
     expect("gelu forward" + form, d_out, n,
            [&](const llmc::Fp8Sink& s) { llmc::gelu_forward(d_out, d_inp, n, fast, 0, s); }, __NV_E4M3);
     expect("gelu backward" + form, d_out, n,
            [&](const llmc::Fp8Sink& s) { llmc::gelu_backward(d_out, d_inp, d_dout, n, fast, 0, s); }, __NV_E5M2);
+    bench::upload(d_bias_separate, std::vector<float>(bias_cols, 0.0f));
+    bench::upload(d_bias_fused, std::vector<float>(bias_cols, 0.0f));
+    llmc::gelu_backward(d_separate, d_inp, d_dout, bias_n, fast, 0);
+    llmc::matmul_bias_grad(d_bias_separate, d_bias_scratch, d_separate, bias_rows, bias_cols, 0);
+    const std::string fused_name = "gelu backward with the bias sums" + form;
+    expect(fused_name, d_out, bias_n, [&](const llmc::Fp8Sink& s) {
+      llmc::gelu_backward_bias_grad(d_out, d_inp, d_dout, d_bias_fused, d_bias_scratch, bias_rows, bias_cols, fast, 0,
+                                    s);
+    }, __NV_E5M2);
+    const bool same_out = bench::from_device(d_out, bias_n) == bench::from_device(d_separate, bias_n);
+    const bool same_bias = bench::from_device(d_bias_fused, bias_cols) == bench::from_device(d_bias_separate, bias_cols);
+    fmt::print("{}  {}{}: output and bias sums bit for bit gelu_backward's and matmul_bias_grad's\n",
+               same_out && same_bias ? "PASS" : "FAIL", tag, fused_name);
+    ok &= same_out && same_bias;
   }
+  bench::free_device({d_bias_scratch, d_separate, d_bias_separate, d_bias_fused});
 
   const size_t rows_c = size_t(kRows) * kChannels;
   const auto x = bench::round_through<floatX>(bench::random_vector(rows_c, 43, -3.0f, 3.0f));
@@ -424,8 +450,9 @@ const std::vector<Version> kVersions = {
     {"scale", "the scale updates on amaxes worked out by hand: 2^floor(log2(fp8_max / amax))", {}, nullptr,
      check_scales_version, nullptr},
     {"fused",
-     "the FP8 copies the LayerNorm forward and backward, the GELU forward and backward and the fused "
-     "classifier's gradient pass write: the same bytes and amax as fp8_cast of the floatX output they store",
+     "the FP8 copies the LayerNorm forward and backward, the GELU forward and backward (also with the fc bias "
+     "sums) and the fused classifier's gradient pass write: the same bytes and amax as fp8_cast of the floatX "
+     "output they store",
      {}, nullptr, check_fused_version, nullptr},
     {"weight",
      "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their transposes", {},

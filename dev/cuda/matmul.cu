@@ -41,8 +41,9 @@ void matmul_bias_grad_serial(floatX* dbias, float* scratch, const floatX* dout, 
   constexpr int kCols = llmc::kWarpSize * llmc::Packed128<floatX>::size;
   float* partial = llmc::scratch_partials(scratch);
   const dim3 grid(llmc::ceil_div(OC, kCols), llmc::bias_grad_slices(BT));
-  llmc::launch<llmc::bias_grad_partial_kernel<floatX>>(grid, dim3(llmc::kWarpSize, llmc::kBiasWarps), 0, 0, partial,
-                                                       dout, BT, OC, llmc::Fp8Sink{});
+  using Rows = llmc::StoredRows<floatX>;
+  llmc::launch<llmc::bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(llmc::kWarpSize, llmc::kBiasWarps), 0, 0,
+                                                             partial, Rows{dout}, BT, OC, llmc::Fp8Sink{});
   CUDA_CHECK_LAST();
   llmc::launch<bias_grad_serial_finish>(llmc::ceil_div(OC, 256), 256, 0, 0, dbias, partial, llmc::bias_grad_slices(BT),
                                         OC);
@@ -254,14 +255,15 @@ void bwd_dinp_dgelu(Data& d, int) {
 }
 
 // The same, also adding dinp's column sums to dpre_bias: by the DGELU_BGRAD epilogue, or by the
-// GELU backward kernel and the bias-gradient kernels.
-template <bool kEpilogue>
+// GELU backward kernel and the bias-gradient kernels, or (kFused) the latter computing the former.
+template <bool kEpilogue, bool kFused = false>
 void bwd_dinp_dgelu_bias(Data& d, int) {
   llmc::MatmulBackward p = plain_backward(d);
   p.pre_gelu = d.buf.pre_gelu_in;
   p.dgelu_epilogue = kEpilogue;
   p.bias_scratch = d.buf.bias_scratch;
   p.dbias_pre_gelu = d.buf.dpre_bias;
+  p.bias_in_gelu_backward = kFused;
   llmc::matmul_backward_input(d.ctx, p, 0);
 }
 
@@ -505,6 +507,10 @@ const std::vector<Version> kVersions = {
      {}, bwd_dinp_dgelu_bias<true>, check_dinp_bias, dgelu_bias_cost<true>},
     {"bwd_dinp_gelu_kernel_bgrad", "bwd_dinp_gelu_kernel, then the bias-gradient kernels on dinp (the fallback)", {},
      bwd_dinp_dgelu_bias<false>, check_dinp_bias, dgelu_bias_cost<false>},
+    {"bwd_dinp_gelu_fused_bgrad",
+     "bwd_dinp_gelu_kernel_bgrad in one pass: the bias-gradient kernels run the GELU backward on the vectors they "
+     "sum (LLMC_FP8_FC_BIAS_GRAD=gelu-backward)",
+     {}, bwd_dinp_dgelu_bias<false, true>, check_dinp_bias, dgelu_cost<false>},
     {"bwd_dweight", "the weight gradient, accumulating", {}, bwd_dweight, check_dweight, dweight_cost},
     {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)",
      {}, dbias_serial, check_dbias, dbias_cost},

@@ -407,7 +407,9 @@ void CudaBackend::Impl::backward(int B, int T) {
   // fc's comes with the fcproj input gradient (matmul_backward_input).
   const bool ln_bias = opt.speed.bias_grad == BiasGradPath::kLayerNorm ||
                        opt.speed.bias_grad == BiasGradPath::kLayerNormFcKernels;
-  const bool fc_bias_with_dgelu = opt.speed.bias_grad == BiasGradPath::kLayerNorm;
+  // With --fp8 1 and LLMC_FP8_FC_BIAS_GRAD=gelu-backward fc's comes with the GELU backward kernel.
+  const bool fc_bias_in_gelu_backward = opt.fp8 && opt.speed.fp8_fc_bias_grad == Fp8FcBiasGrad::kGeluBackward;
+  const bool fc_bias_with_dgelu = opt.speed.bias_grad == BiasGradPath::kLayerNorm || fc_bias_in_gelu_backward;
   const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
@@ -443,7 +445,8 @@ void CudaBackend::Impl::backward(int B, int T) {
                      .bias_grad_epilogue = bias_grad_epilogue,
                      .dinp_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kFc, l),
                      .dout_fp8 = projection_dout_fp8(LinearLayer::kFcproj, l),
-                     .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr});
+                     .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr,
+                     .bias_in_gelu_backward = fc_bias_in_gelu_backward});
     linear_backward(LinearLayer::kFc, l,
                     {.dinp = d_ln, .dbias = fc_bias_with_dgelu ? nullptr : bias_grad_of(LinearLayer::kFc, l),
                      .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT,

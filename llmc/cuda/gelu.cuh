@@ -73,6 +73,21 @@ __global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n, Fp8Sin
   if (fp8.amax) fp8_record_block_amax(fp8.amax, amax, scratch);
 }
 
+// One 16-byte vector of the GELU backward: dinp[i..] = gelu'(inp) * dout, stored and returned (the
+// bias-gradient kernels of llmc/cuda/matmul.cuh sum it as they go). dinp may alias dout: the
+// vector is read before it is written.
+template <class Real, bool kFast>
+__device__ inline Packed128<Real> gelu_backward_vector(Real* dinp, const Real* inp, const Real* dout, size_t i) {
+  constexpr int S = Packed128<Real>::size;
+  const Packed128<Real> x = load128cs(inp + i);
+  const Packed128<Real> d = load128cs(dout + i);
+  Packed128<Real> g;
+#pragma unroll
+  for (int k = 0; k < S; ++k) g[k] = Real(gelu_derivative<kFast>(float(x[k])) * float(d[k]));
+  store128(dinp + i, g);
+  return g;
+}
+
 // dinp = gelu'(inp) * dout; dinp may alias dout (each thread reads its vector before writing it).
 // With fp8.data, dinp's FP8 copy too.
 template <class Real, bool kFast>
@@ -83,12 +98,7 @@ __global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* do
   const size_t i = thread * S;
   float amax = 0.0f;
   if (i < n) {
-    const Packed128<Real> x = load128cs(inp + i);
-    const Packed128<Real> d = load128cs(dout + i);
-    Packed128<Real> g;
-#pragma unroll
-    for (int k = 0; k < S; ++k) g[k] = Real(gelu_derivative<kFast>(float(x[k])) * float(d[k]));
-    store128(dinp + i, g);
+    const Packed128<Real> g = gelu_backward_vector<Real, kFast>(dinp, inp, dout, i);
     if (fp8.data) amax = fp8_store_vector(fp8, i, g);
   }
   if (fp8.amax) fp8_record_block_amax(fp8.amax, amax, scratch);

@@ -237,6 +237,9 @@ struct MatmulBackward {
   // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
   // matmul_backward).
   floatX* dbias_pre_gelu = nullptr;
+  // With dbias_pre_gelu, where the GELU backward runs as a kernel: the kernel sums the columns as it
+  // writes them (gelu_backward_bias_grad) rather than the bias-gradient kernels reading dinp again.
+  bool bias_in_gelu_backward = false;
 };
 
 // Defined below, with the bias-gradient kernels.
@@ -244,14 +247,18 @@ inline floatX* epilogue_bias_sums(float* bias_scratch);
 inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream);
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
                              const Fp8Sink& dout_fp8 = {});
+inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
+                                    float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
+                                    const Fp8Sink& dinp_fp8 = {});
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
 // dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
 // place. With dbias_pre_gelu also dbias_pre_gelu += the column sums of that dinp: by the
 // DGELU_BGRAD epilogue (one sum per row of the column-major C x BT result, over its BT columns)
-// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp. Reads only dinp,
-// dout, weight, pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue and the FP8
-// fields of `p`.
+// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp (or, with
+// bias_in_gelu_backward, computing it: gelu_backward_bias_grad). Reads only dinp, dout, weight,
+// pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, fast_math,
+// bias_in_gelu_backward and the FP8 fields of `p`.
 inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
            .ldd = p.C};
@@ -284,6 +291,11 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
   }
   if (!dgelu_by_epilogue) {
     lt_gemm(ctx, g, stream);
+    if (pre_gelu_bias && p.bias_in_gelu_backward) {
+      gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, p.fast_math,
+                              stream, p.dinp_fp8);
+      return;
+    }
     if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
   }
   if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
@@ -316,9 +328,24 @@ inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floa
 constexpr int kBiasWarps = 8;
 constexpr int kBiasFinishWarps = 32;
 
-// With fp8.data, dout's FP8 copy of each vector read, its amax recorded per warp.
+// Where the partial sums read their rows' vectors: dout itself, or (GeluBackwardRows) the GELU
+// backward's output, which it computes and stores as it goes.
 template <class T>
-__global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, int OC, Fp8Sink fp8) {
+struct StoredRows {
+  const T* dout;
+  __device__ Packed128<T> operator()(size_t at) const { return load128cs(dout + at); }
+};
+template <class T, bool kFast>
+struct GeluBackwardRows {
+  T* dinp;
+  const T* pre_gelu;
+  const T* dout;
+  __device__ Packed128<T> operator()(size_t at) const { return gelu_backward_vector<T, kFast>(dinp, pre_gelu, dout, at); }
+};
+
+// With fp8.data, the FP8 copy of each vector read, its amax recorded per warp.
+template <class T, class Rows>
+__global__ void bias_grad_partial_kernel(float* partial, Rows rows, int BT, int OC, Fp8Sink fp8) {
   using x128 = Packed128<T>;
   constexpr int kCols = kWarpSize * x128::size;
   LLMC_SHARED(float, sums, [kBiasWarps][kCols]);
@@ -330,7 +357,7 @@ __global__ void bias_grad_partial_kernel(float* partial, const T* dout, int BT, 
   float amax = 0.0f;
   if (col < OC) {
     for (int r = blockIdx.y * kBiasRowsPerSlice + warp; r < row_end; r += kBiasWarps) {
-      const x128 v = load128cs(dout + size_t(r) * OC + col);
+      const x128 v = rows(size_t(r) * OC + col);
 #pragma unroll
       for (int k = 0; k < x128::size; ++k) acc[k] += static_cast<float>(v[k]);
       if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(r) * OC + col, v));
@@ -367,20 +394,47 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
   dbias[c] = T(static_cast<float>(dbias[c]) + total);
 }
 
-// dbias (OC) += column sums of dout (BT x OC), and with dout_fp8.data dout's FP8 copy. OC must be a
-// multiple of 16 / sizeof(floatX); scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
-inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
-                             const Fp8Sink& dout_fp8) {
+// dbias (OC) += the slices' partial sums in the scratch. (Not part of the template below: g++, which
+// compiles the emulated GPU's kernels, leaves a kernel template named only inside another template's
+// launch uninstantiated.)
+inline void bias_grad_finish(floatX* dbias, const float* partial, int BT, int OC, cudaStream_t stream) {
+  launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, kWarpSize), dim3(kWarpSize, kBiasFinishWarps), 0, stream, dbias,
+                                          partial, bias_grad_slices(BT), OC);
+  CUDA_CHECK_LAST();
+}
+
+// dbias (OC) += column sums of the BT x OC vectors `rows` gives, and with fp8.data their FP8 copy.
+template <class Rows>
+inline void bias_grad_sums(floatX* dbias, float* scratch, Rows rows, int BT, int OC, cudaStream_t stream,
+                           const Fp8Sink& fp8) {
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = kWarpSize * Packed128<floatX>::size;
   float* partial = scratch_partials(scratch);
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  launch<bias_grad_partial_kernel<floatX>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, dout, BT, OC,
-                                           dout_fp8);
+  launch<bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, rows, BT, OC,
+                                                 fp8);
   CUDA_CHECK_LAST();
-  launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, kWarpSize), dim3(kWarpSize, kBiasFinishWarps), 0, stream, dbias,
-                                          partial, bias_grad_slices(BT), OC);
-  CUDA_CHECK_LAST();
+  bias_grad_finish(dbias, partial, BT, OC, stream);
+}
+
+// dbias (OC) += column sums of dout (BT x OC), and with dout_fp8.data dout's FP8 copy. OC must be a
+// multiple of 16 / sizeof(floatX); scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
+inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
+                             const Fp8Sink& dout_fp8) {
+  bias_grad_sums(dbias, scratch, StoredRows<floatX>{dout}, BT, OC, stream, dout_fp8);
+}
+
+// gelu_backward (dinp = gelu'(pre_gelu) * dout, BT x OC; dinp may alias dout) and dbias += dinp's
+// column sums in one pass: the bias-gradient kernels computing the GELU backward's vectors as they
+// read them. The same dinp, FP8 copy (with dinp_fp8.data), amax and dbias, bit for bit, as
+// gelu_backward then matmul_bias_grad on its output: the same values, summed in the same order.
+inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
+                                    float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
+                                    const Fp8Sink& dinp_fp8) {
+  with_fast_math(fast_math, [&](auto fast) {
+    bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX, decltype(fast)::value>{dinp, pre_gelu, dout}, BT, OC,
+                   stream, dinp_fp8);
+  });
 }
 
 // dbias += sums, one per output channel.

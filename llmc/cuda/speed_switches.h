@@ -127,6 +127,15 @@ enum class Fp8FastAccum { kOff, kForward };
 // bias), the cast kernel runs. The same bytes and amax. Without --fp8 1 it changes nothing.
 enum class Fp8DqkvCast { kKernel, kBiasGrad };
 
+// With --fp8 1, where the fc layer's bias gradient (the column sums of its output gradient, the GELU
+// backward's output) is summed (LLMC_FP8_FC_BIAS_GRAD). kKernels, the default: as LLMC_BIAS_GRAD
+// says: by the bias-gradient kernels reading that gradient again, after the GELU backward kernel
+// wrote it (or by the BGRADB epilogue with LLMC_BIAS_GRAD=epilogue). kGeluBackward: the GELU backward
+// runs inside the bias-gradient kernels, which sum each vector it writes (gelu_backward_bias_grad,
+// llmc/cuda/matmul.cuh): one pass over B*T*4C less a layer, the same bits. Without --fp8 1 (where
+// the GELU backward is cuBLASLt's DGELU epilogue by default) it changes nothing.
+enum class Fp8FcBiasGrad { kKernels, kGeluBackward };
+
 // With --fp8 1, whether the LM head (the classifier's logits GEMM and its input-gradient GEMM, the
 // largest of the step) runs in FP8 too (LLMC_FP8_LM_HEAD; llmc/cuda/fp8_layout.h, fp8_linears).
 // kOff, the default: the four layer GEMMs only, the LM head in floatX. kOn: lnf's E4M3 copy, written
