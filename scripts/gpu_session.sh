@@ -307,8 +307,10 @@ done < <(speed_switch_rows)
 settings+=("-r 0 every lever on|$(all_levers_on_env)|-r 0" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
 # FP8 matmuls (docs/cuda-trainer.md "FP8 matmuls"): with the defaults and at -r 1 (the defaults hold
 # the levers that helped on a GPU, docs/gpu-runs.md; FP8 runs the GELU as kernels, which write the
-# FP8 copies, so it takes no GELU epilogues), to compare with the defaults' and the -r 1 rows.
-settings+=("--fp8 1||--fp8 1" "-r 1 --fp8 1||-r 1 --fp8 1" "${fp8_settings[@]}")
+# FP8 copies, so it takes no GELU epilogues), to compare with the defaults' and the -r 1 rows; then
+# each FP8 switch alone and every FP8 lever on at once.
+settings+=("--fp8 1||--fp8 1" "-r 1 --fp8 1||-r 1 --fp8 1" "${fp8_settings[@]}"
+  "--fp8 1 every FP8 lever on|$(fp8_levers_on_env)|--fp8 1")
 sweep_steps=20
 sweep_runs=()
 if [ -n "$corpus" ] && wanted sweep; then

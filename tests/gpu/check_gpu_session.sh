@@ -261,15 +261,15 @@ rc=$?
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
 # The sweep: the defaults, -r 0, -r 2, -r 1, every other value of every speed switch but the FP8 ones,
 # every lever on (the table counted here by its own rows' values, not by the script's reading of it),
-# then the fallback, then --fp8 1 with the defaults, at -r 1 and with every other value of each
-# LLMC_FP8_* switch.
+# then the fallback, then --fp8 1 with the defaults, at -r 1, with every other value of each
+# LLMC_FP8_* switch and with every FP8 lever on.
 other_values() {  # other_values fp8|other: the values after the default of those rows
   grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def |
     awk -F'"' -v want="$1" '{ fp8 = $2 ~ /^LLMC_FP8_/ ? "fp8" : "other"; if (fp8 == want) n += split($4, v, "|") - 1 }
                            END { print n + 0 }'
 }
 sweep_cudnn_runs=$((4 + $(other_values other) + 1))
-sweep_fp8_runs=$((2 + $(other_values fp8)))
+sweep_fp8_runs=$((3 + $(other_values fp8)))
 expected_order="parity-fp32 cudnn
 parity-bf16 cudnn
 train cudnn -b 16
