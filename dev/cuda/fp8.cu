@@ -1,6 +1,6 @@
 // FP8 casts (llmc/cuda/fp8.cuh, --fp8 1): checked against cuda_fp8.h's host conversion of the same
 // floatX values at the same scale, byte for byte, then timed.
-// The versions: kVersions below (or --help). Only `cast` is timed.
+// The versions: kVersions below (or --help). `cast` and `cast_transposed` are timed.
 #include <functional>
 #include <iterator>
 #include <tuple>
@@ -407,12 +407,53 @@ bool check_weight() {
   return ok;
 }
 
-// The sizes the checks run at, and the buffers `cast` is timed on (set only when it is).
+// The transposing cast on an activation (`cast_transposed`): rows of GPT-2 124M's C = 768 channels.
+constexpr int kActivationCols = 768;
+
+// The transposing cast of n values (the first whole rows of kActivationCols) at tensor 0's scale:
+// rows x cols into q, and its transpose into qt.
+void cast_transposed_launch(__nv_fp8_storage_t* q, __nv_fp8_storage_t* qt, const floatX* x, const float* state,
+                            size_t n, int cols) {
+  const int rows = int(n / size_t(cols));
+  const dim3 grid(llmc::ceil_div(cols, llmc::kFp8Tile), llmc::ceil_div(rows, llmc::kFp8Tile));
+  llmc::launch<llmc::fp8_weight_cast_kernel<floatX>>(grid, dim3(llmc::kFp8Tile, 8), 0, 0, q, qt, x,
+                                                     state + llmc::fp8_scale_offset(0), rows, cols);
+  CUDA_CHECK_LAST();
+}
+
+// An activation's E4M3 copy as it is and transposed, byte for byte the host's.
+bool check_cast_transposed(size_t n, int cols, const std::string& tag) {
+  const int rows = int(n / size_t(cols));
+  const size_t m = size_t(rows) * cols;
+  const auto x = bench::round_through<floatX>(bench::random_vector(m, 33, -9.0f, 9.0f));
+  floatX* d_x = bench::to_device<floatX>(x);
+  __nv_fp8_storage_t *d_q = nullptr, *d_qt = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_q, m));
+  CUDA_CHECK(cudaMalloc(&d_qt, m));
+  bench::poison(d_q, m);
+  bench::poison(d_qt, m);
+  float* state = new_state();
+  set_state(state, llmc::fp8_scale_offset(0), 32.0f);
+  cast_transposed_launch(d_q, d_qt, d_x, state, m, cols);
+  const std::vector<uint8_t> ref = host_fp8(x, 32.0f, __NV_E4M3);
+  std::vector<uint8_t> ref_t(m);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ref_t[size_t(c) * rows + r] = ref[size_t(r) * cols + c];
+  bool ok = check_bytes(fmt::format("{}cast_transposed {}x{} E4M3 copy", tag, rows, cols), bytes_from_device(d_q, m),
+                        ref);
+  ok &= check_bytes(fmt::format("{}cast_transposed {}x{} transposed", tag, rows, cols), bytes_from_device(d_qt, m),
+                    ref_t);
+  bench::free_device({d_x, d_q, d_qt, state});
+  return ok;
+}
+
+// The sizes the checks run at, and the buffers `cast` and `cast_transposed` are timed on (set only
+// when one is).
 struct Data {
   size_t n;
   bool small, shape_given;
   floatX* x = nullptr;
-  __nv_fp8_storage_t* q = nullptr;
+  __nv_fp8_storage_t *q = nullptr, *qt = nullptr;
   float* state = nullptr;
 };
 
@@ -432,10 +473,21 @@ bool check_cast_version(Data& d, const Version&, const std::string&, int) {
   return ok;
 }
 
-void cast_e4m3(Data& d, int) { llmc::fp8_cast(sink_of(d.q, d.state, 0, __NV_E4M3), d.x, d.n, 0); }
+bool check_cast_transposed_version(Data& d, const Version&, const std::string&, int) {
+  bool ok = true;
+  if (!d.small) ok &= check_cast_transposed(d.n, kActivationCols, "");
+  if (!d.shape_given) ok &= check_cast_transposed(kSmallN, kChannels, fmt::format("n={} ", kSmallN));
+  return ok;
+}
 
-// A cast reads n floatX and writes n bytes.
+void cast_e4m3(Data& d, int) { llmc::fp8_cast(sink_of(d.q, d.state, 0, __NV_E4M3), d.x, d.n, 0); }
+void cast_transposed(Data& d, int) { cast_transposed_launch(d.q, d.qt, d.x, d.state, d.n, kActivationCols); }
+
+// A cast reads n floatX and writes n bytes; the transposing one writes 2n.
 bench::Cost cast_cost(const Data& d) { return {double(d.n) * (sizeof(floatX) + 1)}; }
+bench::Cost cast_transposed_cost(const Data& d) {
+  return {double(d.n / kActivationCols * kActivationCols) * (sizeof(floatX) + 2)};
+}
 
 const std::vector<Version> kVersions = {
     {"encode",
@@ -457,18 +509,24 @@ const std::vector<Version> kVersions = {
     {"weight",
      "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their transposes", {},
      nullptr, check_weight_version, nullptr},
+    {"cast_transposed",
+     "the weights' transposing cast (fp8_weight_cast_kernel) on an activation, rows of 768 (B*T x C): its E4M3 copy "
+     "as it is and transposed, what an FP8 weight-gradient GEMM needs of each operand every micro-step (timed to "
+     "decide whether that path pays, docs/cuda-trainer.md)",
+     {}, cast_transposed, check_cast_transposed_version, cast_transposed_cost},
 };
 
 bool run(const bench::Args& args) {
   Data d{size_t(args.dim("-N")), args.small, args.shape_given};
   const bool ok = bench::check_versions(args, kVersions, d, "");
-  if (!args.small && !args.check_only && ok && bench::selected(args, "cast")) {
+  const bool timed = bench::selected(args, "cast") || bench::selected(args, "cast_transposed");
+  if (!args.small && !args.check_only && ok && timed) {
     d.x = bench::to_device<floatX>(bench::random_vector(d.n, 61));
     CUDA_CHECK(cudaMalloc(&d.q, d.n));
+    CUDA_CHECK(cudaMalloc(&d.qt, d.n));
     d.state = new_state();
-    // The one timed version: its line says what the launch does.
-    bench::time_versions(args, kVersions, d, "", " e4m3 (recording amax)");
-    bench::free_device({d.x, d.q, d.state});
+    bench::time_versions(args, kVersions, d, "", " e4m3");
+    bench::free_device({d.x, d.q, d.qt, d.state});
   }
   return ok;
 }

@@ -55,7 +55,7 @@ dev_cuda_command_line() {
   timed_shape attention_kernels -B 1 -T 40 -NH 2 -HS 32
   timed_shape matmul -BT 64 -C 96
   timed_shape copy_spans -C 96
-  TIMED=cast timed_shape fp8 -N 4096
+  TIMED="cast cast_transposed" timed_shape fp8 -N 4096
   # Not global_norm: its fixed grid of 1024 blocks of 512 threads takes ASan 90 s a run; its
   # `--check --small` run covers its kernels, and its command line is the same code as the others'.
 
