@@ -8,7 +8,8 @@
 // every speed switch and all of them on at once, LLMC_CLASSIFIER=chunked's logits and losses over
 // several chunks, LLMC_CUDA_GRAPHS=on's replays against off (tests/lib/cuda_graphs_check.h), a
 // skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16) both attention
-// kernels and --fp8 1 (at bars derived from the FP8 rounding: tests/lib/fp8_bars.h), and the memory
+// kernels and --fp8 1 with every FP8 switch (at bars derived from the FP8 rounding,
+// tests/lib/fp8_bars.h; the checks in tests/lib/fp8_parity.h), and the memory
 // plan (device_bytes equals the plan's total; the drop in free memory is that plus at most the
 // libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
 // every lever on). One PASS/FAIL line per check, then a summary.

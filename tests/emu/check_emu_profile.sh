@@ -77,8 +77,8 @@ expect_calls profile "$tmp/profiled.out" "encoder_forward_kernel<__nv_bfloat16>:
   "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
   "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, true>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
   "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
-  "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:12" \
-  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, true>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
+  "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:12" \
+  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, true, false>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:16"
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
@@ -121,11 +121,11 @@ for how in layernorm layernorm-fc-kernels; do
     fail "the run with LLMC_BIAS_GRAD=$how LLMC_PROFILE=on (log: $tmp/$how.out)"
   if [ "$how" = layernorm ]; then
     expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:3" "cublasLt m=384 n=80 k=96 NN dgelu:" \
-      "bias_grad_add_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16>:3" \
+      "bias_grad_add_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:3" \
       "bias_grad_finish_kernel<__nv_bfloat16>:3")
   else
     expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:" "cublasLt m=384 n=80 k=96 NN dgelu:3" \
-      "bias_grad_add_kernel<__nv_bfloat16>:" "bias_grad_partial_kernel<__nv_bfloat16>:6" \
+      "bias_grad_add_kernel<__nv_bfloat16>:" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:6" \
       "bias_grad_finish_kernel<__nv_bfloat16>:6")
   fi
   expect_calls "LLMC_BIAS_GRAD=$how, profile" "$tmp/$how.out" "${expected[@]}" \
