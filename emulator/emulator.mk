@@ -146,7 +146,7 @@ train_gpt2cu-emu test_gpt2cu-emu: %-emu: $(EMU_TRAINER)/% FORCE
 	cp -f $< $@
 
 # make fp8-convergence: --fp8 1 against bf16 over 200 steps of a small model, and a stale amax that
-# the check must catch (scripts/fp8_convergence.sh; about 25 minutes, not part of make test).
+# the check must catch (scripts/fp8_convergence.sh; about 45 minutes, not part of make test).
 .PHONY: fp8-convergence
 fp8-convergence:
 	$(MAKE) EMU_SANITIZER=none PRECISION=BF16 $(BUILD)/emu-none/bf16/trainer/train_gpt2cu

@@ -7,7 +7,7 @@
 # spike and a gradient norm that tracks bf16's (tests/lib/fp8_convergence.py), and the stale run must
 # fail that same check: it shows the check catches a wrong scale. The four curves go to
 # build/fp8-convergence/fp8_convergence.png (docs/images/ keeps the one of the recorded run).
-#   make fp8-convergence        (about 35 minutes on 2 cores; the result is in docs/cuda-trainer.md)
+#   make fp8-convergence        (about 45 minutes on 2 cores; the result is in docs/cuda-trainer.md)
 # Exit status: 0 when both hold, 1 otherwise.
 set -u
 cd "$(dirname "$0")/.." || exit 1

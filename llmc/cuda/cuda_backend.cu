@@ -63,7 +63,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
   plan_inputs.partition = partition;
   plan_inputs.fp8 = opt.fp8;
-  plan_inputs.fp8_lm_head = opt.speed.fp8_lm_head == Fp8LmHead::kOn;
+  plan_inputs.fp8_lm_head = fp8_layout.scales(LinearLayer::kLmHead);
   plan_inputs.classifier = opt.speed.classifier;
   plan_inputs.classifier_chunk_rows = opt.classifier_chunk_rows;
   check_plan_inputs(plan_inputs);  // B, T, recompute, cuDNN attention and FP8 only in bf16

@@ -18,10 +18,6 @@ namespace llmc {
 namespace {
 
 constexpr uint64_t kScalingStateMagic = 0x3253434C41385046ull;  // "FP8ALCS2"
-constexpr uint64_t kScalingStateHeadWords = 3;
-// What a checkpoint keeps of each scaled tensor: its scale and its amax history (the scale_inv is
-// 1/scale, and the amax slots are zero between micro-steps).
-constexpr size_t kScalingStateFloatsPerTensor = 1 + kFp8History;
 
 }  // namespace
 

@@ -32,6 +32,12 @@ constexpr size_t kFp8AmaxSlotStride = 32;  // floats: 128 bytes
 enum class Fp8Role { kInput, kGradient, kWeight };
 constexpr int kFp8Roles = 3;
 
+// A checkpoint's scaling state (CudaBackend::scaling_state): kScalingStateHeadWords uint64 words,
+// then per scaled tensor what it keeps: its scale and its amax history (the scale_inv is 1/scale, and
+// the amax slots are zero between micro-steps).
+constexpr size_t kScalingStateHeadWords = 3;
+constexpr size_t kScalingStateFloatsPerTensor = 1 + kFp8History;
+
 // Each scaled tensor's state, at float fp8_scale_offset(i) of the state buffer, tensor i
 // (Fp8Layout::tensor), kFp8FloatsPerTensor floats: the scale (the cast's multiplier), the scale_inv
 // (the GEMM's), each first in a 16-byte group of its own, then kFp8AmaxSlots amax slots (float bits,

@@ -12,8 +12,9 @@
 // the bf16 bar plus sqrt(n_f 0.03753^2 + n_b 0.05934^2); the worst path is layer 0's qkv weight
 // gradient: all 4L forward GEMMs, then 4L - 1 input-gradient GEMMs on the way down. The logits see
 // the 4L forward GEMMs only. LLMC_FP8_LM_HEAD=on (`lm_head`) adds the LM head's two: a forward GEMM
-// on every path, an input-gradient GEMM on every gradient's. The loss moves with the logits: -dz_y + sum_i p_i dz_i, at most about
-// sqrt(2) times their RMS error, which is the logits' relative bar times their RMS (the oracle's).
+// on every path, an input-gradient GEMM on every gradient's. The loss moves with the logits:
+// -dz_y + sum_i p_i dz_i, at most about sqrt(2) times their RMS error, which is the logits' relative
+// bar times their RMS (the oracle's).
 #pragma once
 #include <cmath>
 #include <cstddef>

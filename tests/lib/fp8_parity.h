@@ -46,13 +46,48 @@ inline float largest_dlogit(const float* logits, const std::vector<int>& targets
   return float(largest * dloss);
 }
 
-// Scaled tensor i's amax history entry `entry` in the bytes of CudaBackend::scaling_state(): three
-// uint64 words, then per tensor its scale and kFp8History entries (fp32).
+// Scaled tensor i's amax history entry `entry` in the bytes of CudaBackend::scaling_state()
+// (llmc/cuda/fp8_layout.h: the head's words, then per tensor its scale and its history).
 inline float scaling_state_history(const std::vector<uint8_t>& state, int i, int entry) {
   float x = 0.0f;
-  const size_t at = 3 * sizeof(uint64_t) + (size_t(i) * (1 + kFp8History) + 1 + size_t(entry)) * sizeof(float);
+  const size_t at = kScalingStateHeadWords * sizeof(uint64_t) +
+                    (size_t(i) * kScalingStateFloatsPerTensor + 1 + size_t(entry)) * sizeof(float);
   if (at + sizeof x <= state.size()) std::memcpy(&x, state.data() + at, sizeof x);
   return x;
+}
+
+// The scaling state as a checkpoint carries it: a second backend of options `o` given `state`, the
+// state `fp8` had before its next micro-step, computes that micro-step's gradients as `fp8` does (bit
+// for bit, with the same state after, on the emulated GPU), within grad_bar of the oracle.
+inline void check_fp8_resume(Report& report, const std::string& name, const GPT2Config& config,
+                             const CudaBackendOptions& o, const std::vector<float>& params, const Batch& batch, int B,
+                             int T, CudaBackend& fp8, const std::vector<uint8_t>& state,
+                             const std::vector<float>& cpu_grads, double grad_bar) {
+  CudaBackend resumed(config, o);
+  resumed.set_parameters(params.data());
+  resumed.set_scaling_state(state);
+  const std::vector<float> next = cuda_gradients(fp8, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
+  if (cuda_device_emulated()) {
+    report.exact(name + " grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
+    report.check(name + " scaling state after the same micro-step = the original's",
+                 resumed.scaling_state() == fp8.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
+  }
+  check_gradients(report, name + " grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
+}
+
+// Up to three AdamW steps of `fp8` against the oracle's from the same parameters, each loss within
+// loss_bar.
+inline void check_fp8_adamw_steps(Report& report, const std::string& name, CudaBackend& fp8, const GPT2Config& config,
+                                  const std::vector<float>& params, const Batch& batch, int B, int T, int steps,
+                                  double loss_bar) {
+  CpuBackend cpu_steps(config);
+  cpu_steps.set_parameters(params.data());
+  for (int step = 0; step < std::min(steps, 3); ++step) {
+    const float ours = loop_step(fp8, batch, batch, B, T, step);
+    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
+    report.check(fmt::format("{} AdamW step {} loss ({:.6f} vs cpu {:.6f})", name, step + 1, ours, oracle),
+                 std::fabs(ours - oracle), loss_bar, "abs_err");
+  }
 }
 
 // LLMC_FP8_LM_HEAD=on: the LM head's GEMMs in FP8 too, which changes the numerics, so its own bars
@@ -104,24 +139,16 @@ inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Ar
                std::fabs(recorded - expected) / expected, kTensorBar, "rel_err");
   report.check(fmt::format("{}: scaling state of {} bytes, 3 tensors more than the defaults' {}", name, state.size(),
                            defaults.state.size()),
-               state.size() == defaults.state.size() + 3 * (1 + kFp8History) * sizeof(float) ? 0.0 : 1.0, 0.5,
+               state.size() == defaults.state.size() + 3 * kScalingStateFloatsPerTensor * sizeof(float) ? 0.0 : 1.0,
+               0.5,
                "differ");
 
-  CudaBackend resumed(config, o);
-  resumed.set_parameters(params.data());
-  resumed.set_scaling_state(state);
-  const std::vector<float> next = cuda_gradients(head, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
-  if (cuda_device_emulated()) {
-    report.exact(name + ": grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
-    report.check(name + ": scaling state after the same micro-step = the original's",
-                 resumed.scaling_state() == head.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
-  }
-  check_gradients(report, name + " grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
+  check_fp8_resume(report, name + ":", config, o, params, batch, B, T, head, state, cpu_grads, grad_bar);
   // The other setting's state is refused with the switch named, either way round.
   CudaBackendOptions off = o;
   off.speed.fp8_lm_head = Fp8LmHead::kOff;
-  CudaBackend layers_only(config, off);
-  for (auto [backend, bytes] : {std::pair{&resumed, &defaults.state}, std::pair{&layers_only, &state}}) {
+  CudaBackend head_again(config, o), layers_only(config, off);
+  for (auto [backend, bytes] : {std::pair{&head_again, &defaults.state}, std::pair{&layers_only, &state}}) {
     std::string message;
     try {
       backend->set_scaling_state(*bytes);
@@ -132,15 +159,7 @@ inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Ar
                  message.find("LLMC_FP8_LM_HEAD") == std::string::npos ? 1.0 : 0.0, 0.5, "accepted");
   }
 
-  // AdamW steps against the oracle's.
-  CpuBackend cpu_steps(config);
-  cpu_steps.set_parameters(params.data());
-  for (int step = 0; step < std::min(a.steps, 3); ++step) {
-    const float ours = loop_step(head, batch, batch, B, T, step);
-    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
-    report.check(fmt::format("{} AdamW step {} loss ({:.6f} vs cpu {:.6f})", name, step + 1, ours, oracle),
-                 std::fabs(ours - oracle), loss_bar, "abs_err");
-  }
+  check_fp8_adamw_steps(report, name, head, config, params, batch, B, T, a.steps, loss_bar);
 }
 
 // --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
@@ -190,8 +209,8 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
   report.check("--fp8 1 logits (evaluation pass)", rel_l2(fp8_logits.data(), cpu_logits, logit_count), logits_bar,
                "rel_l2");
 
-  // The scaling state, as a checkpoint carries it: a second backend given it computes the same
-  // gradients, and one that starts afresh (calibrating) does not.
+  // The scaling state after the calibrating and one FP8 micro-step, as a checkpoint carries it
+  // (check_fp8_resume, below).
   const std::vector<uint8_t> state = fp8.scaling_state();
 
   // Every other value of each FP8 switch (LLMC_FP8_*), alone. The casts folded into other kernels
@@ -223,26 +242,8 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
     }
   }
 
-  CudaBackend resumed(config, o);
-  resumed.set_parameters(params.data());
-  resumed.set_scaling_state(state);
-  const std::vector<float> next = cuda_gradients(fp8, batch, B, T), resumed_next = cuda_gradients(resumed, batch, B, T);
-  if (cuda_device_emulated()) {
-    report.exact("--fp8 1 grads after set_scaling_state = the original's, bit for bit", resumed_next, next);
-    report.check("--fp8 1 scaling state after the same micro-step = the original's",
-                 resumed.scaling_state() == fp8.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
-  }
-  check_gradients(report, "--fp8 1 grad after set_scaling_state", config, resumed_next, cpu_grads, false, grad_bar);
-
-  // AdamW steps with FP8 against the oracle's.
-  CpuBackend cpu_steps(config);
-  cpu_steps.set_parameters(params.data());
-  for (int step = 0; step < std::min(a.steps, 3); ++step) {
-    const float ours = loop_step(fp8, batch, batch, B, T, step);
-    const float oracle = loop_step(cpu_steps, batch, batch, B, T, step);
-    report.check(fmt::format("--fp8 1 AdamW step {} loss ({:.6f} vs cpu {:.6f})", step + 1, ours, oracle),
-                 std::fabs(ours - oracle), loss_bar, "abs_err");
-  }
+  check_fp8_resume(report, "--fp8 1", config, o, params, batch, B, T, fp8, state, cpu_grads, grad_bar);
+  check_fp8_adamw_steps(report, "--fp8 1", fp8, config, params, batch, B, T, a.steps, loss_bar);
   check_fp8_lm_head(report, config, a, o, params, batch, cpu, cpu_grads, cpu_loss,
                     {calibrating, fp8_grads, fp8_logits, state});
 }
