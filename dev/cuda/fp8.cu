@@ -66,6 +66,14 @@ std::vector<uint8_t> host_fp8(const std::vector<float>& x, float scale, __nv_fp8
   return out;
 }
 
+// A rows x cols matrix of bytes, transposed (cols x rows).
+std::vector<uint8_t> transposed(const std::vector<uint8_t>& q, int rows, int cols) {
+  std::vector<uint8_t> t(q.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) t[size_t(c) * rows + r] = q[size_t(r) * cols + c];
+  return t;
+}
+
 float max_abs(const std::vector<float>& x) {
   float m = 0.0f;
   for (float v : x) m = std::max(m, std::fabs(v));
@@ -395,12 +403,9 @@ bool check_weight() {
     ok &= check_value(fmt::format("weight {}x{} scale (amax {:.6f})", x.rows, x.cols, max_abs(x.w)),
                       state_at(state, llmc::fp8_scale_offset(first + int(k))), x.scale);
     const std::vector<uint8_t> ref = host_fp8(x.w, x.scale, __NV_E4M3);
-    std::vector<uint8_t> ref_t(n);
-    for (int r = 0; r < x.rows; ++r)
-      for (int c = 0; c < x.cols; ++c) ref_t[size_t(c) * x.rows + r] = ref[size_t(r) * x.cols + c];
     ok &= check_bytes(fmt::format("weight {}x{} E4M3 copy", x.rows, x.cols), bytes_from_device(x.d_w8, n), ref);
     ok &= check_bytes(fmt::format("weight {}x{} transposed E4M3 copy", x.rows, x.cols), bytes_from_device(x.d_wt8, n),
-                      ref_t);
+                      transposed(ref, x.rows, x.cols));
     bench::free_device({x.d_w, x.d_w8, x.d_wt8});
   }
   bench::free_device({state});
@@ -436,13 +441,10 @@ bool check_cast_transposed(size_t n, int cols, const std::string& tag) {
   set_state(state, llmc::fp8_scale_offset(0), 32.0f);
   cast_transposed_launch(d_q, d_qt, d_x, state, m, cols);
   const std::vector<uint8_t> ref = host_fp8(x, 32.0f, __NV_E4M3);
-  std::vector<uint8_t> ref_t(m);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) ref_t[size_t(c) * rows + r] = ref[size_t(r) * cols + c];
   bool ok = check_bytes(fmt::format("{}cast_transposed {}x{} E4M3 copy", tag, rows, cols), bytes_from_device(d_q, m),
                         ref);
   ok &= check_bytes(fmt::format("{}cast_transposed {}x{} transposed", tag, rows, cols), bytes_from_device(d_qt, m),
-                    ref_t);
+                    transposed(ref, rows, cols));
   bench::free_device({d_x, d_q, d_qt, state});
   return ok;
 }
