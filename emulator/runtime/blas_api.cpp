@@ -37,6 +37,17 @@ struct cublasContext {
 };
 
 namespace emu {
+
+cublasStatus_t fail(cublasStatus_t status, const std::string& what) {
+  std::fprintf(stderr, "emulated cuBLAS: %s (%s)\n", what.c_str(), cublasGetStatusString(status));
+  return status;
+}
+
+uint32_t alignment_of(const void* p) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
+  return uint32_t(bits & (~bits + 1));
+}
+
 namespace {
 
 struct LtPreference {
@@ -99,11 +110,6 @@ cublasStatus_t release(T* p) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t fail(cublasStatus_t status, const std::string& what) {
-  std::fprintf(stderr, "emulated cuBLAS: %s (%s)\n", what.c_str(), cublasGetStatusString(status));
-  return status;
-}
-
 // Copies an attribute's value into its field; documented: INVALID_VALUE when buf is null or the
 // size is not the attribute's.
 cublasStatus_t set_attribute(const char* call, int attr, void* field, size_t size, const void* buf, size_t bytes) {
@@ -120,16 +126,7 @@ LtLayout* layout_of(cublasLtMatrixLayout_t l) { return reinterpret_cast<LtLayout
 LtPreference* pref_of(cublasLtMatmulPreference_t p) { return reinterpret_cast<LtPreference*>(p); }
 
 bool supported_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
-bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
 size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : is_fp8(t) ? 1 : 2; }
-
-// The largest power of two up to 256 that divides the address.
-uint32_t alignment_of(const void* p) {
-  const uintptr_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
-  return uint32_t(bits & (~bits + 1));
-}
-
-
 
 // The bytes a column-major rows x cols matrix with leading dimension ld spans from its start.
 size_t matrix_bytes(uint64_t rows, uint64_t cols, int64_t ld, cudaDataType_t type) {
@@ -149,37 +146,6 @@ bool check_device(const char* call, const char* what, const void* p, size_t byte
 }
 
 
-// cublasLtMatmul's FP8 rules (cuBLAS documentation, cublasLtMatmul, FP8): compute capability 8.9
-// or newer; A and B both FP8, but not both E5M2; the "TN" layout, A transposed and B not; leading
-// dimensions of A and B multiples of 16 elements. Of the documented C and D types the emulator has
-// BF16 (FP8 with BF16 output), and of the epilogues DEFAULT and BIAS. Each refusal is
-// NOT_SUPPORTED: the library has no kernel for it, or the emulator does not emulate it.
-cublasStatus_t check_fp8(const char* call, const LtDesc& o, const LtLayout& la, const LtLayout& lb, const LtLayout& lc,
-                         const LtLayout& ld) {
-  const std::string fp8 = std::string(call) + ": FP8 matmul: ";
-  const int capability = compute_capability();
-  if (capability < 89)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "needs compute capability 8.9 or newer, the device has " +
-                                                 std::to_string(capability / 10) + "." +
-                                                 std::to_string(capability % 10));
-  if (!is_fp8(la.type) || !is_fp8(lb.type))
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "A and B must both be FP8 (E4M3 or E5M2)");
-  if (la.type == CUDA_R_8F_E5M2 && lb.type == CUDA_R_8F_E5M2)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                fp8 + "A and B both E5M2 has no kernel (E4M3 x E4M3, E4M3 x E5M2 and E5M2 x E4M3 have)");
-  if (o.trans_a != CUBLAS_OP_T || o.trans_b != CUBLAS_OP_N)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "A must be transposed and B not (the TN layout)");
-  if (la.ld % 16 != 0 || lb.ld % 16 != 0)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "the leading dimensions of A and B (" + std::to_string(la.ld) +
-                                                 ", " + std::to_string(lb.ld) + ") must be multiples of 16");
-  if (lc.type != CUDA_R_16BF || ld.type != CUDA_R_16BF)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fp8 + "C and D other than BF16 are not emulated");
-  if (o.epilogue != CUBLASLT_EPILOGUE_DEFAULT && o.epilogue != CUBLASLT_EPILOGUE_BIAS)
-    return fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                fp8 + "epilogue " + std::to_string(o.epilogue) + " is not emulated for FP8 (DEFAULT and BIAS are)");
-  return CUBLAS_STATUS_SUCCESS;
-}
-
 // The shape checks common to the heuristic query and the matmul: op(A) is m x k, op(B) k x n, C and
 // D m x n; types, leading dimensions and the epilogue's extra operands as documented.
 cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -194,7 +160,7 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
     if (cublasStatus_t s = check_fp8(call, o, la, lb, lc, ld)) return s;
   } else if (!supported_type(la.type) || la.type != lb.type || la.type != lc.type || la.type != ld.type) {
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": A, B, C and D must all be fp32 or all bf16, " +
-                                                 "or A and B FP8 with C and D bf16 (the combinations emulated)");
+                                                 "or A and B FP8 with C bf16 and D bf16 or E4M3 (the combinations emulated)");
   }
   for (const LtLayout* l : {&la, &lb, &lc, &ld})
     if (l->ld < int64_t(l->rows) || l->ld < 1)
@@ -221,13 +187,20 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
     return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the epilogue needs CUBLASLT_MATMUL_DESC_BIAS_POINTER");
   // cublasLt.h (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE): the bias, and the bias gradient
   // the BGRAD epilogues write, are in D's type; the documented exceptions are IMMA (int8) kernels
-  // and fp8 kernels with FP32 or FP8 output, none of which the emulator has (an fp8 kernel with bf16
-  // output takes a bf16 bias). Another type is refused as having no kernel.
-  if (uses_bias(shape.kind) && o.bias_type != -1 && o.bias_type != int32_t(ld.type))
+  // and fp8 kernels with FP32 or FP8 output, of which the emulator has the E4M3 output, whose bias
+  // is BF16 (cuBLAS documentation, cublasLtMatmul, the FP8 table): C's type, as it is D's for every
+  // other emulated GEMM. Another type is refused as having no kernel.
+  if (uses_bias(shape.kind) && o.bias_type != -1 && o.bias_type != int32_t(lc.type))
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE " +
-                                                 std::to_string(o.bias_type) + " with D of type " +
-                                                 std::to_string(int(ld.type)) +
-                                                 " (the emulated GEMMs take the bias in D's type)");
+                                                 std::to_string(o.bias_type) + " with C of type " +
+                                                 std::to_string(int(lc.type)) +
+                                                 " (the emulated GEMMs take the bias in C's type)");
+  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: documented as D's type, another only for an FP8 D's
+  // GELU aux (check_fp8 says which), and INVALID_VALUE where set otherwise.
+  if (o.aux_type != -1 && o.aux_type != int32_t(ld.type) && !(is_fp8(ld.type) && uses_aux(shape.kind)))
+    return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE " +
+                                                 std::to_string(o.aux_type) + " is set, but D is of type " +
+                                                 std::to_string(int(ld.type)) + " and takes no other");
   if (uses_aux(shape.kind)) {
     if (o.aux == nullptr)
       return fail(CUBLAS_STATUS_INVALID_VALUE,
@@ -240,31 +213,6 @@ cublasStatus_t check_lt(const char* call, cublasLtMatmulDesc_t op, cublasLtMatri
   }
   return CUBLAS_STATUS_SUCCESS;
 }
-
-// Documented for every scale and amax pointer: set on a GEMM whose types do not take it, it makes
-// cublasLtMatmul return INVALID_VALUE. The A, B and C scales and amax_D are FP8 matmuls'; the D
-// scale converts the result to D's range when D is FP8, which no emulated GEMM's D is.
-cublasStatus_t check_scales(const char* call, const LtDesc& o, bool fp8) {
-  const char* names[] = {"CUBLASLT_MATMUL_DESC_A_SCALE_POINTER", "CUBLASLT_MATMUL_DESC_B_SCALE_POINTER",
-                         "CUBLASLT_MATMUL_DESC_C_SCALE_POINTER", "CUBLASLT_MATMUL_DESC_D_SCALE_POINTER"};
-  for (int i = 0; i < 4; ++i)
-    if (o.scales[i] && (!fp8 || i == 3))
-      return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": " + names[i] + " is set, but " +
-                                                   (fp8 ? "D is not FP8" : "A and B are not FP8"));
-  if (o.amax_d && !fp8)
-    return fail(CUBLAS_STATUS_INVALID_VALUE,
-                std::string(call) + ": CUBLASLT_MATMUL_DESC_AMAX_D_POINTER is set, but A and B are not FP8");
-  // Not in the documentation, seen on an H100 (cuBLASLt 13.1, docs/gpu-runs.md): an FP8 matmul whose
-  // A or B scale pointer lay 4 bytes off a 16-byte boundary returned NOT_SUPPORTED from
-  // cublasLtMatmul, after the heuristic had offered the algorithm; 16-byte-aligned ones ran.
-  for (int i = 0; i < 3; ++i)
-    if (o.scales[i] && alignment_of(o.scales[i]) < 16)
-      return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(call) + ": " + names[i] + " is " +
-                                                   std::to_string(alignment_of(o.scales[i])) +
-                                                   "-byte aligned; FP8 kernels take scales on 16-byte boundaries");
-  return CUBLAS_STATUS_SUCCESS;
-}
-
 
 }  // namespace
 }  // namespace emu
@@ -327,6 +275,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: field = &d.bias_type, size = sizeof d.bias_type; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: field = &d.aux, size = sizeof d.aux; break;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: field = &d.aux_ld, size = sizeof d.aux_ld; break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: field = &d.aux_type, size = sizeof d.aux_type; break;
     case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: field = &d.scales[0]; break;
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: field = &d.scales[1]; break;
     case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER: field = &d.scales[2]; break;
@@ -441,7 +390,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   const LtDesc& o = *desc_of(op);
   const LtLayout &la = *layout_of(adesc), &lb = *layout_of(bdesc), &lc = *layout_of(cdesc), &ld = *layout_of(ddesc);
   const bool fp8 = is_fp8(la.type);
-  if (cublasStatus_t s = check_scales(call, o, fp8)) return s;
+  if (cublasStatus_t s = check_scales(call, o, fp8, ld.type)) return s;
   const float alpha_value = *static_cast<const float*>(alpha), beta_value = *static_cast<const float*>(beta);
   if (beta_value != 0.0f && c == nullptr) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": beta != 0, C null");
   // The algorithm must come from a query for this kind of GEMM, and the operands must be as aligned
@@ -479,21 +428,20 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": the workspace is not device memory of that size");
   if (!valid_stream(stream)) return fail(CUBLAS_STATUS_INVALID_VALUE, std::string(call) + ": no such stream");
   if (context_error() != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
-  const cudaDataType_t t = ld.type;
-  const size_t e = type_bytes(t);
   bool ok = check_device(call, "A", a, matrix_bytes(la.rows, la.cols, la.ld, la.type)) &&
             check_device(call, "B", b, matrix_bytes(lb.rows, lb.cols, lb.ld, lb.type)) &&
-            check_device(call, "D", d, matrix_bytes(ld.rows, ld.cols, ld.ld, t)) &&
-            (beta_value == 0.0f || check_device(call, "C", c, matrix_bytes(lc.rows, lc.cols, lc.ld, t)));
-  const char* scale_names[] = {"the A scale", "the B scale", "the C scale"};
-  for (int i = 0; i < 3; ++i)
+            check_device(call, "D", d, matrix_bytes(ld.rows, ld.cols, ld.ld, ld.type)) &&
+            (beta_value == 0.0f || check_device(call, "C", c, matrix_bytes(lc.rows, lc.cols, lc.ld, lc.type)));
+  const char* scale_names[] = {"the A scale", "the B scale", "the C scale", "the D scale"};
+  for (int i = 0; i < 4; ++i)
     if (ok && o.scales[i]) ok = check_device(call, scale_names[i], o.scales[i], sizeof(float));
   if (ok && o.amax_d) ok = check_device(call, "amax_D", o.amax_d, sizeof(float));
   const EpilogueKind kind = shape.kind;
   const size_t bias_count = kind == EpilogueKind::bgradb ? shape.n : shape.m;
-  if (ok && uses_bias(kind)) ok = check_device(call, "the bias vector", o.bias, bias_count * e);
+  if (ok && uses_bias(kind)) ok = check_device(call, "the bias vector", o.bias, bias_count * type_bytes(lc.type));
   if (ok && uses_aux(kind))
-    ok = check_device(call, "the GELU aux matrix", o.aux, matrix_bytes(shape.m, shape.n, o.aux_ld, t));
+    ok = check_device(call, "the GELU aux matrix", o.aux,
+                      matrix_bytes(shape.m, shape.n, o.aux_ld, aux_type_of(o, ld.type)));
   if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
   // Queued with copies of the descriptors, which the caller may change or destroy once this returns.
   // A refused capture (stream_capture.h) has set its CUDA error: the call failed.

@@ -16,10 +16,10 @@
 
 constexpr float kSentinel = 99.0f;  // in the padding rows a leading dimension skips: never written
 
-// One cublasLtMatmul, D = alpha op(A) op(B) + beta D (C is D), with its descriptors.
+// One cublasLtMatmul, D = alpha op(A) op(B) + beta D (C is D, in memory), with its descriptors.
 struct LtCall {
   cudaDataType_t type = CUDA_R_32F;
-  int32_t a_type = -1, b_type = -1;  // A's and B's types where not -1, else `type`
+  int32_t a_type = -1, b_type = -1, c_type = -1;  // A's, B's and C's types where not -1, else `type`
   bool trans_a = false, trans_b = false;
   uint64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0, d_rows = 0, d_cols = 0;
   int64_t lda = 0, ldb = 0, ldd = 0;
@@ -28,6 +28,7 @@ struct LtCall {
   int32_t bias_type = -1;  // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, set when not -1
   void* aux = nullptr;
   int64_t aux_ld = 0;
+  int32_t aux_type = -1;  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, set when not -1
   float alpha = 1.0f, beta = 0.0f;
   uint32_t alignment = 256;  // what the heuristic query promises for A, B, C and D
   // CUBLASLT_MATMUL_DESC_{A,B,C,D}_SCALE_POINTER and _AMAX_D_POINTER, set where not null.
@@ -60,6 +61,9 @@ struct LtCall {
       REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld) ==
               CUBLAS_STATUS_SUCCESS);
     }
+    if (aux_type != -1)
+      REQUIRE(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+                                             sizeof aux_type) == CUBLAS_STATUS_SUCCESS);
     const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
         CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
         CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};
@@ -77,9 +81,11 @@ struct LtCall {
     }
     const cudaDataType_t at = a_type == -1 ? type : cudaDataType_t(a_type);
     const cudaDataType_t bt = b_type == -1 ? type : cudaDataType_t(b_type);
-    cublasLtMatrixLayout_t la, lb, ld;
+    const cudaDataType_t ct = c_type == -1 ? type : cudaDataType_t(c_type);
+    cublasLtMatrixLayout_t la, lb, lc, ld;
     REQUIRE(cublasLtMatrixLayoutCreate(&la, at, a_rows, a_cols, lda) == CUBLAS_STATUS_SUCCESS);
     REQUIRE(cublasLtMatrixLayoutCreate(&lb, bt, b_rows, b_cols, ldb) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&lc, ct, d_rows, d_cols, ldd) == CUBLAS_STATUS_SUCCESS);
     REQUIRE(cublasLtMatrixLayoutCreate(&ld, type, d_rows, d_cols, ldd) == CUBLAS_STATUS_SUCCESS);
     cublasLtMatmulPreference_t pref;
     REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
@@ -89,15 +95,16 @@ struct LtCall {
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-    if (heuristic) status = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &result, &found);
+    if (heuristic) status = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1, &result, &found);
     if (status == CUBLAS_STATUS_SUCCESS) {
       REQUIRE(found == int(heuristic));
       void* target = run_d ? const_cast<void*>(run_d) : d;
       const cublasLtMatmulAlgo_t* algo = heuristic ? &result.algo : nullptr;
-      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, ld, target, ld, algo, nullptr, 0, stream);
+      status = cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, target, lc, target, ld, algo, nullptr, 0, stream);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatmulDescDestroy(op);

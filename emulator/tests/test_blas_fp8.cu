@@ -111,6 +111,76 @@ TEST_CASE("cublasLtMatmul FP8: E4M3 x E5M2 and E5M2 x E4M3, each operand decoded
   cudaFree(a), cudaFree(b), cudaFree(d);
 }
 
+// An E4M3 D (the cuBLAS documentation's FP8 table: C bf16, the bias bf16): each value x of the
+// product, bias and epilogue is stored as sat(x * D scale), rounded to nearest even, and amax_D is
+// taken before the D scale. op(A) B = [[5, 3.5], [-7, -4.5]] as above.
+TEST_CASE("cublasLtMatmul FP8 with an E4M3 D: sat(x * D scale) to nearest even, amax_D unscaled, GELU_AUX_BIAS") {
+  uint8_t *a = fp8_columns({{0x38, 0x40}, {0xC4, 0xC0}}), *b = fp8_columns({{0x38, 0x40}, {0x30, 0x3C}});
+  uint8_t* d = upload(std::vector<uint8_t>(4, 0x55));
+  float *two = upload(std::vector<float>{2.0f}), *eight = upload(std::vector<float>{8.0f});
+  float *big = upload(std::vector<float>{128.0f}), *amax = upload(std::vector<float>{kSentinel});
+  LtCall c = fp8_call(2, 2, 2);
+  c.type = CUDA_R_8F_E4M3, c.c_type = CUDA_R_16BF, c.amax = amax;
+  SUBCASE("D scale 2: 10 = 1.25 x 2^3 is 0.1010.010, -14 1.1010.110, 7 0.1001.110, -9 1.1010.001") {
+    c.scales[3] = two;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(d, 4) == std::vector<uint8_t>{0x52, 0xD6, 0x4E, 0xD1});
+    CHECK(download(amax, 1)[0] == 7.0f);
+  }
+  SUBCASE("D scale 128: 640, -896 and -576 saturate to +-448 (0x7E, 0xFE); 448 itself is 0x7E") {
+    c.scales[3] = big;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(d, 4) == std::vector<uint8_t>{0x7E, 0xFE, 0x7E, 0xFE});
+  }
+  SUBCASE("no D scale, a bias of -0.25 on row 0: 4.75 lies halfway, to even 5 (0x4A); 3.25 is 0x45") {
+    __nv_bfloat16* bias = upload(bf16_vector({-0.25f, 0.0f}));
+    c.epilogue = CUBLASLT_EPILOGUE_BIAS, c.bias = bias, c.bias_type = CUDA_R_16BF;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(d, 4) == std::vector<uint8_t>{0x4A, 0xCE, 0x45, 0xC9});
+    cudaFree(bias);
+  }
+  SUBCASE("GELU_AUX_BIAS, bias [-4.5, 4]: aux (bf16) the pre-activations [[0.5, -1], [-3, -0.5]], D gelu x 8") {
+    // gelu(0.5) = 0.3457 (x 8 = 2.766: 2.75, 0.1000.011), gelu(-3) = -0.003638 (-0.02910 = -1.862 x
+    // 2^-6: 1.0001.111), gelu(-1) = -0.1586 and gelu(-0.5) = -0.1543 (-1.269 and -1.234: -1.25,
+    // 1.0111.010); amax_D 0.3457, unscaled.
+    __nv_bfloat16* bias = upload(bf16_vector({-4.5f, 4.0f}));
+    __nv_bfloat16* aux = upload(bf16_vector(std::vector<float>(16, kSentinel)));
+    c.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS, c.bias = bias, c.aux = aux, c.aux_ld = 8;
+    c.aux_type = CUDA_R_16BF, c.scales[3] = eight;
+    REQUIRE(c.run(a, b, d) == CUBLAS_STATUS_SUCCESS);
+    CHECK(download(d, 4) == std::vector<uint8_t>{0x43, 0x8F, 0xBA, 0xBA});
+    const std::vector<float> pre = float_vector(download(aux, 16));
+    CHECK(std::vector<float>{pre[0], pre[1], pre[8], pre[9]} == std::vector<float>{0.5f, -3, -1, -0.5f});
+    CHECK(pre[2] == kSentinel);  // the rows past D's two are not written
+    CHECK(download(amax, 1)[0] == doctest::Approx(0.3457).epsilon(1e-3));
+    SUBCASE("refused: the aux type unset (then D's, E4M3) or E4M3, and an fp32 bias") {
+      const auto refused = [&](LtCall call) {
+        CHECK(call.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+        call.heuristic = false;
+        CHECK(call.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+      };
+      LtCall unset = c, fp8_aux = c, fp32_bias = c;
+      unset.aux_type = -1, fp8_aux.aux_type = CUDA_R_8F_E4M3, fp32_bias.bias_type = CUDA_R_32F;
+      refused(unset), refused(fp8_aux), refused(fp32_bias);
+    }
+    cudaFree(bias), cudaFree(aux);
+  }
+  SUBCASE("refused: an E5M2 D, an E4M3 C, a GELU aux type on a bf16 D (INVALID_VALUE)") {
+    LtCall e5m2 = c, fp8_c = c;
+    e5m2.type = CUDA_R_8F_E5M2, fp8_c.c_type = CUDA_R_8F_E4M3;
+    CHECK(e5m2.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+    CHECK(fp8_c.run(a, b, d) == CUBLAS_STATUS_NOT_SUPPORTED);
+    LtCall bf16_d = fp8_call(2, 2, 2);
+    bf16_d.aux_type = CUDA_R_16BF;
+    __nv_bfloat16* d16 = upload(bf16_vector(std::vector<float>(4, kSentinel)));
+    CHECK(bf16_d.run(a, b, d16) == CUBLAS_STATUS_SUCCESS);  // D's own type: accepted
+    bf16_d.aux_type = CUDA_R_32F;
+    CHECK(bf16_d.run(a, b, d16) == CUBLAS_STATUS_INVALID_VALUE);
+    cudaFree(d16);
+  }
+  cudaFree(a), cudaFree(b), cudaFree(d), cudaFree(two), cudaFree(eight), cudaFree(big), cudaFree(amax);
+}
+
 TEST_CASE("cublasLtMatmul FP8 refuses what the documentation rules out or the emulator lacks, in both calls") {
   uint8_t *a = fp8_columns({{0x38, 0x40}, {0xC4, 0xC0}}), *b = fp8_columns({{0x38, 0x40}, {0x30, 0x3C}});
   const std::vector<float> untouched(4, kSentinel);
