@@ -231,12 +231,12 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Eleven switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Twelve switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
       // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
-      // CUDA graphs (the same kernels on the same buffers, replayed) and the five FP8 switches
+      // CUDA graphs (the same kernels on the same buffers, replayed) and the six FP8 switches
       // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
       // defaults'. Only there: on a GPU, runs of one build may already differ (docs/gpu-runs.md, the
       // resume check), and the algorithms sum differently.
@@ -253,6 +253,7 @@ int run(const Args& a) {
       same_sums.fp8_dqkv_cast = defaults.fp8_dqkv_cast;
       same_sums.fp8_fc_bias_grad = defaults.fp8_fc_bias_grad;
       same_sums.fp8_lm_head = defaults.fp8_lm_head;
+      same_sums.fp8_gelu = defaults.fp8_gelu;
       if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);

@@ -189,7 +189,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   }
   floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
   floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
-  floatX* gelu_of(int l) const { return slot_of(fch_gelu, opt.recompute >= 1 ? 0 : l, 4 * size_t(C())); }
+  floatX* gelu_of(int l) const {
+    return slot_of(fch_gelu, opt.recompute >= 1 || plan_inputs.fp8_gelu_epilogue ? 0 : l, 4 * size_t(C()));
+  }
   // cuDNN's log-sum-exp rows of layer l: a 16-byte-aligned slice (memory_plan.h).
   float* att_stats_of(int l) const { return att_stats + size_t(l) * att_stats_layer_floats(max_bt, size_t(NH())); }
   // The fallback attention's probabilities of layer l: B*NH*T*T values, at the allocated B and T.

@@ -75,9 +75,11 @@ __global__ void gelu_forward_kernel(Real* out, const Real* inp, size_t n, Fp8Sin
 
 // One 16-byte vector of the GELU backward: dinp[i..] = gelu'(inp) * dout, stored and returned (the
 // bias-gradient kernels of llmc/cuda/matmul.cuh sum it as they go). dinp may alias dout: the
-// vector is read before it is written.
+// vector is read before it is written. With gelu_out, also gelu_out[i..] = gelu(inp), the values the
+// forward kernel stores (LLMC_FP8_GELU=epilogue: the forward kept the GELU's output in FP8 only).
 template <class Real, bool kFast>
-__device__ inline Packed128<Real> gelu_backward_vector(Real* dinp, const Real* inp, const Real* dout, size_t i) {
+__device__ inline Packed128<Real> gelu_backward_vector(Real* dinp, const Real* inp, const Real* dout, size_t i,
+                                                       Real* gelu_out) {
   constexpr int S = Packed128<Real>::size;
   const Packed128<Real> x = load128cs(inp + i);
   const Packed128<Real> d = load128cs(dout + i);
@@ -85,20 +87,27 @@ __device__ inline Packed128<Real> gelu_backward_vector(Real* dinp, const Real* i
 #pragma unroll
   for (int k = 0; k < S; ++k) g[k] = Real(gelu_derivative<kFast>(float(x[k])) * float(d[k]));
   store128(dinp + i, g);
+  if (gelu_out) {
+    Packed128<Real> y;
+#pragma unroll
+    for (int k = 0; k < S; ++k) y[k] = Real(gelu_value<kFast>(float(x[k])));
+    store128(gelu_out + i, y);
+  }
   return g;
 }
 
 // dinp = gelu'(inp) * dout; dinp may alias dout (each thread reads its vector before writing it).
-// With fp8.data, dinp's FP8 copy too.
+// With fp8.data, dinp's FP8 copy too; with gelu_out, gelu(inp) there.
 template <class Real, bool kFast>
-__global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* dout, size_t n, Fp8Sink fp8) {
+__global__ void gelu_backward_kernel(Real* dinp, const Real* inp, const Real* dout, size_t n, Fp8Sink fp8,
+                                     Real* gelu_out) {
   LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   constexpr int S = Packed128<Real>::size;
   const size_t thread = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t i = thread * S;
   float amax = 0.0f;
   if (i < n) {
-    const Packed128<Real> g = gelu_backward_vector<Real, kFast>(dinp, inp, dout, i);
+    const Packed128<Real> g = gelu_backward_vector<Real, kFast>(dinp, inp, dout, i, gelu_out);
     if (fp8.data) amax = fp8_store_vector(fp8, i, g);
   }
   if (fp8.amax) fp8_record_block_amax(fp8.amax, amax, scratch);
@@ -118,12 +127,13 @@ inline void gelu_forward(floatX* out, const floatX* inp, size_t n, FastMath fast
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, FastMath fast_math,
-                          cudaStream_t stream, const Fp8Sink& fp8 = {}) {
+                          cudaStream_t stream, const Fp8Sink& fp8 = {}, floatX* gelu_out = nullptr) {
   require_whole_vectors("gelu_backward", "size", n);
   constexpr int block = 256;
   with_fast_math(fast_math, [&](auto fast) {
     launch<gelu_backward_kernel<floatX, decltype(fast)::value>>(
-        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, dinp, inp, dout, n, fp8);
+        ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0, stream, dinp, inp, dout, n, fp8,
+        gelu_out);
   });
   CUDA_CHECK_LAST();
 }

@@ -46,12 +46,13 @@ inline cublasLtMatmulAlgo_t algo_from_words(const GemmAlgoWords& w) {
 // The descriptors of one cublasLtMatmul call, owned, so that an error thrown midway leaks nothing.
 struct LtGemmDescs {
   cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   LtGemmDescs() = default;
   LtGemmDescs(const LtGemmDescs&) = delete;
   LtGemmDescs& operator=(const LtGemmDescs&) = delete;
   ~LtGemmDescs() {
     if (d) cublasLtMatrixLayoutDestroy(d);
+    if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (op) cublasLtMatmulDescDestroy(op);
@@ -85,7 +86,7 @@ inline std::vector<cublasLtMatmulAlgo_t> heuristic_algorithms(cublasLtHandle_t l
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(lt, descs.op, descs.a, descs.b, descs.d, descs.d, pref, count,
+    status = cublasLtMatmulAlgoGetHeuristic(lt, descs.op, descs.a, descs.b, descs.c, descs.d, pref, count,
                                             results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   // NOT_SUPPORTED is how the heuristic says "no algorithm"; anything else is a real error.

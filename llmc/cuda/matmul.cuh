@@ -49,6 +49,11 @@ struct LtGemm {
   // accumulates in fewer than fp32's bits, and without it cuBLASLt promotes the partial sums to fp32
   // every so often, at a cost in throughput).
   bool fast_accum = false;
+  // With fp8 and d8.data: D in E4M3, d8.data[j] = sat(x_j * *d8.scale) of each value x_j the product
+  // and epilogue give (cuBLASLt's D scale), the largest |x_j| written as a float to d8.amax's first
+  // slot where set (AMAX_D; the slot was cleared, and nothing else records that tensor); C is then
+  // floatX (cuBLASLt's FP8 table: C, the bias and a GELU aux in bf16 with an E4M3 D), and `d` unused.
+  Fp8Sink d8{};
 };
 
 inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
@@ -63,7 +68,7 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
                      " " + (g.transpose_a ? "T" : "N") + (g.transpose_b ? "T" : "N");
   if (g.fp8)
     name += std::string(" fp8 ") + (g.a8.format == __NV_E4M3 ? "e4m3" : "e5m2") + " x " +
-            (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2") + (g.fast_accum ? " fast" : "");
+            (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2") + (g.d8.data ? " -> e4m3" : "") + (g.fast_accum ? " fast" : "");
   switch (g.epilogue) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
     case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
@@ -84,6 +89,8 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   const cudaDataType_t type = floatX_cuda_type();
   const cudaDataType_t a_type = g.fp8 ? fp8_cuda_type(g.a8.format) : type;
   const cudaDataType_t b_type = g.fp8 ? fp8_cuda_type(g.b8.format) : type;
+  const bool fp8_out = g.fp8 && g.d8.data;
+  const cudaDataType_t d_type = fp8_out ? CUDA_R_8F_E4M3 : type;
   LtGemmDescs descs;
   // floatX operands, always accumulated in full fp32: CUBLAS_COMPUTE_32F never uses TF32, which the
   // FP32 build's 1e-4 parity needs.
@@ -107,6 +114,21 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
     CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+    // Unset, the aux takes D's type, which for an E4M3 D would be E4M3 too: the pre-activation stays floatX.
+    if (fp8_out) {
+      const int32_t aux_type = type;
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+                                                  sizeof(aux_type)));
+    }
+  }
+  if (fp8_out) {
+    const float* d_scale = g.d8.scale;
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &d_scale, sizeof(d_scale)));
+    if (g.d8.amax) {
+      float* amax = reinterpret_cast<float*>(g.d8.amax);
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof(amax)));
+    }
   }
   if (g.fp8) {
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a8.scale_inv,
@@ -119,20 +141,26 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, a_type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, b_type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.d, type, g.m, g.n, g.ldd));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.c, type, g.m, g.n, g.ldd));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.d, d_type, g.m, g.n, g.ldd));
 
   constexpr long long e = sizeof(floatX);
-  const long long e_ab = g.fp8 ? 1 : e;
+  const long long e_ab = g.fp8 ? 1 : e, e_d = fp8_out ? 1 : e;
   const void* a = g.fp8 ? static_cast<const void*>(g.a8.data) : g.a;
   const void* b = g.fp8 ? static_cast<const void*>(g.b8.data) : g.b;
+  void* d = fp8_out ? static_cast<void*>(g.d8.data) : g.d;
+  // The key needs no D type: the one FP8 GEMM with an E4M3 D is also the one FP8 GEMM with GELU_AUX_BIAS.
   const GemmKey key{g.m, g.n, g.k, g.transpose_a, g.transpose_b, int(g.epilogue), g.accumulate,
-                    lt_alignment(a, g.lda * e_ab), lt_alignment(b, g.ldb * e_ab), lt_alignment(g.d, g.ldd * e),
+                    lt_alignment(a, g.lda * e_ab), lt_alignment(b, g.ldb * e_ab), lt_alignment(d, g.ldd * e_d),
                     g.fp8 ? int(a_type) : -1, g.fp8 ? int(b_type) : -1, g.fp8 && g.fast_accum};
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  // C is D for the accumulating GEMMs; an E4M3 D never accumulates, and its C (of another type) is
+  // not read: null, rather than D's bytes under C's type.
+  const void* c = fp8_out ? nullptr : g.d;
   const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
   return ctx.run(key, descs, [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, g.d, descs.d, g.d, descs.d,
-                          &algo, ctx.workspace(), ctx.workspace_bytes(), stream);
+    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, c, descs.c, d, descs.d, &algo,
+                          ctx.workspace(), ctx.workspace_bytes(), stream);
   }, stream);
 }
 
@@ -176,6 +204,39 @@ inline void matmul_forward_fp8(BlasContext& ctx, floatX* out, const Fp8Matrix& i
     g.bias = const_cast<floatX*>(bias);
   }
   lt_gemm(ctx, g, stream);
+}
+
+// The fc layer under --fp8 1 with its GELU in the FP8 GEMM's epilogue (LLMC_FP8_GELU=epilogue):
+// pre_gelu (BT x OC, floatX) = (inp8 / s_inp) (weight8 / s_w)^T + bias, GELU_AUX_BIAS's aux, and
+// out8 (the next GEMM's E4M3 operand) = sat(gelu(x) * *out8.scale) of the fp32 pre-activation x,
+// the largest |gelu(x)| recorded where out8.amax is set. No floatX GELU output: the backward's
+// GELU kernel writes it (MatmulBackward::inp_by_gelu_backward). cuBLASLt's GELU is the tanh form.
+inline void matmul_forward_fp8_gelu(BlasContext& ctx, const Fp8Sink& out8, floatX* pre_gelu, const Fp8Matrix& inp,
+                                    const Fp8Matrix& weight, const floatX* bias, int BT, int C, int OC,
+                                    bool fast_accum, cudaStream_t stream) {
+  if (!bias || !out8.data || out8.format != __NV_E4M3)
+    throw std::invalid_argument("matmul_forward_fp8_gelu: needs the bias and an E4M3 output");
+  LtGemm g = forward_gemm(nullptr, nullptr, nullptr, BT, C, OC);
+  g.fp8 = true;
+  g.fast_accum = fast_accum;
+  g.a8 = weight;
+  g.b8 = inp;
+  g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  g.bias = const_cast<floatX*>(bias);
+  g.aux = pre_gelu;
+  g.aux_ld = OC;
+  g.d8 = out8;
+  bool ran = false;
+  std::string why = "no algorithm";
+  try {
+    ran = try_lt_gemm(ctx, g, stream);
+  } catch (const std::runtime_error& e) {
+    why = e.what();
+  }
+  if (!ran)
+    throw std::runtime_error("LLMC_FP8_GELU=epilogue: cuBLASLt ran no FP8 GEMM with a GELU_AUX_BIAS epilogue and an "
+                             "E4M3 output for m=" + std::to_string(OC) + " n=" + std::to_string(BT) + " k=" +
+                             std::to_string(C) + " (" + why + "); unset LLMC_FP8_GELU to run the GELU as a kernel");
 }
 
 // The fc layer with its GELU: pre_gelu (BT x OC) = inp weight^T + bias, out = gelu(pre_gelu) (tanh
@@ -240,6 +301,10 @@ struct MatmulBackward {
   // With dbias_pre_gelu, where the GELU backward runs as a kernel: the kernel sums the columns as it
   // writes them (gelu_backward_bias_grad) rather than the bias-gradient kernels reading dinp again.
   bool bias_in_gelu_backward = false;
+  // With pre_gelu and the GELU backward as a kernel (--fp8 1): inp, gelu(pre_gelu), is not stored
+  // yet (LLMC_FP8_GELU=epilogue: the forward kept it in FP8 only); the GELU backward kernel writes
+  // it as it reads pre_gelu, and the weight gradient runs after the input gradient.
+  bool inp_by_gelu_backward = false;
 };
 
 // Defined below, with the bias-gradient kernels.
@@ -249,7 +314,7 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
                              const Fp8Sink& dout_fp8 = {});
 inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
                                     float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
-                                    const Fp8Sink& dinp_fp8 = {});
+                                    const Fp8Sink& dinp_fp8 = {}, floatX* gelu_out = nullptr);
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
 // dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
@@ -260,6 +325,9 @@ inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const 
 // pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, fast_math,
 // bias_in_gelu_backward and the FP8 fields of `p`.
 inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  if (p.inp_by_gelu_backward && (!p.pre_gelu || !p.dinp_fp8.data))
+    throw std::invalid_argument("matmul_backward_input: inp_by_gelu_backward needs the GELU backward kernel "
+                                "(pre_gelu, under --fp8 1)");
   LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
            .ldd = p.C};
   if (p.dout8.data) {
@@ -291,12 +359,14 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
   }
   if (!dgelu_by_epilogue) {
     lt_gemm(ctx, g, stream);
+    floatX* gelu_out = p.inp_by_gelu_backward ? const_cast<floatX*>(p.inp) : nullptr;
     if (pre_gelu_bias && p.bias_in_gelu_backward) {
       gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, p.fast_math,
-                              stream, p.dinp_fp8);
+                              stream, p.dinp_fp8, gelu_out);
       return;
     }
-    if (p.pre_gelu) gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8);
+    if (p.pre_gelu)
+      gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8, gelu_out);
   }
   if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
 }
@@ -340,7 +410,10 @@ struct GeluBackwardRows {
   T* dinp;
   const T* pre_gelu;
   const T* dout;
-  __device__ Packed128<T> operator()(size_t at) const { return gelu_backward_vector<T, kFast>(dinp, pre_gelu, dout, at); }
+  T* gelu_out;
+  __device__ Packed128<T> operator()(size_t at) const {
+    return gelu_backward_vector<T, kFast>(dinp, pre_gelu, dout, at, gelu_out);
+  }
 };
 
 // With fp8.data, the FP8 copy of each vector read, its amax recorded per warp.
@@ -424,16 +497,17 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
   bias_grad_sums(dbias, scratch, StoredRows<floatX>{dout}, BT, OC, stream, dout_fp8);
 }
 
-// gelu_backward (dinp = gelu'(pre_gelu) * dout, BT x OC; dinp may alias dout) and dbias += dinp's
-// column sums in one pass: the bias-gradient kernels computing the GELU backward's vectors as they
-// read them. The same dinp, FP8 copy (with dinp_fp8.data), amax and dbias, bit for bit, as
-// gelu_backward then matmul_bias_grad on its output: the same values, summed in the same order.
+// gelu_backward (dinp = gelu'(pre_gelu) * dout, BT x OC; dinp may alias dout; with gelu_out,
+// gelu(pre_gelu) there) and dbias += dinp's column sums in one pass: the bias-gradient kernels
+// computing the GELU backward's vectors as they read them. The same dinp, FP8 copy (with
+// dinp_fp8.data), amax and dbias, bit for bit, as gelu_backward then matmul_bias_grad on its
+// output: the same values, summed in the same order.
 inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
                                     float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
-                                    const Fp8Sink& dinp_fp8) {
+                                    const Fp8Sink& dinp_fp8, floatX* gelu_out) {
   with_fast_math(fast_math, [&](auto fast) {
-    bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX, decltype(fast)::value>{dinp, pre_gelu, dout}, BT, OC,
-                   stream, dinp_fp8);
+    bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX, decltype(fast)::value>{dinp, pre_gelu, dout, gelu_out}, BT,
+                   OC, stream, dinp_fp8);
   });
 }
 
@@ -473,8 +547,19 @@ inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulB
 // The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight and, when
 // dbias is set, dbias: from the weight-gradient GEMM's epilogue when bias_grad_epilogue and cuBLASLt
 // offers it (matmul_backward_weight_bias_epilogue), otherwise by matmul_bias_grad and
-// matmul_backward_weight; dout_fp8 before the input gradient reads it.
+// matmul_backward_weight; dout_fp8 before the input gradient reads it. With inp_by_gelu_backward
+// the input gradient first, which writes inp.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  if (p.inp_by_gelu_backward) {
+    if (p.dout_fp8_by_bias_grad)
+      throw std::invalid_argument("matmul_backward: inp_by_gelu_backward with dout_fp8_by_bias_grad");
+    if (p.dout_fp8.data) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
+    matmul_backward_input(ctx, p, stream);
+    if (p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream)) return;
+    if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
+    matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+    return;
+  }
   const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
   const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias && !by_epilogue;
   if (p.dout_fp8.data && !fp8_by_bias_grad) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);

@@ -102,10 +102,14 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const size_t largest_bucket = largest_staging(transfers);
   size_t bucket_spans = 0;
   for (const BucketTransfer& t : transfers) bucket_spans += t.pack.size() + t.unpack.size();
-  // -r 2 recomputes ln1/ln2 into one slot; -r 1 and 2 recompute the GELU into one slot.
-  const size_t ln_slots = in.recompute >= 2 ? 1 : L, gelu_slots = in.recompute >= 1 ? 1 : L;
+  // -r 2 recomputes ln1/ln2 into one slot; -r 1 and 2 recompute the GELU into one slot, as the
+  // backward's GELU kernel writes it with LLMC_FP8_GELU=epilogue.
+  const bool gelu_by_backward = in.fp8 && in.fp8_gelu_epilogue;
+  const size_t ln_slots = in.recompute >= 2 ? 1 : L, gelu_slots = in.recompute >= 1 || gelu_by_backward ? 1 : L;
   const char* ln_depends = in.recompute >= 2 ? "B*T*C (-r 2)" : "L*B*T*C";
-  const char* gelu_depends = in.recompute >= 1 ? "B*T*4C (-r >= 1)" : "L*B*T*4C";
+  const char* gelu_depends = in.recompute >= 1 ? "B*T*4C (-r >= 1)"
+                             : gelu_by_backward ? "B*T*4C (LLMC_FP8_GELU)"
+                                                : "L*B*T*4C";
   // LLMC_CLASSIFIER=chunked: one chunk of rows of logits at a time.
   const size_t chunk_rows = logits_rows(in);
   const char* logits_depends = chunk_rows < BT ? "chunk*Vp (LLMC_CLASSIFIER)" : "B*T*Vp";

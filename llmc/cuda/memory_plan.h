@@ -112,6 +112,9 @@ struct MemoryPlanInputs {
   // With fp8, the LM head's GEMMs in FP8 too (LLMC_FP8_LM_HEAD=on): lnf's FP8 copy, and the operand
   // buffer holds a chunk of d(logits)' rows.
   bool fp8_lm_head = false;
+  // With fp8, the GELU's bf16 output written by the backward, a layer at a time (LLMC_FP8_GELU=epilogue):
+  // one layer's slot, as at -r >= 1.
+  bool fp8_gelu_epilogue = false;
   // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
   ClassifierPath classifier = ClassifierPath::kChunked;
   int classifier_chunk_rows = kClassifierChunkRows;

@@ -147,6 +147,17 @@ enum class Fp8FcBiasGrad { kKernels, kGeluBackward };
 // other FP8 switches it changes the numerics: the logits carry FP8's rounding.
 enum class Fp8LmHead { kOff, kOn };
 
+// With --fp8 1, where the fc layer's GELU is computed (LLMC_FP8_GELU). kKernel, the default: the fc
+// FP8 GEMM writes the pre-activation, and the GELU kernel reads it and writes the bf16 output (kept
+// for fcproj's weight gradient) and its E4M3 copy (fcproj's operand). kEpilogue: the fc FP8 GEMM's
+// GELU_AUX_BIAS epilogue writes the pre-activation (bf16 aux) and the E4M3 copy of the GELU (an E4M3
+// D, cuBLASLt's D scale and amax_D; llmc/cuda/matmul.cuh, matmul_forward_fp8_gelu), and the
+// backward's GELU kernel, which reads the pre-activation anyway, writes the bf16 output before the
+// weight gradient reads it (MatmulBackward::inp_by_gelu_backward): the GELU forward kernel goes,
+// and the output is kept one layer at a time, as at -r 1. It changes the numerics: the E4M3 copy is
+// of the GELU of the fp32 pre-activation in cuBLASLt's form. Without --fp8 1 it changes nothing.
+enum class Fp8Gelu { kKernel, kEpilogue };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

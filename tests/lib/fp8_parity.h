@@ -162,6 +162,48 @@ inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Ar
   check_fp8_adamw_steps(report, name, head, config, params, batch, B, T, a.steps, loss_bar);
 }
 
+// LLMC_FP8_GELU=epilogue (`variant`, after its calibrating micro-step and one FP8 micro-step, whose
+// gradients are `grads`): fcproj's E4M3 operand is the GELU of the fc GEMM's fp32 pre-activation, in
+// cuBLASLt's form, so the numerics move within the FP8 bars rather than keeping the defaults' bits.
+// Its amax, recorded by the GEMM (AMAX_D), is the defaults' kernel's within the bf16 rounding of the
+// values that kernel saw; the bf16 GELU the backward's kernel writes for fcproj's weight gradient
+// keeps the resume bit for bit.
+inline void check_fp8_gelu_epilogue(Report& report, const std::string& name, const GPT2Config& config, const Args& a,
+                                    const CudaBackendOptions& o, const std::vector<float>& params, const Batch& batch,
+                                    CudaBackend& variant, const std::vector<float>& grads, const float* cpu_logits,
+                                    const std::vector<float>& cpu_grads, float cpu_loss, const Fp8Defaults& defaults) {
+  const int B = a.B, T = a.T, L = config.num_layers;
+  const double logits_bar = fp8_logits_bar(L, kTensorBar), grad_bar = fp8_gradient_bar(L, kTensorBar);
+  const size_t logit_count = size_t(B) * T * config.padded_vocab_size, n = grads.size();
+  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
+  report.check(fmt::format("{} loss ({:.6f} vs cpu {:.6f})", name, variant.accumulated_loss(), cpu_loss),
+               std::fabs(variant.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
+  check_gradients(report, name + " grad", config, grads, cpu_grads, true, grad_bar);
+  size_t same = 0;
+  for (size_t i = 0; i < n; ++i) same += grads[i] == defaults.grads[i];
+  report.check(fmt::format("{}: grads differ from the defaults' ({} of {} equal)", name, same, n),
+               double(same) / double(n), 0.5, "equal fraction");
+  const std::vector<float> logits = variant.forward_logits(batch.inputs.data(), B, T);
+  report.check(name + ": logits (evaluation pass)", rel_l2(logits.data(), cpu_logits, logit_count), logits_bar,
+               "rel_l2");
+  const std::vector<uint8_t> state = variant.scaling_state();
+  report.check(fmt::format("{}: scaling state of {} bytes, the defaults' size", name, state.size()),
+               state.size() == defaults.state.size() ? 0.0 : 1.0, 0.5, "differ");
+  // fcproj's input amax of each layer: entry 0 from the calibrating micro-step's GELU kernel, entry
+  // 1 from the FP8 micro-step's GEMM.
+  const Fp8Layout layout(config, fp8_linears(config, false));
+  double worst = 0.0;
+  for (int l = 0; l < L; ++l) {
+    const int i = layout.tensor(Fp8Role::kInput, LinearLayer::kFcproj, l);
+    if (scaling_state_history(state, i, 0) != scaling_state_history(defaults.state, i, 0)) worst = 1.0;
+    const float ours = scaling_state_history(state, i, 1), theirs = scaling_state_history(defaults.state, i, 1);
+    worst = std::max(worst, std::fabs(double(ours) - theirs) / std::max(1e-30, double(theirs)));
+  }
+  report.check(name + ": fcproj's input amax, the calibrating one equal and the GEMM's the kernel's", worst,
+               kTensorBar, "rel_err");
+  check_fp8_resume(report, name + ":", config, o, params, batch, B, T, variant, state, cpu_grads, grad_bar);
+}
+
 // --fp8 1 (bf16 build; a GPU with FP8 tensor cores, or the emulated GPU) against the oracle at the
 // bars of tests/lib/fp8_bars.h. The first micro-step calibrates (floatX GEMMs while the casts record the
 // amaxes), so its gradients are the bf16 ones, bit for bit on the emulated GPU; the next ones run
@@ -217,7 +259,8 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
   // have the cast's bytes and amax, and the emulated cuBLASLt sums in fp32 with fast accumulation
   // or without: on the emulated GPU the same calibration, FP8 gradients and scaling state, bit for
   // bit. On a GPU fast accumulation sums otherwise: the FP8 bars. LLMC_FP8_LM_HEAD changes the
-  // numerics: check_fp8_lm_head.
+  // numerics: check_fp8_lm_head; LLMC_FP8_GELU=epilogue from its first FP8 micro-step on:
+  // check_fp8_gelu_epilogue.
   const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
   for (size_t row = 0; row < rows.size(); ++row) {
     if (std::string(rows[row].variable).rfind("LLMC_FP8_", 0) != 0) continue;
@@ -226,11 +269,20 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
       CudaBackendOptions other = o;
       set_speed_switch(other.speed, row, value);
       if (other.speed.fp8_lm_head != o.speed.fp8_lm_head) continue;
+      const std::optional<std::vector<size_t>> live = cuda_live_allocation_sizes();
       CudaBackend variant(config, other);
+      if (live) check_buffers_against_plan(report, variant.memory_plan(), live->size());
       variant.set_parameters(params.data());
       const std::string name = fmt::format("--fp8 1 with {}={}", rows[row].variable, rows[row].values[value]);
       const std::vector<float> variant_calibrating = cuda_gradients(variant, batch, B, T);
       const std::vector<float> variant_grads = cuda_gradients(variant, batch, B, T);
+      if (other.speed.fp8_gelu != o.speed.fp8_gelu) {
+        if (cuda_device_emulated())
+          report.exact(name + ": calibration grads = the defaults', bit for bit", variant_calibrating, calibrating);
+        check_fp8_gelu_epilogue(report, name, config, a, other, params, batch, variant, variant_grads, cpu_logits,
+                                cpu_grads, cpu_loss, {calibrating, fp8_grads, fp8_logits, state});
+        continue;
+      }
       if (cuda_device_emulated()) {
         report.exact(name + ": calibration grads = the defaults', bit for bit", variant_calibrating, calibrating);
         report.exact(name + ": FP8 grads = the defaults', bit for bit", variant_grads, fp8_grads);
