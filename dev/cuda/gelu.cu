@@ -25,7 +25,7 @@ __global__ void gelu_backward_naive(floatX* dinp, const floatX* inp, const float
 // in-place versions are checked as the trainer calls them.
 struct Data {
   size_t n;
-  floatX *inp, *dout, *out, *dinp;
+  floatX *inp, *dout, *out, *dinp, *gelu_out;
   std::vector<float> dout0, out_ref, dinp_ref;
 };
 
@@ -62,7 +62,18 @@ void bwd_vectors(Data& d, int block) {
     return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, kFast ? llmc::FastMath::kOn : llmc::FastMath::kOff, 0);
   llmc::require_whole_vectors("gelu_backward", "size", d.n);
   llmc::launch<llmc::gelu_backward_kernel<floatX, kFast>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block,
-                                                          0, 0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{});
+                                                          0, 0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, nullptr);
+  CUDA_CHECK_LAST();
+}
+
+// bwd3 also writing gelu(inp) into `out` (LLMC_FP8_GELU=epilogue: the forward kept the GELU in FP8
+// only, and fcproj's weight gradient reads this).
+void bwd_gelu_out(Data& d, int block) {
+  if (block == 0)
+    return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, llmc::FastMath::kOn, 0, llmc::Fp8Sink{}, d.gelu_out);
+  llmc::require_whole_vectors("gelu_backward", "size", d.n);
+  llmc::launch<llmc::gelu_backward_kernel<floatX, true>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0,
+                                                         0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, d.gelu_out);
   CUDA_CHECK_LAST();
 }
 
@@ -70,6 +81,7 @@ void bwd_vectors(Data& d, int block) {
 // dout and writes dinp.
 bench::Cost forward_cost(const Data& d) { return {2.0 * d.n * sizeof(floatX)}; }
 bench::Cost backward_cost(const Data& d) { return {3.0 * d.n * sizeof(floatX)}; }
+bench::Cost backward_gelu_out_cost(const Data& d) { return {4.0 * d.n * sizeof(floatX)}; }
 
 using Version = bench::Version<Data>;
 
@@ -87,8 +99,19 @@ bool check_backward(Data& d, const Version& v, const std::string& tag, int block
   if (in_place) d.dinp = d.dout;
   v.launch(d, block);
   d.dinp = d.out;
-  const bool ok = bench::check(tag + " dinp", bench::from_device(in_place ? d.dout : d.out, d.n), d.dinp_ref, 1e-2);
+  bool ok = bench::check(tag + " dinp", bench::from_device(in_place ? d.dout : d.out, d.n), d.dinp_ref, 1e-2);
   bench::upload(d.dout, d.dout0);
+  if (v.name == "bwd4") {
+    // gelu(inp) as the forward kernel (fwd3, the same fast math) stores it: bit for bit.
+    const std::vector<float> written = bench::from_device(d.gelu_out, d.n);
+    fwd_vectors<true>(d, 0);
+    const std::vector<float> forward = bench::from_device(d.out, d.n);
+    size_t differ = 0;
+    for (size_t i = 0; i < d.n; ++i) differ += written[i] != forward[i];
+    fmt::print("{}  {} gelu out: {} of {} values differ from fwd3's\n", differ == 0 ? "PASS" : "FAIL", tag, differ,
+               d.n);
+    ok &= differ == 0;
+  }
   return ok;
 }
 
@@ -104,6 +127,8 @@ const std::vector<Version> kVersions = {
     {"bwd2", "llmc/cuda/gelu.cuh: 16-byte vectors, in place (checked so; timed out of place, the same traffic)",
      kBlocks, bwd_vectors<false>, check_backward, backward_cost},
     {"bwd3", "bwd2 with fast math (LLMC_FAST_MATH=on)", kBlocks, bwd_vectors<true>, check_backward, backward_cost},
+    {"bwd4", "bwd3 also writing gelu(inp), as the forward kernel would (LLMC_FP8_GELU=epilogue)", kBlocks,
+     bwd_gelu_out, check_backward, backward_gelu_out_cost},
 };
 
 bool run_size(const bench::Args& args, size_t n, bool timed) {
@@ -121,8 +146,9 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   d.dout = bench::to_device<floatX>(d.dout0);
   d.out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
   d.dinp = d.out;
+  d.gelu_out = bench::to_device<floatX>(std::vector<float>(n, 1.0f));
   const bool ok = bench::run_versions(args, kVersions, d, fmt::format("gelu n={} ", n), timed);
-  bench::free_device({d.inp, d.dout, d.out});
+  bench::free_device({d.inp, d.dout, d.out, d.gelu_out});
   return ok;
 }
 

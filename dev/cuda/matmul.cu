@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dev/cuda/matmul_inputs.cuh"
 #include "dev/cuda/versions.cuh"
 #include "llmc/cpu/gelu.h"
 #include "llmc/cpu/matmul.h"
@@ -23,6 +24,8 @@
 using llmc::floatX;
 
 namespace {
+
+using namespace matmul_bench;
 
 // bf16 outputs carry ~3 significant digits; the FP32 build holds the 1e-4 parity bar.
 constexpr double kTol = std::is_same<floatX, float>::value ? 1e-4 : 1e-2;
@@ -49,170 +52,6 @@ void matmul_bias_grad_serial(floatX* dbias, float* scratch, const floatX* dout, 
                                         OC);
   CUDA_CHECK_LAST();
 }
-
-struct Shape {
-  const char* name;
-  int BT, C, OC;
-  // Elements between each device buffer's 256-byte-aligned allocation and the matrix: 8 puts the
-  // matrices 16 (bf16) bytes past the boundary, as the per-layer tensors of a small model may be.
-  int offset = 0;
-  size_t n_in() const { return size_t(BT) * C; }
-  size_t n_out() const { return size_t(BT) * OC; }
-  size_t n_w() const { return size_t(OC) * C; }
-};
-
-// CPU results for one shape, computed once and shared by every version.
-struct Reference {
-  std::vector<float> inp, weight, bias, dout, pre_gelu_in, dweight0, dbias0;
-  std::vector<float> out_nobias, out_bias, out_gelu, dinp, dinp_dgelu, dweight, dbias;
-  // The bias gradient (C) of the layer whose output the GELU took: before, and plus the column sums
-  // of dinp_dgelu (LLMC_BIAS_GRAD=layernorm's fc bias).
-  std::vector<float> dpre_bias0, dpre_bias;
-};
-
-Reference make_reference(const Shape& s, uint64_t seed) {
-  Reference r;
-  const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC, n_w = size_t(s.OC) * s.C;
-  // Rounded through floatX so the CPU sees exactly the GPU's inputs.
-  r.inp = bench::round_through<floatX>(bench::random_vector(n_in, seed + 1));
-  r.weight = bench::round_through<floatX>(bench::random_vector(n_w, seed + 2, -0.05f, 0.05f));
-  r.bias = bench::round_through<floatX>(bench::random_vector(s.OC, seed + 3));
-  r.dout = bench::round_through<floatX>(bench::random_vector(n_out, seed + 4));
-  r.pre_gelu_in = bench::round_through<floatX>(bench::random_vector(n_in, seed + 5, -3.f, 3.f));
-  r.dweight0 = bench::round_through<floatX>(bench::random_vector(n_w, seed + 6));
-  r.dbias0 = bench::round_through<floatX>(bench::random_vector(s.OC, seed + 7));
-
-  r.out_nobias.resize(n_out);
-  llmc::matmul_forward(r.out_nobias.data(), r.inp.data(), r.weight.data(), nullptr, s.BT, s.C, s.OC);
-  r.out_bias.resize(n_out);
-  llmc::matmul_forward(r.out_bias.data(), r.inp.data(), r.weight.data(), r.bias.data(), s.BT, s.C, s.OC);
-  r.out_gelu.resize(n_out);
-  llmc::gelu_forward(r.out_gelu.data(), r.out_bias.data(), n_out);
-
-  r.dinp.resize(n_in);
-  r.dweight = r.dweight0;
-  r.dbias = r.dbias0;
-  llmc::matmul_backward(r.dinp.data(), r.dweight.data(), r.dbias.data(), r.dout.data(), r.inp.data(),
-                        r.weight.data(), s.BT, s.C, s.OC);
-  r.dinp_dgelu.resize(n_in);
-  llmc::gelu_backward(r.dinp_dgelu.data(), r.pre_gelu_in.data(), r.dinp.data(), n_in);
-  r.dpre_bias0 = bench::round_through<floatX>(bench::random_vector(s.C, seed + 8));
-  std::vector<double> column_sums(size_t(s.C), 0.0);
-  for (size_t i = 0; i < n_in; ++i) column_sums[i % s.C] += r.dinp_dgelu[i];
-  r.dpre_bias = r.dpre_bias0;
-  for (int c = 0; c < s.C; ++c) r.dpre_bias[c] += float(column_sums[c]);
-  return r;
-}
-
-// Device copies of one shape's inputs and outputs.
-struct DeviceBuffers {
-  floatX *inp, *weight, *bias, *dout, *pre_gelu_in, *out, *aux, *dinp, *dweight, *dbias, *dpre_bias;
-  float* bias_scratch;
-  std::vector<void*> allocations;
-
-  explicit DeviceBuffers(const Shape& s, const Reference& r) {
-    const size_t n_in = size_t(s.BT) * s.C, n_out = size_t(s.BT) * s.OC;
-    inp = place(r.inp, s.offset);
-    weight = place(r.weight, s.offset);
-    bias = place(r.bias, s.offset);
-    dout = place(r.dout, s.offset);
-    pre_gelu_in = place(r.pre_gelu_in, s.offset);
-    dweight = place(r.dweight0, s.offset);
-    dbias = place(r.dbias0, s.offset);
-    dpre_bias = place(r.dpre_bias0, s.offset);
-    out = place(std::vector<float>(n_out, 1.0f), s.offset);
-    aux = place(std::vector<float>(n_out, 1.0f), s.offset);
-    dinp = place(std::vector<float>(n_in, 1.0f), s.offset);
-    // dout's bias gradient, or (dpre_bias) dinp's.
-    CUDA_CHECK(cudaMalloc(&bias_scratch,
-                          llmc::matmul_bias_grad_scratch_floats(s.BT, std::max(s.C, s.OC)) * sizeof(float)));
-    allocations.push_back(bias_scratch);
-  }
-  ~DeviceBuffers() {
-    for (void* p : allocations) cudaFree(p);
-  }
-
-  // `host` in floatX, `offset` elements into a fresh allocation.
-  floatX* place(const std::vector<float>& host, int offset) {
-    std::vector<float> padded(size_t(offset), 1.0f);
-    padded.insert(padded.end(), host.begin(), host.end());
-    floatX* base = bench::to_device<floatX>(padded);
-    allocations.push_back(base);
-    return base + offset;
-  }
-};
-
-// The value an FP8 code stands for, divided by the scale it was cast at (cuda_fp8.h's host decode).
-std::vector<float> fp8_values(const std::vector<float>& x, float scale, __nv_fp8_interpretation_t format) {
-  std::vector<float> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const __nv_fp8_storage_t q = __nv_cvt_float_to_fp8(x[i] * scale, __NV_SATFINITE, format);
-    out[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(q, format))) / scale;
-  }
-  return out;
-}
-
-// The FP8 operands of --fp8 1 on one shape's inputs: activations and weights E4M3, the output
-// gradient E5M2, at powers of two that fit the inputs' ranges (|inp|, |dout| < 1: 2^8 and 2^15; the
-// weight's own, from its amax), cast by the trainer's kernels; and the values those copies hold.
-struct Fp8Operands {
-  float* state = nullptr;
-  __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
-  // dout's E5M2 copy as the bias-gradient kernels write it, recording into the gradient's amax.
-  __nv_fp8_storage_t* dout8_by_bias = nullptr;
-  int gradient = 0;
-  std::vector<float> inp, w, dout;  // the values of the FP8 copies
-  llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m;
-
-  Fp8Operands(const Shape& s, const Reference& r, const DeviceBuffers& d) {
-    // A one-layer model's scaling state; this shape's operands are its qkv layer's tensors.
-    llmc::GPT2Config one_layer;
-    one_layer.num_layers = 1;
-    const llmc::Fp8Layout layout(one_layer);
-    const int input = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kQkv, 0);
-    gradient = layout.tensor(llmc::Fp8Role::kGradient, llmc::LinearLayer::kQkv, 0);
-    const int weight = layout.tensor(llmc::Fp8Role::kWeight, llmc::LinearLayer::kQkv, 0);
-    const float inp_scale = 256.0f, dout_scale = 32768.0f;
-    std::vector<float> host_state = layout.initial_state();
-    for (const auto& [i, scale] : {std::pair{input, inp_scale}, std::pair{gradient, dout_scale}}) {
-      host_state[llmc::fp8_scale_offset(i)] = scale;
-      host_state[llmc::fp8_scale_inv_offset(i)] = 1.0f / scale;
-    }
-    CUDA_CHECK(cudaMalloc(&state, host_state.size() * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(state, host_state.data(), host_state.size() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMalloc(&inp8, s.n_in()));
-    CUDA_CHECK(cudaMalloc(&dout8, s.n_out()));
-    CUDA_CHECK(cudaMalloc(&dout8_by_bias, s.n_out()));
-    CUDA_CHECK(cudaMalloc(&w8, s.n_w()));
-    CUDA_CHECK(cudaMalloc(&wt8, s.n_w()));
-    llmc::fp8_cast({inp8, state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, s.n_in(), 0);
-    llmc::fp8_cast({dout8, state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, s.n_out(), 0);
-    llmc::fp8_cast_weights({{d.weight, s.OC, s.C, weight, w8, wt8}}, state, weight, 1, 0);
-    float w_scale = 0.0f;
-    CUDA_CHECK(cudaMemcpy(&w_scale, state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
-    inp = fp8_values(r.inp, inp_scale, __NV_E4M3);
-    w = fp8_values(r.weight, w_scale, __NV_E4M3);
-    dout = fp8_values(r.dout, dout_scale, __NV_E5M2);
-    inp_m = {inp8, state + llmc::fp8_scale_inv_offset(input), __NV_E4M3};
-    w_m = {w8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
-    dout_m = {dout8, state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
-    wt_m = {wt8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
-  }
-  ~Fp8Operands() { bench::free_device({state, inp8, dout8, w8, wt8, dout8_by_bias}); }
-  llmc::Fp8Sink dout_by_bias() const {
-    return {dout8_by_bias, state + llmc::fp8_scale_offset(gradient),
-            reinterpret_cast<unsigned*>(state + llmc::fp8_amax_offset(gradient)), __NV_E5M2};
-  }
-  // The largest of the gradient's amax slots.
-  float gradient_amax() const {
-    std::vector<float> slots(llmc::kFp8AmaxSlots * llmc::kFp8AmaxSlotStride);
-    CUDA_CHECK(cudaMemcpy(slots.data(), state + llmc::fp8_amax_offset(gradient), slots.size() * sizeof(float),
-                          cudaMemcpyDeviceToHost));
-    return *std::max_element(slots.begin(), slots.end());
-  }
-  Fp8Operands(const Fp8Operands&) = delete;
-  Fp8Operands& operator=(const Fp8Operands&) = delete;
-};
 
 // One shape's reference, buffers and cuBLASLt context, and what the checks leave for the timings:
 // the timed searches' contexts (each searched once, then timed with its choice), the FP8 operands
@@ -301,6 +140,11 @@ void fwd_bias_fp8(Data& d, int) {
   llmc::matmul_forward_fp8(d.ctx, d.buf.out, d.fp8->inp_m, d.fp8->w_m, d.buf.bias, d.s.BT, d.s.C, d.s.OC, kFastAccum,
                            0);
 }
+void fwd_gelu_fp8(Data& d, int) {
+  llmc::matmul_forward_fp8_gelu(d.ctx, d.fp8->gelu_sink(), d.buf.aux, d.fp8->inp_m, d.fp8->w_m, d.buf.bias, d.s.BT,
+                                d.s.C, d.s.OC, false, 0);
+}
+
 void bwd_dinp_fp8(Data& d, int) {
   llmc::MatmulBackward p{.dinp = d.buf.dinp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
   p.dout8 = d.fp8->dout_m;
@@ -333,6 +177,9 @@ bench::Cost dbias_epilogue_cost(const Data& d) {
   return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w() + 3.0 * d.s.OC), gemm_flops(d)};
 }
 bench::Cost fwd_fp8_cost(const Data& d) { return {double(d.s.n_in() + d.s.n_w()) + kE * d.s.n_out(), gemm_flops(d)}; }
+bench::Cost fwd_gelu_fp8_cost(const Data& d) {
+  return {double(d.s.n_in() + d.s.n_w()) + (1 + kE) * d.s.n_out(), gemm_flops(d)};
+}
 bench::Cost dinp_fp8_cost(const Data& d) { return {double(d.s.n_out() + d.s.n_w()) + kE * d.s.n_in(), gemm_flops(d)}; }
 
 using Version = bench::Version<Data>;
@@ -445,7 +292,7 @@ bool check_dbias_fp8(Data& d, const Version& v, const std::string& tag, int bloc
              by_bias.size());
   float amax = 0.0f;
   for (float x : d.r.dout) amax = std::max(amax, std::fabs(x));
-  const float recorded = d.fp8->gradient_amax();
+  const float recorded = d.fp8->amax(d.fp8->gradient);
   fmt::print("{}  {}  amax {:.9g} (expected {:.9g})\n", recorded == amax ? "PASS" : "FAIL", tag, recorded, amax);
   return ok && differ == 0 && recorded == amax;
 }
@@ -485,6 +332,30 @@ bool check_dinp_fp8(Data& d, const Version& v, const std::string& tag, int block
   bench::poison(d.buf.dinp, d.s.n_in() * sizeof(floatX));
   v.launch(d, block);
   return bench::check(tag, bench::from_device(d.buf.dinp, d.s.n_in()), ref, kTol);
+}
+
+// LLMC_FP8_GELU=epilogue: the E4M3 GELU of the FP8 product plus the bias, decoded (within E4M3's
+// rounding, 2^-4 of each value), its amax (unscaled) and the bf16 pre-activation in the aux.
+bool check_fwd_gelu_fp8(Data& d, const Version& v, const std::string& tag, int block) {
+  if (!d.fp8) return true;
+  std::vector<float> pre(d.s.n_out()), gelu(d.s.n_out());
+  llmc::matmul_forward(pre.data(), d.fp8->inp.data(), d.fp8->w.data(), d.r.bias.data(), d.s.BT, d.s.C, d.s.OC);
+  llmc::gelu_forward(gelu.data(), pre.data(), pre.size());
+  CUDA_CHECK(cudaMemset(d.fp8->state + llmc::fp8_amax_offset(d.fp8->gelu), 0,
+                        llmc::kFp8AmaxSlots * llmc::kFp8AmaxSlotStride * sizeof(float)));
+  bench::poison(d.buf.aux, d.s.n_out() * sizeof(floatX));
+  v.launch(d, block);
+  std::vector<uint8_t> codes(d.s.n_out());
+  CUDA_CHECK(cudaMemcpy(codes.data(), d.fp8->gelu8, codes.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> decoded(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i)
+    decoded[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(codes[i], __NV_E4M3))) / Fp8Operands::kGeluScale;
+  bool ok = bench::check(tag + " E4M3 gelu", decoded, gelu, 0.07);
+  ok &= bench::check(tag + " aux", bench::from_device(d.buf.aux, d.s.n_out()), pre, kTol);
+  const float amax = d.fp8->amax(d.fp8->gelu), want = *std::max_element(gelu.begin(), gelu.end());
+  const bool amax_ok = std::fabs(amax - want) <= 1e-2 * want;
+  fmt::print("{}  {} amax {:.6f} vs cpu {:.6f}\n", amax_ok ? "PASS" : "FAIL", tag, amax, want);
+  return ok && amax_ok;
 }
 
 bool has_fp8(const Data& d) { return d.fp8.has_value(); }
@@ -528,6 +399,8 @@ const std::vector<Version> kVersions = {
      fwd_bias_fp8<false>, check_fwd_fp8, fwd_fp8_cost, has_fp8},
     {"fwd_bias_fp8_fast", "fwd_bias_fp8 with cuBLASLt's fast accumulation (LLMC_FP8_FAST_ACCUM=forward)", {},
      fwd_bias_fp8<true>, check_fwd_fp8, fwd_fp8_cost, has_fp8},
+    {"fwd_gelu_fp8", "--fp8 1, LLMC_FP8_GELU=epilogue: GELU_AUX_BIAS, the GELU's E4M3 copy as D, bf16 aux", {},
+     fwd_gelu_fp8, check_fwd_gelu_fp8, fwd_gelu_fp8_cost, has_fp8},
     {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)", {},
      bwd_dinp_fp8, check_dinp_fp8, dinp_fp8_cost, has_fp8},
 };
@@ -539,7 +412,8 @@ bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, 
   DeviceBuffers buf(s, r);
   Data d{s, r, buf, ctx};
   if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "fwd_bias_fp8_fast") ||
-      bench::selected(args, "bwd_dinp_fp8") || bench::selected(args, "dbias_kernel_fp8")) {
+      bench::selected(args, "bwd_dinp_fp8") || bench::selected(args, "dbias_kernel_fp8") ||
+      bench::selected(args, "fwd_gelu_fp8")) {
     // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
     if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
       d.fp8.emplace(s, r, buf);

@@ -414,6 +414,27 @@ TEST_CASE("memory plan: --fp8 1 adds the weight copies, one operand buffer and t
                                "--fp8 1"));
 }
 
+TEST_CASE("memory plan: LLMC_FP8_GELU=epilogue keeps the bf16 GELU one layer at a time, as -r 1 does") {
+  MemoryPlanInputs in = d12_for_ranks(0, 0, 1);
+  in.fp8 = true;
+  const MemoryPlan kernel = plan_memory(in);
+  in.fp8_gelu_epilogue = true;
+  const MemoryPlan epilogue = plan_memory(in);
+  // d12 at B=4, T=64: L = 12 slots of B*T*4C = 256 * 3072 bf16 values at -r 0, one with the switch.
+  CHECK(kernel.find(BufferId::kFchGelu)->bytes() == 12ull * 256 * 3072 * 2);
+  CHECK(epilogue.find(BufferId::kFchGelu)->bytes() == 256ull * 3072 * 2);
+  CHECK(std::string(epilogue.find(BufferId::kFchGelu)->depends_on) == "B*T*4C (LLMC_FP8_GELU)");
+  CHECK(kernel.total_bytes() - epilogue.total_bytes() == 11ull * 256 * 3072 * 2);
+  // At -r 1 the slot is one either way; without --fp8 1 the switch plans nothing.
+  in.recompute = 1;
+  MemoryPlanInputs kernel_r1 = in;
+  kernel_r1.fp8_gelu_epilogue = false;
+  CHECK(plan_memory(in).total_bytes() == plan_memory(kernel_r1).total_bytes());
+  in.fp8 = false;
+  in.recompute = 0;
+  CHECK(plan_memory(in).total_bytes() == plan_memory(d12_for_ranks(0, 0, 1)).total_bytes());
+}
+
 TEST_CASE("memory plan: LLMC_FP8_LM_HEAD=on adds lnf's copy, wte's copies, three tensors, a chunk of d(logits)") {
   MemoryPlanInputs in = d12_for_ranks(1, 0, 1);
   in.fp8 = true;
