@@ -90,6 +90,28 @@ inline void check_fp8_adamw_steps(Report& report, const std::string& name, CudaB
   }
 }
 
+// A setting whose numerics move (LLMC_FP8_LM_HEAD=on, LLMC_FP8_GELU=epilogue), after its FP8
+// micro-step of gradients `grads`: the loss, those gradients and the evaluation pass's logits
+// against the oracle at their bars, and the gradients no longer the defaults'. Returns the logits.
+inline std::vector<float> check_fp8_moved(Report& report, const std::string& name, const GPT2Config& config, int B,
+                                          int T, CudaBackend& fp8, const Batch& batch, const std::vector<float>& grads,
+                                          const float* cpu_logits, const std::vector<float>& cpu_grads, float cpu_loss,
+                                          const std::vector<float>& default_grads, double logits_bar, double grad_bar) {
+  const size_t logit_count = size_t(B) * T * config.padded_vocab_size, n = grads.size();
+  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
+  report.check(fmt::format("{} loss ({:.6f} vs cpu {:.6f})", name, fp8.accumulated_loss(), cpu_loss),
+               std::fabs(fp8.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
+  check_gradients(report, name + " grad", config, grads, cpu_grads, true, grad_bar);
+  size_t same = 0;
+  for (size_t i = 0; i < n; ++i) same += grads[i] == default_grads[i];
+  report.check(fmt::format("{}: grads differ from the defaults' ({} of {} equal)", name, same, n),
+               double(same) / double(n), 0.5, "equal fraction");
+  std::vector<float> logits = fp8.forward_logits(batch.inputs.data(), B, T);
+  report.check(name + ": logits (evaluation pass)", rel_l2(logits.data(), cpu_logits, logit_count), logits_bar,
+               "rel_l2");
+  return logits;
+}
+
 // LLMC_FP8_LM_HEAD=on: the LM head's GEMMs in FP8 too, which changes the numerics, so its own bars
 // (fp8_bars.h with the head's two GEMMs) rather than the defaults' bits. Still the defaults' bits:
 // the calibrating micro-step (floatX GEMMs). The fused classifier records d(logits)' amax, which
@@ -99,7 +121,6 @@ inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Ar
                               const std::vector<float>& params, const Batch& batch, CpuBackend& cpu,
                               const std::vector<float>& cpu_grads, float cpu_loss, const Fp8Defaults& defaults) {
   const int B = a.B, T = a.T, L = config.num_layers;
-  const size_t n = num_parameters(config);
   const std::string name = "--fp8 1 with LLMC_FP8_LM_HEAD=on";
   o.speed.fp8_lm_head = Fp8LmHead::kOn;
   const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
@@ -115,17 +136,9 @@ inline void check_fp8_lm_head(Report& report, const GPT2Config& config, const Ar
   const float* cpu_logits = cpu.forward_logits(batch.inputs.data(), B, T);
   const size_t logit_count = size_t(B) * T * config.padded_vocab_size;
   const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
-  report.check(fmt::format("{} loss ({:.6f} vs cpu {:.6f})", name, head.accumulated_loss(), cpu_loss),
-               std::fabs(head.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
-  check_gradients(report, name + " grad", config, grads, cpu_grads, true, grad_bar);
+  const std::vector<float> logits = check_fp8_moved(report, name, config, B, T, head, batch, grads, cpu_logits,
+                                                    cpu_grads, cpu_loss, defaults.grads, logits_bar, grad_bar);
   size_t same = 0;
-  for (size_t i = 0; i < n; ++i) same += grads[i] == defaults.grads[i];
-  report.check(fmt::format("{}: grads differ from the defaults' ({} of {} equal)", name, same, n),
-               double(same) / double(n), 0.5, "equal fraction");
-  const std::vector<float> logits = head.forward_logits(batch.inputs.data(), B, T);
-  report.check(name + ": logits (evaluation pass)", rel_l2(logits.data(), cpu_logits, logit_count), logits_bar,
-               "rel_l2");
-  same = 0;
   for (size_t i = 0; i < logit_count; ++i) same += logits[i] == defaults.logits[i];
   report.check(fmt::format("{}: logits differ from the defaults' ({} of {} equal)", name, same, logit_count),
                double(same) / double(logit_count), 0.5, "equal fraction");
@@ -174,18 +187,8 @@ inline void check_fp8_gelu_epilogue(Report& report, const std::string& name, con
                                     const std::vector<float>& cpu_grads, float cpu_loss, const Fp8Defaults& defaults) {
   const int B = a.B, T = a.T, L = config.num_layers;
   const double logits_bar = fp8_logits_bar(L, kTensorBar), grad_bar = fp8_gradient_bar(L, kTensorBar);
-  const size_t logit_count = size_t(B) * T * config.padded_vocab_size, n = grads.size();
-  const double loss_bar = fp8_loss_bar(kLossBar, logits_bar, cpu_logits, logit_count);
-  report.check(fmt::format("{} loss ({:.6f} vs cpu {:.6f})", name, variant.accumulated_loss(), cpu_loss),
-               std::fabs(variant.accumulated_loss() - cpu_loss), loss_bar, "abs_err");
-  check_gradients(report, name + " grad", config, grads, cpu_grads, true, grad_bar);
-  size_t same = 0;
-  for (size_t i = 0; i < n; ++i) same += grads[i] == defaults.grads[i];
-  report.check(fmt::format("{}: grads differ from the defaults' ({} of {} equal)", name, same, n),
-               double(same) / double(n), 0.5, "equal fraction");
-  const std::vector<float> logits = variant.forward_logits(batch.inputs.data(), B, T);
-  report.check(name + ": logits (evaluation pass)", rel_l2(logits.data(), cpu_logits, logit_count), logits_bar,
-               "rel_l2");
+  check_fp8_moved(report, name, config, B, T, variant, batch, grads, cpu_logits, cpu_grads, cpu_loss, defaults.grads,
+                  logits_bar, grad_bar);
   const std::vector<uint8_t> state = variant.scaling_state();
   report.check(fmt::format("{}: scaling state of {} bytes, the defaults' size", name, state.size()),
                state.size() == defaults.state.size() ? 0.0 : 1.0, 0.5, "differ");
