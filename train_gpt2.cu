@@ -89,10 +89,8 @@ std::string dry_run_plan(const llmc::GPT2Config& config, const llmc::TrainOption
   llmc::MemoryPlanInputs in =
       llmc::inputs_for_ranks(config, o.batch_size, o.seq_len, auto_recompute ? most : o.recompute, o.zero_stage,
                              ranks, o.overlap, llmc::cuda_precision(), llmc::default_attention_kind());
-  in.cudnn_backward = speed.cudnn_backward;
-  in.classifier = speed.classifier;
+  llmc::take_speed_switches(in, speed);
   in.fp8 = o.fp8;
-  in.fp8_lm_head = speed.fp8_lm_head == llmc::Fp8LmHead::kOn;
   const bool nccl = ranks > 1 && llmc::cuda_build_has_nccl();
   if (ranks > 1 && !nccl) {
     in.host_staging = true;

@@ -60,12 +60,9 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   plan_inputs.recompute = opt.recompute;
   plan_inputs.precision = cuda_precision();
   plan_inputs.attention = opt.attention;
-  plan_inputs.cudnn_backward = opt.speed.cudnn_backward;
+  take_speed_switches(plan_inputs, opt.speed);
   plan_inputs.partition = partition;
   plan_inputs.fp8 = opt.fp8;
-  plan_inputs.fp8_lm_head = fp8_layout.scales(LinearLayer::kLmHead);
-  plan_inputs.fp8_gelu_epilogue = opt.fp8 && opt.speed.fp8_gelu == Fp8Gelu::kEpilogue;
-  plan_inputs.classifier = opt.speed.classifier;
   plan_inputs.classifier_chunk_rows = opt.classifier_chunk_rows;
   check_plan_inputs(plan_inputs);  // B, T, recompute, cuDNN attention and FP8 only in bf16
   if (opt.recompute > max_recompute(opt.speed))
@@ -365,7 +362,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     fused_residual_layernorm_forward(ln_path, layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
                                      slot_of(ln2_rstd, l, 1), res_in, branch, param(kLn2w, l), param(kLn2b, l), BT, C,
                                      stream, fp8_sink(Fp8Role::kInput, LinearLayer::kFc, l));
-    if (plan_inputs.fp8_gelu_epilogue && fp8_gemms(LinearLayer::kFc)) {
+    if (gelu_by_backward() && fp8_gemms(LinearLayer::kFc)) {
       // LLMC_FP8_GELU=epilogue: fcproj's E4M3 operand from the fc GEMM; the bf16 GELU comes in the backward.
       const LinearLayerSpec& fc = spec(LinearLayer::kFc);
       matmul_forward_fp8_gelu(*blas, fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l), layer_fch,
@@ -442,8 +439,7 @@ void CudaBackend::Impl::backward(int B, int T) {
     floatX* layer_res2 = slot_of(res2, l, Cs);
     floatX* layer_fch = slot_of(fch, l, 4 * Cs);
     // With LLMC_FP8_GELU=epilogue the GELU backward kernel writes it (inp_by_gelu_backward).
-    const bool gelu_by_backward = plan_inputs.fp8_gelu_epilogue;
-    if (opt.recompute >= 1 && !gelu_by_backward)
+    if (opt.recompute >= 1 && !gelu_by_backward())
       gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream);
     if (opt.recompute >= 2)
       layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
@@ -458,7 +454,7 @@ void CudaBackend::Impl::backward(int B, int T) {
                      .dout_fp8 = projection_dout_fp8(LinearLayer::kFcproj, l),
                      .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr,
                      .bias_in_gelu_backward = fc_bias_in_gelu_backward,
-                     .inp_by_gelu_backward = gelu_by_backward});
+                     .inp_by_gelu_backward = gelu_by_backward()});
     linear_backward(LinearLayer::kFc, l,
                     {.dinp = d_ln, .dbias = fc_bias_with_dgelu ? nullptr : bias_grad_of(LinearLayer::kFc, l),
                      .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT,

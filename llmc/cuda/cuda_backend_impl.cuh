@@ -189,8 +189,11 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   }
   floatX* ln1_of(int l) const { return slot_of(ln1, opt.recompute >= 2 ? 0 : l, size_t(C())); }
   floatX* ln2_of(int l) const { return slot_of(ln2, opt.recompute >= 2 ? 0 : l, size_t(C())); }
+  // LLMC_FP8_GELU=epilogue under --fp8 1: the forward keeps the GELU in FP8 only, and the backward's
+  // GELU kernel writes the bf16 output, a layer at a time.
+  bool gelu_by_backward() const { return opt.fp8 && opt.speed.fp8_gelu == Fp8Gelu::kEpilogue; }
   floatX* gelu_of(int l) const {
-    return slot_of(fch_gelu, opt.recompute >= 1 || plan_inputs.fp8_gelu_epilogue ? 0 : l, 4 * size_t(C()));
+    return slot_of(fch_gelu, opt.recompute >= 1 || gelu_by_backward() ? 0 : l, 4 * size_t(C()));
   }
   // cuDNN's log-sum-exp rows of layer l: a 16-byte-aligned slice (memory_plan.h).
   float* att_stats_of(int l) const { return att_stats + size_t(l) * att_stats_layer_floats(max_bt, size_t(NH())); }

@@ -154,4 +154,11 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   return in.precision == Precision::kBf16 ? list_buffers<uint16_t>(in) : list_buffers<float>(in);
 }
 
+void take_speed_switches(MemoryPlanInputs& in, const SpeedSwitches& speed) {
+  in.cudnn_backward = speed.cudnn_backward;
+  in.classifier = speed.classifier;
+  in.fp8_lm_head = speed.fp8_lm_head == Fp8LmHead::kOn;
+  in.fp8_gelu_epilogue = speed.fp8_gelu == Fp8Gelu::kEpilogue;
+}
+
 }  // namespace llmc

@@ -112,8 +112,8 @@ struct MemoryPlanInputs {
   // With fp8, the LM head's GEMMs in FP8 too (LLMC_FP8_LM_HEAD=on): lnf's FP8 copy, and the operand
   // buffer holds a chunk of d(logits)' rows.
   bool fp8_lm_head = false;
-  // With fp8, the GELU's bf16 output written by the backward, a layer at a time (LLMC_FP8_GELU=epilogue):
-  // one layer's slot, as at -r >= 1.
+  // With fp8, the GELU's bf16 output written by the backward, a layer at a time
+  // (LLMC_FP8_GELU=epilogue): one layer's slot, as at -r >= 1.
   bool fp8_gelu_epilogue = false;
   // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
   ClassifierPath classifier = ClassifierPath::kChunked;
@@ -170,6 +170,9 @@ struct MemoryPlan {
 void check_plan_inputs(const MemoryPlanInputs& inputs);
 // Checks the inputs (check_plan_inputs), then lists the buffers.
 MemoryPlan plan_memory(const MemoryPlanInputs& inputs);
+// The speed switches the plan depends on (cuDNN's backward graph, the classifier's chunks, the FP8
+// LM head and GELU epilogue), into `inputs`: the backend's plan and --dry-run's take them alike.
+void take_speed_switches(MemoryPlanInputs& inputs, const SpeedSwitches& speed);
 
 const char* attention_kind_name(AttentionKind kind);
 const char* precision_name(Precision precision);

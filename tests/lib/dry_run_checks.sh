@@ -142,6 +142,12 @@ expect_out "FP8 weight copies                 247136256   1"
 expect_out "FP8 GEMM operand                  824180736   1"
 expect_out "FP8 lnf copy                       50331648   1"
 expect_out "FP8 scales and amax history          154056   4"
+# LLMC_FP8_GELU=epilogue keeps the bf16 GELU one layer at a time at -r 0: B*T*4C = 65536 x 3072 x 2
+# = 402,653,184 bytes (384 MiB) where the 12 layers' take 4,831,838,208.
+run --dry-run 1 -e d12 -b 64 -t 1024 --fp8 1 -r 0 "${nodata[@]}"
+expect_out "fc GELU                          2415919104   2       4608.0  L*B*T*4C"
+LLMC_FP8_GELU=epilogue run --dry-run 1 -e d12 -b 64 -t 1024 --fp8 1 -r 0 "${nodata[@]}"
+expect_out "fc GELU                           201326592   2        384.0  B*T*4C (LLMC_FP8_GELU)"
 run --dry-run 1 -e d12 -b 64 -t 1024 "${nodata[@]}"
 ! grep -q "FP8" "$tmp/out" || fail "the plan without --fp8 1 lists FP8 buffers: $(grep FP8 "$tmp/out")"
 
