@@ -550,23 +550,24 @@ inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulB
 // matmul_backward_weight; dout_fp8 before the input gradient reads it. With inp_by_gelu_backward
 // the input gradient first, which writes inp.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  if (p.inp_by_gelu_backward) {
-    if (p.dout_fp8_by_bias_grad)
-      throw std::invalid_argument("matmul_backward: inp_by_gelu_backward with dout_fp8_by_bias_grad");
+  // The bias-gradient kernels would write dout's copy only after the input gradient read it.
+  const bool input_first = p.inp_by_gelu_backward;
+  if (input_first && p.dout_fp8_by_bias_grad)
+    throw std::invalid_argument("matmul_backward: inp_by_gelu_backward with dout_fp8_by_bias_grad");
+  const auto cast_dout = [&] {
     if (p.dout_fp8.data) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
+  };
+  if (input_first) {
+    cast_dout();
     matmul_backward_input(ctx, p, stream);
-    if (p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream)) return;
-    if (p.dbias) matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream);
-    matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
-    return;
   }
   const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
   const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias && !by_epilogue;
-  if (p.dout_fp8.data && !fp8_by_bias_grad) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
+  if (!input_first && !fp8_by_bias_grad) cast_dout();
   if (p.dbias && !by_epilogue)
     matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, fp8_by_bias_grad ? p.dout_fp8 : Fp8Sink{});
   if (!by_epilogue) matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
-  matmul_backward_input(ctx, p, stream);
+  if (!input_first) matmul_backward_input(ctx, p, stream);
 }
 
 }  // namespace llmc
