@@ -231,10 +231,11 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Twelve switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Thirteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
-      // classifier (the same arithmetic as two-read on a copy of the row), the registers LayerNorm
+      // classifier (the same arithmetic as two-read on a copy of the row) and its loads in flight
+      // (the same arithmetic in the same order), the registers LayerNorm
       // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
       // CUDA graphs (the same kernels on the same buffers, replayed) and the six FP8 switches
       // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
@@ -245,6 +246,7 @@ int run(const Args& a) {
       same_sums.gemm_search = defaults.gemm_search;
       same_sums.layernorm_backward = defaults.layernorm_backward;
       same_sums.classifier_pass = defaults.classifier_pass;
+      same_sums.classifier_loads = defaults.classifier_loads;
       same_sums.layernorm_forward = defaults.layernorm_forward;
       same_sums.adamw = defaults.adamw;
       same_sums.cuda_graphs = defaults.cuda_graphs;

@@ -1,7 +1,7 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
-// timed. The versions: kVersions below (or --help). Also checked: v2 to v5 with write_dlogits off
+// timed. The versions: kVersions below (or --help). Also checked: v2 to v9 with write_dlogits off
 // (validation) give the same losses and leave the logits alone; v4 and v5 (one-read) give v2's and
-// v3's bits.
+// v3's bits, and v6 to v9 (more vectors in flight) v3's.
 #include <cstring>
 
 #include "dev/cuda/versions.cuh"
@@ -17,6 +17,7 @@ struct Shape {
   int N, V, Vp;
 };
 constexpr float kLossScale = 0.5f;  // as with two accumulation micro-steps
+constexpr float kFarBelow = 20.0f, kLargeLogitStep = 0.0625f;
 
 __global__ void classifier_naive(floatX* logits, float* losses, const int* targets, int V_, int Vp_, float dloss) {
   LLMC_SHARED(float, scratch, [llmc::kMaxWarpsPerBlock]);
@@ -45,7 +46,7 @@ struct Data {
   float* losses;
   std::vector<float> logits0, losses_ref, dlogits_ref;
   // The two-read kernel's outputs (outputs_of), accurate and fast, once v2 and v3 have run: what
-  // v4 and v5 must equal bit for bit.
+  // v4 to v9 must equal bit for bit.
   std::vector<float> two_read[2];
 };
 
@@ -58,9 +59,10 @@ void v1(Data& d, int block) {
 }
 
 // The production kernel: a 1024-thread block per row, no block-size parameter.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads = llmc::ClassifierLoads::kOne>
 void fused(Data& d, int) {
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass,
+                         kLoads);
 }
 
 // Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
@@ -99,11 +101,12 @@ bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag,
 
 // The production kernel in the validation form (write_dlogits off): the same losses, logits left
 // alone.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
 bool check_forward_only(Data& d, const std::string& tag) {
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::poison(d.losses, d.s.N * sizeof(float));
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass,
+                         kLoads);
   bool ok = bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
   ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
   return ok;
@@ -113,24 +116,28 @@ template <llmc::FastMath kFast>
 bool check_two_read(Data& d, const Version& v, const std::string& tag, int block) {
   d.two_read[int(kFast)] = outputs_of(d, v.launch, block);
   bool ok = check_outputs(d, d.two_read[int(kFast)], tag);
-  ok &= check_forward_only<kFast, llmc::ClassifierPass::kTwoRead>(d, tag);
+  ok &= check_forward_only<kFast, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kOne>(d, tag);
   return ok;
 }
 
-// One-read: v2's checks, and the same bits as the two-read kernel (the same arithmetic in the same
-// order), also where a row is too long for shared memory and the two-read kernel runs instead.
-template <llmc::FastMath kFast>
-bool check_one_read(Data& d, const Version& v, const std::string& tag, int block) {
+// One-read, or more vectors in flight: v2's checks, and the same bits as the two-read kernel with
+// one vector in flight (the same arithmetic in the same order), also where a row is too long for
+// shared memory and the two-read kernel runs instead.
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
+bool check_same_bits(Data& d, const Version& v, const std::string& tag, int block) {
   const std::vector<float> one = outputs_of(d, v.launch, block);
   std::vector<float>& two = d.two_read[int(kFast)];
   if (two.empty()) two = outputs_of(d, fused<kFast, llmc::ClassifierPass::kTwoRead>, 0);
   bool ok = check_outputs(d, one, tag);
   const bool same = one.size() == two.size() && std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0;
   const bool fits = d.s.Vp <= llmc::fused_classifier_one_read_max_columns();
-  fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's ({})\n", same ? "PASS" : "FAIL", tag,
-             fits ? "the row in shared memory" : "too long for shared memory: the two-read kernel ran");
+  const char* ran = kPass == llmc::ClassifierPass::kTwoRead ? "two-read"
+                    : fits ? "the row in shared memory"
+                           : "too long for shared memory: the two-read kernel ran";
+  fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's with one vector in flight ({})\n",
+             same ? "PASS" : "FAIL", tag, ran);
   ok &= same;
-  ok &= check_forward_only<kFast, llmc::ClassifierPass::kOneRead>(d, tag);
+  ok &= check_forward_only<kFast, kPass, kLoads>(d, tag);
   return ok;
 }
 
@@ -145,9 +152,21 @@ const std::vector<Version> kVersions = {
      check_two_read<llmc::FastMath::kOn>, cost},
     {"v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
      "reads the copy (v2 where the row does not fit)", {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead>,
-     check_one_read<llmc::FastMath::kOff>, cost},
+     check_same_bits<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>, cost},
     {"v5", "v4 with fast math (LLMC_FAST_MATH=on)", {}, fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead>,
-     check_one_read<llmc::FastMath::kOn>, cost},
+     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>, cost},
+    {"v6", "v3 with LLMC_CLASSIFIER_LOADS=2: each thread loads its next two vectors, then computes on them", {},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>,
+     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>, cost},
+    {"v7", "v3 with LLMC_CLASSIFIER_LOADS=4 (64 registers, one block an SM)", {},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>,
+     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>, cost},
+    {"v8", "v5 with LLMC_CLASSIFIER_LOADS=2", {},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>,
+     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>, cost},
+    {"v9", "v5 with LLMC_CLASSIFIER_LOADS=4", {},
+     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>,
+     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>, cost},
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
@@ -156,8 +175,21 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   Data d{};
   d.s = s;
   const size_t NV = static_cast<size_t>(N) * Vp;
-  d.logits0 = bench::round_through<floatX>(bench::random_vector(NV, 31, -4.0f, 4.0f));
-  const std::vector<int> targets = bench::random_ints(N, V, 32);
+  std::vector<float> logits = bench::random_vector(NV, 31, -4.0f, 4.0f);
+  std::vector<int> targets = bench::random_ints(N, V, 32);
+  // In odd rows the logits lie far below 0 but for the first of each of the first thread's vectors
+  // (0, 1024, 2048, ...): 0 (the target, the max), -0.37, -0.74, ... The row's sum of exponentials
+  // is then mostly that thread's, and the loss, log(sum) + 0 - 0, shows its last bits, which the
+  // order of that thread's vectors decides (the bit-for-bit checks above).
+  constexpr int S = llmc::Packed128<floatX>::size;
+  for (int n = 1; n < N; n += 2) {
+    targets[n] = 0;
+    for (int j = 0; j < Vp; ++j) logits[size_t(n) * Vp + j] -= kFarBelow;
+    for (int k = 0; k * llmc::kClassifierBlock * S < V; ++k)
+      for (int e = 0; e < S && k * llmc::kClassifierBlock * S + e < V; ++e)
+        logits[size_t(n) * Vp + size_t(k) * llmc::kClassifierBlock * S + e] = -kLargeLogitStep * (k * S + e);
+  }
+  d.logits0 = bench::round_through<floatX>(logits);
   d.losses_ref.resize(N);
   d.dlogits_ref = d.logits0;
   llmc::classifier_forward_backward(d.losses_ref.data(), d.dlogits_ref.data(), targets.data(), N, V, Vp,
@@ -183,6 +215,9 @@ bool run(const bench::Args& args) {
   ok &= run_shape(args, {12, 1003, 1024}, false);
   // An odd number of vectors, more than threads: some threads hold two (bf16) or three (fp32).
   ok &= run_shape(args, {2, 9001, 9016}, false);
+  // Five vectors for some threads, four for the others (bf16): with two or four in flight, batches
+  // that end early.
+  ok &= run_shape(args, {2, 40001, 40008}, false);
   // One-read's longest row, which fills the shared memory a block may opt in to, and one vector
   // more, which runs the two-read kernel instead.
   const int longest = llmc::fused_classifier_one_read_max_columns();

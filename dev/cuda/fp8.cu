@@ -347,19 +347,22 @@ bool check_fused(size_t n, const std::string& tag) {
                                nullptr, s);
     }, __NV_E5M2);
   // The fused classifier's gradient pass (LLMC_FP8_LM_HEAD=on): its copy is of the dlogits it stores
-  // over the logits, the padding's zeros included. Two-read and one-read.
+  // over the logits, the padding's zeros included. Two-read and one-read, one vector and four in
+  // flight (LLMC_CLASSIFIER_LOADS).
   const size_t logit_count = size_t(kClassRows) * kPaddedVocab;
   const auto logits = bench::round_through<floatX>(bench::random_vector(logit_count, 47, -4.0f, 4.0f));
   floatX* d_logits = bench::to_device<floatX>(logits);
   int* d_targets = bench::to_device_ints(bench::random_ints(kClassRows, kVocab, 48));
   float* d_losses = bench::to_device<float>(std::vector<float>(kClassRows, 0.0f));
   for (llmc::ClassifierPass pass : {llmc::ClassifierPass::kTwoRead, llmc::ClassifierPass::kOneRead})
-    expect(std::string("fused classifier") + (pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : ""), d_logits,
-           logit_count, [&](const llmc::Fp8Sink& s) {
-             bench::upload(d_logits, logits);
-             llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
-                                    1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, s);
-           }, __NV_E5M2);
+    for (llmc::ClassifierLoads loads : {llmc::ClassifierLoads::kOne, llmc::ClassifierLoads::kFour})
+      expect(fmt::format("fused classifier{}{}", pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : "",
+                         loads == llmc::ClassifierLoads::kFour ? " (four loads)" : ""),
+             d_logits, logit_count, [&](const llmc::Fp8Sink& s) {
+               bench::upload(d_logits, logits);
+               llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
+                                      1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, loads, s);
+             }, __NV_E5M2);
   bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db,
                       d_logits, d_targets, d_losses});
   return ok;

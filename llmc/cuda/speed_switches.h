@@ -80,6 +80,12 @@ enum class ClassifierPath { kChunked, kWhole };
 // same arithmetic in the same order: the same bits.
 enum class ClassifierPass { kTwoRead, kOneRead };
 
+// How many of a row's 16-byte vectors each thread of the fused classifier has in flight
+// (LLMC_CLASSIFIER_LOADS; llmc/cuda/classifier.cuh). kOne, the default: a thread loads a vector and
+// computes on it before it loads its next one, so an SM has one vector per thread in flight. kTwo,
+// kFour: it loads its next two or four vectors, then computes on them in the same order: the same
+// arithmetic (the same bits), with two or four times the bytes in flight, in more registers.
+enum class ClassifierLoads { kOne, kTwo, kFour };
 // How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kMultiTensor, the default:
 // one launch for every part of a parameter tensor in the rank's owned range (16 on one rank), a table
 // of the parts passed by value (where each starts, its length, whether it decays). kPerTensor: one
