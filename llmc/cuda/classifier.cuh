@@ -13,10 +13,11 @@
 // Both run the same arithmetic in the same order (the same thread reads the same vectors), so they
 // give the same bits. A thread's vectors are v, v + 1024, ... (six or seven of a GPT-2 row); with
 // LLMC_CLASSIFIER_LOADS it loads two or four of them at once and then computes on them in that
-// order, so that more bytes are in flight while the same bits come out. With an FP8 sink (--fp8 1, LLMC_FP8_LM_HEAD=on) the gradient pass also writes
-// each stored dlogit's FP8 copy and records the block's largest |dlogit|: the bytes and amax a cast
-// of the stored dlogits (fp8_cast) would give. With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is
-// 2^(x log2e - m log2e): one FFMA and ex2.approx.
+// order, so that more bytes are in flight while the same bits come out. With an FP8 sink (--fp8 1,
+// LLMC_FP8_LM_HEAD=on) the gradient pass also writes each stored dlogit's FP8 copy and records the
+// block's largest |dlogit|: the bytes and amax a cast of the stored dlogits (fp8_cast) would give.
+// With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is 2^(x log2e - m log2e): one FFMA and
+// ex2.approx.
 #pragma once
 #include <cmath>
 #include <stdexcept>
