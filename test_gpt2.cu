@@ -231,9 +231,10 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Thirteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Fourteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
-      // LayerNorm backward (the same partial sums in the same order as two-pass), the one-read
+      // LayerNorm backward (the same partial sums in the same order as two-pass) and its prefetch
+      // (loads and sums unchanged), the one-read
       // classifier (the same arithmetic as two-read on a copy of the row) and its loads in flight
       // (the same arithmetic in the same order), the registers LayerNorm
       // forward (the staged kernel's sums in its order), the multi-tensor AdamW (no gradient at all),
@@ -245,6 +246,7 @@ int run(const Args& a) {
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = defaults.gemm_search;
       same_sums.layernorm_backward = defaults.layernorm_backward;
+      same_sums.layernorm_backward_prefetch = defaults.layernorm_backward_prefetch;
       same_sums.classifier_pass = defaults.classifier_pass;
       same_sums.classifier_loads = defaults.classifier_loads;
       same_sums.layernorm_forward = defaults.layernorm_forward;

@@ -207,6 +207,22 @@ void bwd5(Data& d, int) {
                            true, 0, d.dres_bias);
 }
 
+// bwd2 and bwd5 with LLMC_LAYERNORM_BACKWARD_PREFETCH=row and next-row.
+void bwd6(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           false, 0, nullptr, {}, llmc::LayerNormBackwardPrefetch::kRow);
+}
+
+void bwd7(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           false, 0, nullptr, {}, llmc::LayerNormBackwardPrefetch::kNextRow);
+}
+
+void bwd8(Data& d, int) {
+  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
+                           true, 0, d.dres_bias, {}, llmc::LayerNormBackwardPrefetch::kNextRow);
+}
+
 // Bytes each version must move, N rows of C channels in floatX: the forward reads inp and writes
 // out; the fused forward also reads b and writes the residual stream; the backward reads dout, inp
 // and dinp and writes dinp. Each also reads or writes the N means and rstds (weights: C, left out).
@@ -323,7 +339,8 @@ bool check_fused_backward(Data& d, const Version& v, const std::string& tag, int
   return ok;
 }
 
-bool check_bwd3(Data& d, const Version& v, const std::string& tag, int block) {
+// bwd2's checks, and every output bit for bit bwd2's (bwd3, fused; bwd6 and bwd7, prefetching).
+bool check_bwd2_bits(Data& d, const Version& v, const std::string& tag, int block) {
   const bool ok = check_backward(d, v, tag, block);
   return check_fused_backward(d, v, tag, block, bwd2, "bwd2") && ok;
 }
@@ -365,7 +382,7 @@ const std::vector<Version> kVersions = {
     {"bwd3",
      "bwd2 with the partials added by the main kernel's last block (LLMC_LAYERNORM_BACKWARD=fused): "
      "one launch, bwd2's bits",
-     {}, bwd3, check_bwd3, backward_cost},
+     {}, bwd3, check_bwd2_bits, backward_cost},
     {"fwd3",
      "llmc/cuda/layernorm_forward.cuh (LLMC_LAYERNORM_FORWARD=registers): a warp per row held in registers, every "
      "load in flight before the sums; fwd2's bits",
@@ -383,6 +400,14 @@ const std::vector<Version> kVersions = {
      {}, bwd4, check_carried_bias, backward_cost},
     {"bwd5", "bwd4 finished by the main kernel's last block (with LLMC_LAYERNORM_BACKWARD=fused): bwd4's bits", {},
      bwd5, check_bwd5, backward_cost},
+    {"bwd6",
+     "bwd2 with LLMC_LAYERNORM_BACKWARD_PREFETCH=row: each lane asks for its vectors of the row in L2 before the "
+     "first pass; bwd2's bits",
+     {}, bwd6, check_bwd2_bits, backward_cost},
+    {"bwd7", "bwd2 with LLMC_LAYERNORM_BACKWARD_PREFETCH=next-row: the warp's next row asked for instead; bwd2's bits",
+     {}, bwd7, check_bwd2_bits, backward_cost},
+    {"bwd8", "bwd5 with LLMC_LAYERNORM_BACKWARD_PREFETCH=next-row; bwd5's checks and bits", {}, bwd8, check_bwd5,
+     backward_cost},
 };
 
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.
@@ -477,6 +502,9 @@ bool run(const bench::Args& args) {
   // GPT-2 124M's channels on a few rows: at C=768 the backward's per-warp sums fill the default
   // 48 KiB of shared memory exactly, so a kernel with any static shared memory on top cannot launch.
   ok &= run_shape(args, 40, 768, false);
+  // More rows than the backward's grid has warps (512 blocks of 8): warps that take a second row
+  // (the per-warp sums over rows, the next-row prefetch).
+  ok &= run_shape(args, 4500, 32, false);
   return ok;
 }
 

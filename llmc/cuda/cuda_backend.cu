@@ -418,6 +418,7 @@ void CudaBackend::Impl::backward(int B, int T) {
   const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
   const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
   const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
+  const LayerNormBackwardPrefetch ln_prefetch = opt.speed.layernorm_backward_prefetch;
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: the fc layer's written
   // by the GELU backward kernel that produces it; dqkv's by matmul_backward, cast on its own or, with
   // LLMC_FP8_DQKV_CAST=bias-grad, by the qkv bias gradient's kernel as it reads dqkv; the
@@ -433,7 +434,7 @@ void CudaBackend::Impl::backward(int B, int T) {
   };
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
                      lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)),
-                     residual_fp8(LinearLayer::kFcproj, L - 1));
+                     residual_fp8(LinearLayer::kFcproj, L - 1), ln_prefetch);
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
@@ -461,7 +462,8 @@ void CudaBackend::Impl::backward(int B, int T) {
                      .bias_grad_epilogue = bias_grad_epilogue});
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
                        slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
-                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)), residual_fp8(LinearLayer::kAttproj, l));
+                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)), residual_fp8(LinearLayer::kAttproj, l),
+                       ln_prefetch);
     linear_backward(LinearLayer::kAttproj, l,
                     {.dinp = d_ln, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kAttproj, l)),
                      .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
@@ -480,7 +482,7 @@ void CudaBackend::Impl::backward(int B, int T) {
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
                        slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,
                        l > 0 ? bias_if_ln(bias_grad_of(LinearLayer::kFcproj, l - 1)) : nullptr,
-                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{});
+                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{}, ln_prefetch);
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
     // buckets overlap the backward pass over NCCL only.
 #if defined(LLMC_NCCL_LIBRARY)

@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
+#include "llmc/cuda/speed_switches.h"
 #include "llmc/gpt2_constants.h"
 
 namespace llmc {
@@ -201,10 +203,13 @@ constexpr int kLayerNormFinishOutputs = 8;
 // the programming guide's last-block pattern) also adds every block's partials to the outputs,
 // exactly as layernorm_backward_finish_kernel does, then sets the counter back to 0 for the next call.
 // With fp8.data, dinp's FP8 copy of each vector as stored, its amax recorded per row (llmc/cuda/fp8.cuh).
-template <class Real, bool kFused>
-__global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
-                                          const Real* inp, const Real* weight, const float* mean, const float* rstd,
-                                          int N, int C, Fp8Sink fp8) {
+// kPrefetch (LLMC_LAYERNORM_BACKWARD_PREFETCH): at a row's start each lane asks for its vectors of
+// dout, inp and dinp, of this row or of its next one, to be brought into L2.
+template <class Real, bool kFused, LayerNormBackwardPrefetch kPrefetch>
+__device__ inline void layernorm_backward_rows(Real* dinp, const LayerNormGradSums<Real>& grads, float* scratch,
+                                               const Real* dout, const Real* inp, const Real* weight,
+                                               const float* mean, const float* rstd, int N, int C,
+                                               const Fp8Sink& fp8) {
   constexpr int S = Packed128<Real>::size;
   const int outputs = grads.outputs(C);
   const bool carry = grads.dres_bias != nullptr;
@@ -223,8 +228,20 @@ __global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> gr
       if (carry) dr_sum[k * vectors + v] = 0.0f;
     }
 
-  for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
+  const int row_step = gridDim.x * warps;
+  for (int row = blockIdx.x * warps + warp; row < N; row += row_step) {
     const long long base = static_cast<long long>(row) * C;
+    if constexpr (kPrefetch != LayerNormBackwardPrefetch::kOff) {
+      const int ahead = kPrefetch == LayerNormBackwardPrefetch::kRow ? row : row + row_step;
+      if (ahead < N) {
+        const long long ahead_base = static_cast<long long>(ahead) * C;
+        for (int v = lane; v < vectors; v += kWarpSize) {
+          prefetch_l2(dout + ahead_base + v * S);
+          prefetch_l2(inp + ahead_base + v * S);
+          prefetch_l2(dinp + ahead_base + v * S);
+        }
+      }
+    }
     const float m = mean[row];
     const float s = rstd[row];
     float sum_g = 0.0f, sum_gx = 0.0f;
@@ -291,6 +308,24 @@ __global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> gr
   }
 }
 
+template <class Real, bool kFused>
+__global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
+                                          const Real* inp, const Real* weight, const float* mean, const float* rstd,
+                                          int N, int C, Fp8Sink fp8) {
+  layernorm_backward_rows<Real, kFused, LayerNormBackwardPrefetch::kOff>(dinp, grads, scratch, dout, inp, weight, mean,
+                                                                         rstd, N, C, fp8);
+}
+
+// With a prefetch: held to the registers (64) of the four 8-warp blocks an SM that the unfused kernel
+// has without it (the fused one has three either way).
+template <class Real, bool kFused, LayerNormBackwardPrefetch kPrefetch>
+__global__ void LLMC_LAUNCH_BOUNDS(8 * kWarpSize, kFused ? 3 : 4)
+    layernorm_backward_prefetch_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
+                                       const Real* inp, const Real* weight, const float* mean, const float* rstd,
+                                       int N, int C, Fp8Sink fp8) {
+  layernorm_backward_rows<Real, kFused, kPrefetch>(dinp, grads, scratch, dout, inp, weight, mean, rstd, N, C, fp8);
+}
+
 // Each output += the sum over blocks of its partials, in block order. One output per thread.
 template <class Real>
 __global__ void layernorm_backward_finish_kernel(LayerNormGradSums<Real> grads, const float* partials, int blocks,
@@ -304,26 +339,43 @@ __global__ void layernorm_backward_finish_kernel(LayerNormGradSums<Real> grads, 
 // FP8 copy as this call leaves it (--fp8 1: the next GEMM's output gradient). scratch is the
 // gradient partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its
 // counter at 0. fused: the main kernel's last block adds the partials (one launch, the same bits)
-// rather than a second kernel.
+// rather than a second kernel. prefetch: LLMC_LAYERNORM_BACKWARD_PREFETCH (the same results).
 inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
                                int C, bool fused, cudaStream_t stream, floatX* dres_bias = nullptr,
-                               const Fp8Sink& fp8 = {}) {
+                               const Fp8Sink& fp8 = {},
+                               LayerNormBackwardPrefetch prefetch = LayerNormBackwardPrefetch::kOff) {
   const bool with_bias = dres_bias != nullptr;
   const int warps = layernorm_backward_warps(C, with_bias);
   const int blocks = layernorm_backward_blocks(N, C, with_bias);
   const int outputs = layernorm_backward_sums(with_bias) * C;
   const size_t shared = static_cast<size_t>(warps) * outputs * sizeof(float);
   const LayerNormGradSums<floatX> grads{dweight, dbias, dres_bias};
-  if (fused) {
-    launch<layernorm_backward_kernel<floatX, true>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
-                                                    dout, inp, weight, mean, rstd, N, C, fp8);
+  const auto launch_kernel = [&](auto fused_kernel, auto ahead) {
+    constexpr bool kFused = decltype(fused_kernel)::value;
+    constexpr LayerNormBackwardPrefetch kPrefetch = decltype(ahead)::value;
+    if constexpr (kPrefetch == LayerNormBackwardPrefetch::kOff)
+      launch<layernorm_backward_kernel<floatX, kFused>>(blocks, warps * kWarpSize, shared, stream, dinp, grads,
+                                                        scratch, dout, inp, weight, mean, rstd, N, C, fp8);
+    else
+      launch<layernorm_backward_prefetch_kernel<floatX, kFused, kPrefetch>>(
+          blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch, dout, inp, weight, mean, rstd, N, C, fp8);
     CUDA_CHECK_LAST();
+  };
+  const auto with_prefetch = [&](auto fused_kernel) {
+    using P = LayerNormBackwardPrefetch;
+    switch (prefetch) {
+      case P::kOff: return launch_kernel(fused_kernel, std::integral_constant<P, P::kOff>{});
+      case P::kRow: return launch_kernel(fused_kernel, std::integral_constant<P, P::kRow>{});
+      case P::kNextRow: return launch_kernel(fused_kernel, std::integral_constant<P, P::kNextRow>{});
+    }
+    throw std::invalid_argument("layernorm_backward: unknown LLMC_LAYERNORM_BACKWARD_PREFETCH value");
+  };
+  if (fused) {
+    with_prefetch(std::true_type{});
     return;
   }
-  launch<layernorm_backward_kernel<floatX, false>>(blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch,
-                                                   dout, inp, weight, mean, rstd, N, C, fp8);
-  CUDA_CHECK_LAST();
+  with_prefetch(std::false_type{});
   launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, grads,
                                                    scratch_partials(scratch), blocks, C);
   CUDA_CHECK_LAST();

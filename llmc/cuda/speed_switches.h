@@ -16,6 +16,14 @@ namespace llmc {
 // output comes from the fp32 pre-activation, which a recompute cannot reproduce: it needs -r 0.
 enum class GeluPath { kMixed, kKernels, kEpilogues };
 
+// Whether LayerNorm backward prefetches (LLMC_LAYERNORM_BACKWARD_PREFETCH; llmc/cuda/layernorm.cuh).
+// A warp takes its rows in turn; for each it loads dout and inp (two vectors a lane at a time),
+// reduces across the warp, then loads dinp a vector at a time: several trips to memory in a row,
+// one waiting on the other. kOff, the default: no prefetch. kRow: at a row's start each lane asks
+// for its vectors of dout, inp and dinp to be brought into L2 (prefetch.global.L2), so that the
+// trips after the first hit L2. kNextRow: it asks for those of its next row instead, which the
+// current row's work then hides. Loads and arithmetic are unchanged: the same bits.
+enum class LayerNormBackwardPrefetch { kOff, kRow, kNextRow };
 // How the encoder backward adds up the dout rows of a token's positions into its dwte row
 // (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kPieces, the default: a token with more than
 // kEncoderPieceRows positions (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed
