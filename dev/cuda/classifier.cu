@@ -141,6 +141,12 @@ bool check_same_bits(Data& d, const Version& v, const std::string& tag, int bloc
   return ok;
 }
 
+// A version of the production kernel that must give v2's or v3's bits (check_same_bits).
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
+Version same_bits_version(const char* name, const char* what) {
+  return {name, what, {}, fused<kFast, kPass, kLoads>, check_same_bits<kFast, kPass, kLoads>, cost};
+}
+
 const std::vector<Version> kVersions = {
     {"v1", "a block per row, scalar loads, three passes (max, sum, write) with two block reductions",
      {256, 128, 512, 1024}, v1, check_losses_and_dlogits, cost},
@@ -150,23 +156,19 @@ const std::vector<Version> kVersions = {
     {"v3", "v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales", {},
      fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead>,
      check_two_read<llmc::FastMath::kOn>, cost},
-    {"v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
-     "reads the copy (v2 where the row does not fit)", {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead>,
-     check_same_bits<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>, cost},
-    {"v5", "v4 with fast math (LLMC_FAST_MATH=on)", {}, fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead>,
-     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>, cost},
-    {"v6", "v3 with LLMC_CLASSIFIER_LOADS=2: each thread loads its next two vectors, then computes on them", {},
-     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>,
-     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>, cost},
-    {"v7", "v3 with LLMC_CLASSIFIER_LOADS=4 (64 registers, one block an SM)", {},
-     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>,
-     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>, cost},
-    {"v8", "v5 with LLMC_CLASSIFIER_LOADS=2", {},
-     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>,
-     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>, cost},
-    {"v9", "v5 with LLMC_CLASSIFIER_LOADS=4", {},
-     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>,
-     check_same_bits<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>, cost},
+    same_bits_version<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>(
+        "v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
+              "reads the copy (v2 where the row does not fit)"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>(
+        "v5", "v4 with fast math (LLMC_FAST_MATH=on)"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>(
+        "v6", "v3 with LLMC_CLASSIFIER_LOADS=2: each thread loads its next two vectors, then computes on them"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>(
+        "v7", "v3 with LLMC_CLASSIFIER_LOADS=4 (64 registers, one block an SM)"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>(
+        "v8", "v5 with LLMC_CLASSIFIER_LOADS=2"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>(
+        "v9", "v5 with LLMC_CLASSIFIER_LOADS=4"),
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
