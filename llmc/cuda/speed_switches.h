@@ -16,14 +16,6 @@ namespace llmc {
 // output comes from the fp32 pre-activation, which a recompute cannot reproduce: it needs -r 0.
 enum class GeluPath { kMixed, kKernels, kEpilogues };
 
-// Whether LayerNorm backward prefetches (LLMC_LAYERNORM_BACKWARD_PREFETCH; llmc/cuda/layernorm.cuh).
-// A warp takes its rows in turn; for each it loads dout and inp (two vectors a lane at a time),
-// reduces across the warp, then loads dinp a vector at a time: several trips to memory in a row,
-// one waiting on the other. kOff, the default: no prefetch. kRow: at a row's start each lane asks
-// for its vectors of dout, inp and dinp to be brought into L2 (prefetch.global.L2), so that the
-// trips after the first hit L2. kNextRow: it asks for those of its next row instead, which the
-// current row's work then hides. Loads and arithmetic are unchanged: the same bits.
-enum class LayerNormBackwardPrefetch { kOff, kRow, kNextRow };
 // How the encoder backward adds up the dout rows of a token's positions into its dwte row
 // (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kPieces, the default: a token with more than
 // kEncoderPieceRows positions (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed
@@ -72,6 +64,15 @@ enum class GemmSearch { kTimed, kHeuristic };
 // order, so bit-identical results, one launch less per LayerNorm.
 enum class LayerNormBackwardPath { kTwoPass, kFused };
 
+// Whether LayerNorm backward prefetches (LLMC_LAYERNORM_BACKWARD_PREFETCH; llmc/cuda/layernorm.cuh).
+// A warp takes its rows in turn; for each it loads dout and inp (two vectors a lane at a time),
+// reduces across the warp, then loads dinp a vector at a time: several trips to memory in a row,
+// one waiting on the other. kOff, the default: no prefetch. kRow: at a row's start each lane asks
+// for its vectors of dout, inp and dinp to be brought into L2 (prefetch.global.L2), so that the
+// trips after the first hit L2. kNextRow: it asks for those of its next row instead, which the
+// current row's work then hides. Loads and arithmetic are unchanged: the same bits.
+enum class LayerNormBackwardPrefetch { kOff, kRow, kNextRow };
+
 // How the classifier's logits and their gradient are computed (LLMC_CLASSIFIER). kChunked, the
 // default: the rows in chunks of at most kClassifierChunkRows (llmc/cuda/memory_plan.h) through a
 // buffer of one chunk, each chunk taken through its logits GEMM, the fused classifier and its
@@ -94,6 +95,7 @@ enum class ClassifierPass { kTwoRead, kOneRead };
 // kFour: it loads its next two or four vectors, then computes on them in the same order: the same
 // arithmetic (the same bits), with two or four times the bytes in flight, in more registers.
 enum class ClassifierLoads { kOne, kTwo, kFour };
+
 // How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kMultiTensor, the default:
 // one launch for every part of a parameter tensor in the rank's owned range (16 on one rank), a table
 // of the parts passed by value (where each starts, its length, whether it decays). kPerTensor: one
