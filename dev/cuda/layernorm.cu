@@ -207,20 +207,12 @@ void bwd5(Data& d, int) {
                            true, 0, d.dres_bias);
 }
 
-// bwd2 and bwd5 with LLMC_LAYERNORM_BACKWARD_PREFETCH=row and next-row.
-void bwd6(Data& d, int) {
+// bwd2 (kBwd5 false) and bwd5 (true: fused, carrying the bias gradient) with
+// LLMC_LAYERNORM_BACKWARD_PREFETCH: bwd6 and bwd7 are bwd2 with row and next-row, bwd8 bwd5 with next-row.
+template <bool kBwd5, llmc::LayerNormBackwardPrefetch kPrefetch>
+void bwd_prefetch(Data& d, int) {
   llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
-                           false, 0, nullptr, {}, llmc::LayerNormBackwardPrefetch::kRow);
-}
-
-void bwd7(Data& d, int) {
-  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
-                           false, 0, nullptr, {}, llmc::LayerNormBackwardPrefetch::kNextRow);
-}
-
-void bwd8(Data& d, int) {
-  llmc::layernorm_backward(d.dinp, d.dweight, d.dbias, d.scratch, d.dout, d.a, d.weight, d.mean, d.rstd, d.N, d.C,
-                           true, 0, d.dres_bias, {}, llmc::LayerNormBackwardPrefetch::kNextRow);
+                           kBwd5, 0, kBwd5 ? d.dres_bias : nullptr, {}, kPrefetch);
 }
 
 // Bytes each version must move, N rows of C channels in floatX: the forward reads inp and writes
@@ -403,11 +395,11 @@ const std::vector<Version> kVersions = {
     {"bwd6",
      "bwd2 with LLMC_LAYERNORM_BACKWARD_PREFETCH=row: each lane asks for its vectors of the row in L2 before the "
      "first pass; bwd2's bits",
-     {}, bwd6, check_bwd2_bits, backward_cost},
+     {}, bwd_prefetch<false, llmc::LayerNormBackwardPrefetch::kRow>, check_bwd2_bits, backward_cost},
     {"bwd7", "bwd2 with LLMC_LAYERNORM_BACKWARD_PREFETCH=next-row: the warp's next row asked for instead; bwd2's bits",
-     {}, bwd7, check_bwd2_bits, backward_cost},
-    {"bwd8", "bwd5 with LLMC_LAYERNORM_BACKWARD_PREFETCH=next-row; bwd5's checks and bits", {}, bwd8, check_bwd5,
-     backward_cost},
+     {}, bwd_prefetch<false, llmc::LayerNormBackwardPrefetch::kNextRow>, check_bwd2_bits, backward_cost},
+    {"bwd8", "bwd5 with LLMC_LAYERNORM_BACKWARD_PREFETCH=next-row; bwd5's checks and bits", {},
+     bwd_prefetch<true, llmc::LayerNormBackwardPrefetch::kNextRow>, check_bwd5, backward_cost},
 };
 
 // Checks (and, when `timed`, times) every selected version on N rows of C channels.

@@ -103,7 +103,9 @@ __device__ inline Packed128<Real> dlogits_vector(const Packed128<Real>& xv, int 
 // kFp8: it writes dlogits_fp8 (a template flag, so that the kernels without the copy keep their
 // registers); kLoads (LLMC_CLASSIFIER_LOADS): each pass loads a thread's next kLoads vectors
 // (vectors v, v + blockDim.x, ...) before it computes on the first of them, in the order it would
-// have loaded them one by one, so that every kLoads gives the same bits.
+// have loaded them one by one, so that every kLoads gives the same bits. The two passes write that
+// batching out each: through one helper taking the passes as lambdas, nvcc 13 spilled twice as
+// much at kLoads = 2, which is held to 32 registers.
 template <class Real, bool kFast, bool kOneRead, bool kFp8, int kLoads>
 __device__ inline void fused_classifier_row(Real* logits, float* losses, const int* targets, int V, int Vp,
                                             float dloss, bool write_dlogits, const Fp8Sink& dlogits_fp8) {
