@@ -92,6 +92,12 @@ class Backend {
   virtual float grad_sum_of_squares(ElementRange range) = 0;
   float grad_sum_of_squares() { return grad_sum_of_squares(ElementRange{0, num_parameters(config())}); }
 
+  // Sets element `index` of the flat gradient buffer to `value` where the gradients live (on the
+  // device for the CUDA backend), as a kernel that overflowed would have: the test seam
+  // LLMC_TEST_POISON_GRADIENT (llmc/test_hooks.h) calls it. Throws std::out_of_range past the
+  // parameters.
+  virtual void set_gradient_element(size_t index, float value) = 0;
+
   // One step of the backend's optimizer on the elements of partition().owned(): gradients are
   // first multiplied by step.grad_scale (global norm clipping), then its state and the parameters
   // are updated (AdamW: docs/contract.md), with step.weight_decay on the tensors that decay.

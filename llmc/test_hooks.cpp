@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <thread>
 
 namespace llmc {
@@ -20,6 +22,13 @@ void test_hook_stall_at_step(int step) {
 int test_hook_fp8_stale_amax_shift() {
   static const char* const shift = std::getenv("LLMC_TEST_FP8_STALE_AMAX");
   return shift == nullptr ? 0 : std::atoi(shift);
+}
+
+std::optional<float> test_hook_poisoned_gradient(int step) {
+  static const char* const poison = std::getenv("LLMC_TEST_POISON_GRADIENT");
+  if (poison == nullptr || *poison == '\0' || std::atoi(poison) != step) return std::nullopt;
+  const bool inf = std::strstr(poison, ":inf") != nullptr;
+  return inf ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace llmc

@@ -2,6 +2,7 @@
 // LLMC_TEST_* environment variable that no user sets and doing nothing without it. A test needs them
 // to make a rare moment happen on demand; every one is listed here, with the check that uses it.
 #pragma once
+#include <optional>
 
 namespace llmc {
 
@@ -20,5 +21,12 @@ void test_hook_stall_at_step(int step);
 // large: what lags behind tensors that grew), so that scripts/fp8_convergence.sh can show the
 // convergence check catching a wrong scale. 0 without.
 int test_hook_fp8_stale_amax_shift();
+
+// LLMC_TEST_POISON_GRADIENT=<step>[:inf]: once step <step>'s gradients are summed over the ranks,
+// the loop sets the first gradient each rank owns to NaN (or +Inf) through
+// Backend::set_gradient_element, where a kernel that overflowed would have left it, so that
+// tests/cpu/check_nonfinite_step.sh and the GPU session's reliability step see such a step skipped
+// (-sl, -sg) or stopping the run. Nothing at other steps and without it.
+std::optional<float> test_hook_poisoned_gradient(int step);
 
 }  // namespace llmc

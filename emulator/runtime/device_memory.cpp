@@ -1,5 +1,5 @@
 // Device memory on the emulated GPU: cudaMalloc and cudaFree, pinned host memory, copies, fills and
-// the free-memory query. Device memory is host memory from the allocator, filled with 0xFF bytes
+// the free-memory query (less what LLMC_EMU_MEMORY_TAKEN says another process holds). Device memory is host memory from the allocator, filled with 0xFF bytes
 // (NaN in fp32 and bf16) as a real cudaMalloc leaves it uninitialised; under ASan it is poisoned
 // except while a kernel or a copy uses it, so host code that touches it directly is reported.
 // Copies and fills are queued on their streams; which copies the host waits for follows the
@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -39,6 +41,22 @@ void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
 #if defined(__SANITIZE_ADDRESS__)
   __asan_unpoison_memory_region(p, bytes);
 #endif
+}
+
+// LLMC_EMU_MEMORY_TAKEN=<MiB>: device memory that another process holds, as on a GPU shared with
+// one: cudaMemGetInfo's free memory and what cudaMalloc can get shrink by it. Read at every call, so
+// that a test may set it around one check; a malformed value stops the program, naming the variable.
+size_t memory_taken() {
+  const char* env = std::getenv("LLMC_EMU_MEMORY_TAKEN");
+  if (env == nullptr || *env == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long mib = std::strtoull(env, &end, 10);
+  if (*end != '\0' || !std::isdigit(static_cast<unsigned char>(*env)) || mib > (kGlobalMemory >> 20)) {
+    std::fprintf(stderr, "emulated GPU: LLMC_EMU_MEMORY_TAKEN is '%s'; it must be a whole number of MiB, at most %zu\n",
+                 env, kGlobalMemory >> 20);
+    std::exit(2);
+  }
+  return size_t(mib) << 20;
 }
 
 size_t size_of(const Allocation& a) { return a.bytes; }
@@ -220,7 +238,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (size == 0) return cudaSuccess;
   std::lock_guard<std::mutex> lock(state().mutex);
   void* p = nullptr;
-  if (state().allocated + size > kGlobalMemory || posix_memalign(&p, 256, size) != 0)
+  if (state().allocated + memory_taken() + size > kGlobalMemory || posix_memalign(&p, 256, size) != 0)
     return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(size) + " bytes");
   std::memset(p, 0xFF, size);
   poison(p, size);
@@ -294,7 +312,7 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t strea
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (cudaError_t e = sticky_error()) return e;
   std::lock_guard<std::mutex> lock(state().mutex);
-  *free_bytes = kGlobalMemory - state().allocated;
+  *free_bytes = kGlobalMemory - std::min(kGlobalMemory, state().allocated + memory_taken());
   *total_bytes = kGlobalMemory;
   return cudaSuccess;
 }

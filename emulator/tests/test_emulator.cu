@@ -342,6 +342,22 @@ TEST_CASE("cudaMalloc: 256-byte aligned, uninitialised (0xFF bytes), counted by 
   cudaFree(p);
 }
 
+TEST_CASE("LLMC_EMU_MEMORY_TAKEN: memory another process holds is neither free nor allocatable") {
+  size_t free_alone = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_alone, &total) == cudaSuccess);
+  setenv("LLMC_EMU_MEMORY_TAKEN", "81900", 1);  // all but 20 MiB of the 80 GiB
+  size_t free_shared = 0;
+  REQUIRE(cudaMemGetInfo(&free_shared, &total) == cudaSuccess);
+  CHECK(total == 80ull << 30);
+  CHECK(free_alone - free_shared == 81900ull << 20);
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, 21ull << 20) == cudaErrorMemoryAllocation);
+  CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
+  REQUIRE(cudaMalloc(&p, 19ull << 20) == cudaSuccess);
+  cudaFree(p);
+  unsetenv("LLMC_EMU_MEMORY_TAKEN");
+}
+
 TEST_CASE("copies check their kinds and ranges, and a failed call is reported once (not sticky)") {
   float* d = device_array<float>(8);
   std::vector<float> host(8, 1.0f);

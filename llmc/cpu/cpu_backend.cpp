@@ -201,6 +201,13 @@ float CpuBackend::grad_sum_of_squares(ElementRange range) {
   return float(total);
 }
 
+void CpuBackend::set_gradient_element(size_t index, float value) {
+  if (index >= partition_.num_elements())
+    throw std::out_of_range(fmt::format("set_gradient_element: element {} outside the {} gradients", index,
+                                        partition_.num_elements()));
+  grads_[index] = value;
+}
+
 void CpuBackend::optimizer_step(const OptimizerStep& step) {
   state_pointers_.clear();  // keeps its capacity: no allocation after the first step
   for (OptimizerTensor& t : state_) state_pointers_.push_back(t.values.data());

@@ -34,6 +34,7 @@ class CpuBackend : public Backend {
   void forward_losses(const int* inputs, const int* targets, int B, int T, float* losses) override;
   void next_token_logits(const int* tokens, int T, float* logits) override;
   float grad_sum_of_squares(ElementRange range) override;
+  void set_gradient_element(size_t index, float value) override;
   void optimizer_step(const OptimizerStep& step) override;
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;

@@ -144,6 +144,7 @@ class CudaBackend : public Backend {
   // range.begin must be a multiple of 8 (the norm kernel reads 16-byte vectors); the loop's ranges
   // (0, or a ZeRO chunk start) are.
   float grad_sum_of_squares(ElementRange range) override;
+  void set_gradient_element(size_t index, float value) override;
   void optimizer_step(const OptimizerStep& step) override;
   void all_reduce_gradients(Communicator& host) override;
   void reduce_scatter_gradients(Communicator& host) override;

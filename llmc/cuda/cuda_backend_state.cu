@@ -119,6 +119,20 @@ float CudaBackend::grad_sum_of_squares(ElementRange range) {
   return d.read_scalar(Impl::kNormSquared);
 }
 
+void CudaBackend::set_gradient_element(size_t index, float value) {
+  Impl& d = *impl_;
+  if (index >= d.num_params)
+    throw std::out_of_range(fmt::format("CUDA backend: gradient element {} outside the {} gradients", index,
+                                        d.num_params));
+#if defined(ENABLE_FP32)
+  const float bits = value;
+#else
+  const uint16_t bits = float_to_bf16(value);
+#endif
+  CUDA_CHECK(cudaMemcpyAsync(d.grads + index, &bits, sizeof bits, cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+}
+
 void CudaBackend::optimizer_step(const OptimizerStep& step) {
   Impl& d = *impl_;
   d.fp8_weights_stale = true;

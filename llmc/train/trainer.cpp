@@ -141,7 +141,7 @@ void Trainer::print_summary(const Backend& backend) const {
                                                : std::string("after the backward pass (--overlap 0)"));
   if (zero1_ && world_size_ == 1)
     fmt::print("note: -z 1 with one rank has no optimizer state to shard: it runs exactly as -z 0\n");
-  if (o_.skip_loss_z > 0 || o_.skip_norm_z > 0)
+  if (skips_outliers())
     fmt::print("outlier skipping: loss z > {:g}, grad norm z > {:g} (0 = off), over the last {} accepted steps\n",
                o_.skip_loss_z, o_.skip_norm_z, OutlierDetector::kWindow);
   fmt::print("steps: {} (from step {})\n", max_steps_, start_step_);
@@ -180,19 +180,26 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
     backend.reduce_scatter_gradients(host_);
   else
     backend.all_reduce_gradients(host_);
+  if (const std::optional<float> poison = test_hook_poisoned_gradient(step))
+    backend.set_gradient_element(partition_.owned().begin, *poison);
   if (zero1_)
     r.norm = std::sqrt(float(host_.all_reduce_sum(double(backend.grad_sum_of_squares(partition_.owned())))));
   else
     r.norm = std::sqrt(backend.grad_sum_of_squares());
-  // Every rank holds the same loss and norm, so every rank stops here, or skips, alike.
-  if (!std::isfinite(r.loss) || !std::isfinite(r.norm))
+  // Every rank holds the same loss and norm, so every rank stops here, or skips, alike. A loss or
+  // norm that is not finite (an overflow, a bad batch) never updates: with outlier skipping on it is
+  // skipped like a spike, without it the run stops before anything of this state is checkpointed.
+  const bool finite = std::isfinite(r.loss) && std::isfinite(r.norm);
+  if (!finite && !skips_outliers())
     throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "
-                                         "stopped without updating or checkpointing this state",
+                                         "stopped without updating or checkpointing this state (-sl or -sg would "
+                                         "skip such a step)",
                                          step, r.loss, r.norm, o_.learning_rate));
   r.lr = schedule_.at(step);
   // A spike's update is skipped (its batch is consumed, the schedule moves on) and the spike is
   // kept out of the windows, so one bad batch neither moves the weights nor widens the window.
-  r.skipped = loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) || norm_outliers_.is_outlier(r.norm, o_.skip_norm_z);
+  r.skipped = !finite || loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) ||
+              norm_outliers_.is_outlier(r.norm, o_.skip_norm_z);
   if (!r.skipped) {
     OptimizerStep update;
     update.lr = r.lr;
@@ -318,7 +325,9 @@ void Trainer::train(Backend& backend) {
     if (peak_flops > 0) mfu = mfu_percent(flops_per_token, tokens_per_second / world_size_, peak_flops);
     std::string line =
         format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, tokens_per_second, eta, mfu);
-    if (r.skipped)
+    if (r.skipped && !(std::isfinite(r.loss) && std::isfinite(r.norm)))
+      line += fmt::format(" | skipped: not finite (-sl {:g}, -sg {:g})", o_.skip_loss_z, o_.skip_norm_z);
+    else if (r.skipped)
       line += fmt::format(" | skipped: loss z {:.2f} (-sl {:g}), norm z {:.2f} (-sg {:g})",
                           loss_outliers_.z_score(r.loss), o_.skip_loss_z, norm_outliers_.z_score(r.norm),
                           o_.skip_norm_z);

@@ -55,9 +55,11 @@ class Trainer {
  private:
   struct StepResult {
     float loss = 0.0f, norm = 0.0f, lr = 0.0f;
-    bool skipped = false;  // an outlier (-sl/-sg): no update
+    bool skipped = false;  // an outlier, or not finite, with -sl/-sg on: no update
   };
   StepResult train_step(Backend& backend, int step);
+  // -sl or -sg: outlier skipping on (a step whose loss or norm is not finite is skipped too).
+  bool skips_outliers() const { return o_.skip_loss_z > 0 || o_.skip_norm_z > 0; }
   void evaluate(Backend& backend, int step);
   void print_summary(const Backend& backend) const;
 

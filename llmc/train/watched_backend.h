@@ -51,6 +51,9 @@ class WatchedBackend final : public Backend {
   float grad_sum_of_squares(ElementRange range) override {
     return marked("grad_sum_of_squares", [&] { return inner_.grad_sum_of_squares(range); });
   }
+  void set_gradient_element(size_t index, float value) override {
+    marked("set_gradient_element", [&] { inner_.set_gradient_element(index, value); });
+  }
   void optimizer_step(const OptimizerStep& step) override {
     marked("optimizer_step", [&] { inner_.optimizer_step(step); });
   }

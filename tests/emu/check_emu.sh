@@ -110,13 +110,18 @@ for san in address thread racecheck; do
     fi
   done
 
-  # A malformed LLMC_EMU_COMPUTE_CAPABILITY stops the program (exit 2), naming the variable.
-  log="$logs/$san-compute-capability.log"
-  rc=0
-  LLMC_EMU_COMPUTE_CAPABILITY=9 "build/emu-$san/tests/test_emulator" --test-case='the device*' >"$log" 2>&1 || rc=$?
-  if [ "$rc" -eq 2 ] && grep -q "LLMC_EMU_COMPUTE_CAPABILITY is '9'; it must be major.minor" "$log"
-  then echo "ok    $san LLMC_EMU_COMPUTE_CAPABILITY=9 refused"
-  else fail "$san LLMC_EMU_COMPUTE_CAPABILITY=9: exit $rc (log: $log)"; fi
+  # A malformed LLMC_EMU_COMPUTE_CAPABILITY or LLMC_EMU_MEMORY_TAKEN stops the program (exit 2),
+  # naming the variable: SETTING|TEST CASE|MESSAGE.
+  for malformed in "LLMC_EMU_COMPUTE_CAPABILITY=9|the device*|LLMC_EMU_COMPUTE_CAPABILITY is '9'; it must be major.minor" \
+    "LLMC_EMU_MEMORY_TAKEN=2GiB|cudaMalloc: 256*|LLMC_EMU_MEMORY_TAKEN is '2GiB'; it must be a whole number of MiB"; do
+    IFS='|' read -r setting test_case message <<<"$malformed"
+    log="$logs/$san-${setting%%=*}.log"
+    rc=0
+    env "$setting" "build/emu-$san/tests/test_emulator" --test-case="$test_case" >"$log" 2>&1 || rc=$?
+    if [ "$rc" -eq 2 ] && grep -qF "$message" "$log"
+    then echo "ok    $san $setting refused"
+    else fail "$san $setting: exit $rc (log: $log)"; fi
+  done
 
   case $san in
     address) runtime_faults "$san"; memcheck_faults ;;

@@ -16,7 +16,9 @@
 #      no MFU anywhere, as the emulated GPU's name is in no table of peaks; and with --fp8 1, whose
 #      checkpoint carries the FP8 scaling state, with the FP8 switches off and on;
 #  (d) --fp8 1 refused, naming why, on compute capability 8.0 (LLMC_EMU_COMPUTE_CAPABILITY) and with
-#      LLMC_GELU=epilogues.
+#      LLMC_GELU=epilogues;
+#  (e) (BF16) a NaN set in the device's gradients at a step (tests/lib/nonfinite_step.sh): skipped with
+#      -sg, the weights unchanged over it; without -sl/-sg a stop naming the step, resumable.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
 # streams interleaved by the seed), which finds a missing wait between the compute stream and the
@@ -29,6 +31,8 @@ source "$(dirname "$0")/../lib/common.sh"
 source tests/lib/emu_headers.sh
 # shellcheck source=scripts/speed_switches.sh
 source scripts/speed_switches.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/nonfinite_step.sh
+source tests/lib/nonfinite_step.sh
 for precision in BF16 FP32; do
   make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
     "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
@@ -179,5 +183,8 @@ fp8_refused sm80 "--fp8 1 needs FP8 tensor cores (compute capability 8.9 or more
 fp8_refused epilogues "LLMC_GELU=epilogues is for the bf16 GEMMs" LLMC_GELU=epilogues
 [ "$failures" = "$before" ] && echo "ok    --fp8 1 refused on compute capability 8.0 and with LLMC_GELU=epilogues, naming why"
 
+# --- (e) a NaN in the gradients on the device (tests/lib/nonfinite_step.sh) ------------------------
+nonfinite_step_checks emu-bf16 3 nan env LLMC_EMU_SEED=13 "$emu/bf16/trainer/train_gpt2cu" "${train[@]}" -v 0 -s 0 -n 1
+
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1 with its switches off and on), --fp8 1's refusals"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1 with its switches off and on), --fp8 1's refusals, a NaN gradient skipped or stopping"
