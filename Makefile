@@ -196,11 +196,17 @@ $(CUDA_DIR)/train_gpt2cu: $(CUDA_DIR)/train_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_
 $(CUDA_DIR)/test_gpt2cu: $(CUDA_DIR)/test_gpt2.o $(CUDA_LIB_OBJS) $(CUDA_HOST_LIB)
 	$(NVCC) $(CUDA_ARCHS) $^ -o $@ $(CUDA_LDFLAGS) $(CUDA_LDLIBS)
 
+# A program that takes part of the GPU's memory for the GPU session's reliability step: the CUDA
+# runtime only, no kernels.
+$(CUDA_DIR)/hold_gpu_memory: tests/gpu/hold_gpu_memory.cpp | gpu-build-check
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CUDA_NVCCFLAGS) -x c++ $< -o $@
+
 # The top-level binaries are copies of the PRECISION just asked for.
 train_gpt2cu test_gpt2cu: %: $(CUDA_DIR)/% FORCE
 	cp -f $< $@
 
-cuda-binaries: $(CUDA_DIR)/train_gpt2cu $(CUDA_DIR)/test_gpt2cu
+cuda-binaries: $(CUDA_DIR)/train_gpt2cu $(CUDA_DIR)/test_gpt2cu $(CUDA_DIR)/hold_gpu_memory
 
 test-gpu:
 	@bash scripts/test_gpu.sh
@@ -231,6 +237,7 @@ gpu-dist: gpu-build-check data
 	@rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/bin $(GPU_DIST)/include
 	@for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do \
 	  cp $(BUILD)/cuda-$$p$(CUDA_VARIANT)/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
+	@cp $(BUILD)/cuda-bf16$(CUDA_VARIANT)/hold_gpu_memory $(GPU_DIST)/bin/
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
 	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
 	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/

@@ -123,6 +123,15 @@ else
   expect_error "error: not enough GPU memory for B=2 T=16 -r 1" "${common[@]}" -r 1 --device-memory 1MiB -x 1
   grep -q "needs 50.6 MiB per rank" "$tmp/err.txt" || fail "the GPU memory error does not say what the run needs"
   grep -q -- "-r 2:" "$tmp/err.txt" || fail "the GPU memory error does not say whether -r 2 fits"
+  # A GPU another process shares (LLMC_EMU_MEMORY_TAKEN: it holds all but 340 MiB of the 80 GiB): the
+  # plan counts only the free memory, stops before allocating with the largest -b that fits, and
+  # that -b runs.
+  LLMC_EMU_MEMORY_TAKEN=81580 expect_error "error: not enough GPU memory for B=40 T=16 -r 1" "${common[@]}" -b 40 -r 1 -x 1
+  grep -q "available (the GPU's free 340.0 MiB less 256.0 MiB for library kernels)" "$tmp/err.txt" ||
+    fail "the GPU memory error does not count only the free memory: $(head -n 1 "$tmp/err.txt")"
+  fits=$(sed -n 's/^  largest -b that fits: \([0-9]*\) .*/\1/p' "$tmp/err.txt")
+  [ -n "$fits" ] && [ "$fits" -gt 1 ] || fail "the GPU memory error names no -b that fits: $(cat "$tmp/err.txt")"
+  LLMC_EMU_MEMORY_TAKEN=81580 expect_recovery "recompute 1 |" "${common[@]}" -b "${fits:-1}" -r 1 -x 1
   # FP8 matmuls need bf16 activations (this is the FP32 build; the bf16 build's FP8 cases are in
   # tests/emu/check_emu_trainer.sh).
   expect_error "FP8 matmuls (--fp8 1) need the bf16 build" "${common[@]}" --fp8 1 -x 1

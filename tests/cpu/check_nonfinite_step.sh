@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A NaN or an Inf in the gradients (tests/lib/nonfinite_step.sh; the test seam
+# A NaN or an Inf in the gradients (scripts/nonfinite_step.sh; the test seam
 # LLMC_TEST_POISON_GRADIENT sets one gradient after the step's sum over the ranks), on the CPU trainer
 # and a tiny model (2 layers, vocabulary 1000): with -sg the step is skipped, logged, and training goes
 # on with the weights it had; without -sl or -sg the run stops naming the step, its newest checkpoint
@@ -11,8 +11,8 @@ set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/mpirun.sh
 source "$(dirname "$0")/../lib/mpirun.sh"
-# shellcheck source-path=SCRIPTDIR source=../lib/nonfinite_step.sh
-source "$(dirname "$0")/../lib/nonfinite_step.sh"
+# shellcheck source=scripts/nonfinite_step.sh
+source scripts/nonfinite_step.sh
 
 /usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 7 --first-token 3 \
   val_000000.bin:200 train_000001.bin:4000 >/dev/null

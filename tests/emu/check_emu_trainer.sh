@@ -17,7 +17,7 @@
 #      checkpoint carries the FP8 scaling state, with the FP8 switches off and on;
 #  (d) --fp8 1 refused, naming why, on compute capability 8.0 (LLMC_EMU_COMPUTE_CAPABILITY) and with
 #      LLMC_GELU=epilogues;
-#  (e) (BF16) a NaN set in the device's gradients at a step (tests/lib/nonfinite_step.sh): skipped with
+#  (e) (BF16) a NaN set in the device's gradients at a step (scripts/nonfinite_step.sh): skipped with
 #      -sg, the weights unchanged over it; without -sl/-sg a stop naming the step, resumable.
 # Each run's seed orders blocks and warps differently. test_gpt2cu runs in the seeded stream order
 # (LLMC_EMU_STREAMS=seeded: some work as soon as it is issued, the rest when the host waits, the
@@ -31,8 +31,8 @@ source "$(dirname "$0")/../lib/common.sh"
 source tests/lib/emu_headers.sh
 # shellcheck source=scripts/speed_switches.sh
 source scripts/speed_switches.sh
-# shellcheck source-path=SCRIPTDIR source=../lib/nonfinite_step.sh
-source tests/lib/nonfinite_step.sh
+# shellcheck source=scripts/nonfinite_step.sh
+source scripts/nonfinite_step.sh
 for precision in BF16 FP32; do
   make -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION="$precision" \
     "build/emu-address/$(tr 'A-Z' 'a-z' <<<"$precision")/trainer/test_gpt2cu" \
@@ -183,7 +183,7 @@ fp8_refused sm80 "--fp8 1 needs FP8 tensor cores (compute capability 8.9 or more
 fp8_refused epilogues "LLMC_GELU=epilogues is for the bf16 GEMMs" LLMC_GELU=epilogues
 [ "$failures" = "$before" ] && echo "ok    --fp8 1 refused on compute capability 8.0 and with LLMC_GELU=epilogues, naming why"
 
-# --- (e) a NaN in the gradients on the device (tests/lib/nonfinite_step.sh) ------------------------
+# --- (e) a NaN in the gradients on the device (scripts/nonfinite_step.sh) ------------------------
 nonfinite_step_checks emu-bf16 3 nan env LLMC_EMU_SEED=13 "$emu/bf16/trainer/train_gpt2cu" "${train[@]}" -v 0 -s 0 -n 1
 
 exit_if_failed

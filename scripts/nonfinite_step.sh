@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# A step whose gradients hold a NaN or an Inf (docs/operations.md "Outliers and overflows"), made on
+# A step whose gradients hold a NaN or an Inf (docs/operations.md "Instability"), made on
 # demand by the test seam LLMC_TEST_POISON_GRADIENT (llmc/test_hooks.h), for any trainer binary.
-# Sourced by tests/cpu/check_nonfinite_step.sh and tests/emu/check_emu_trainer.sh after
-# tests/lib/common.sh (`fail`, `$tmp`).
+# Sourced by tests/cpu/check_nonfinite_step.sh, tests/emu/check_emu_trainer.sh (after
+# tests/lib/common.sh) and scripts/gpu_reliability_lib.sh; the caller defines `fail MESSAGE` and
+# the folder `$tmp`.
 #
 # nonfinite_step_checks NAME STEP VALUE COMMAND...: COMMAND is a trainer with its flags (model,
 # shards, -x beyond STEP + 2, -n 1: a checkpoint every step); its runs write to $tmp/nonfinite-NAME-*.
