@@ -33,15 +33,20 @@
 #      and cuDNN call: llmc/cuda/launch_profile.h), the top 15 of its table; then one d12 run's
 #      kernels under ncu (gpu__time_duration), the top 15
 #   6. d48 (1.5B) at the largest -b the memory plan allows on this card: tok/s and peak memory
-#   7. the dev/cuda kernel checks, with the time that is left
+#   7. reliability (scripts/gpu_reliability_lib.sh), in at most GPU_SESSION_RELIABILITY_SECONDS (120):
+#      SIGTERM at a random step and kill -9 during a checkpoint write, each resumed bit-identically;
+#      a NaN in the gradients skipped (-sg) or stopping the run; memory another process holds; two
+#      ranks on the GPU, one stopped, ended by the watchdog; compute-sanitizer's racecheck, synccheck
+#      and initcheck on test_gpt2cu and the dev/cuda checks
+#   8. the dev/cuda kernel checks, with the time that is left
 # Output: the summary table, printed last (every line names the GPU and the commit: the header and
 # the last line; each row its settings); every log in build/gpu-session-logs; and in GPU_SESSION_OUT
 # (default out/gpu-session; a relative path is taken from the folder it is run in) 7 files:
 # summary.txt, the main logs (test_gpt2cu-bf16.log, vs_llmc.log, sweep.txt, kernels.txt, d48.log)
 # and gpu-session-logs.tgz with all the logs.
 # GPU_SESSION_STEPS=a,b,...: only these steps (the facts always), to re-run what failed: correctness
-# (test_gpt2cu, the d12 run), resume, memcheck, ranks, llmc, sweep, kernels, d48, devcuda; default
-# all. More: docs/cuda-trainer.md, "make gpu-session".
+# (test_gpt2cu, the d12 run), resume, memcheck, ranks, llmc, sweep, kernels, d48, reliability,
+# devcuda; default all. More: docs/cuda-trainer.md, "make gpu-session".
 set -u
 caller_dir=$PWD  # relative paths in the environment are the caller's
 cd "$(dirname "$0")/.." || exit 1
@@ -57,7 +62,9 @@ mkdir -p "$logs"
 budget=${GPU_SESSION_BUDGET:-540}
 usage_error() { echo "gpu-session: $*" >&2; exit 2; }
 [[ "$budget" =~ ^[1-9][0-9]*$ ]] || usage_error "GPU_SESSION_BUDGET='$budget' is not a whole number of seconds"
-all_steps=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,devcuda
+[[ "${GPU_SESSION_RELIABILITY_SECONDS:-120}" =~ ^[1-9][0-9]*$ ]] ||
+  usage_error "GPU_SESSION_RELIABILITY_SECONDS='$GPU_SESSION_RELIABILITY_SECONDS' is not a whole number of seconds"
+all_steps=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,reliability,devcuda
 steps=${GPU_SESSION_STEPS:-$all_steps}
 for s in ${steps//,/ }; do
   [[ ",$all_steps," == *",$s,"* ]] || usage_error "GPU_SESSION_STEPS: '$s' is not one of $all_steps"
@@ -69,6 +76,10 @@ source scripts/gpu_steps_lib.sh
 source scripts/gpu_bench_lib.sh
 # shellcheck source=scripts/speed_switches.sh
 source scripts/speed_switches.sh
+# shellcheck source=scripts/gpu_reliability_lib.sh
+source scripts/gpu_reliability_lib.sh
+# shellcheck source=scripts/nonfinite_step.sh
+source scripts/nonfinite_step.sh
 python=${PYTHON:-python3}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -194,7 +205,7 @@ if [ -n "$corpus" ]; then
   fi
   rm -f "$logs"/train_d12*/*.bin
 fi
-wanted memcheck && memcheck_rows
+wanted memcheck && sanitizer_rows memcheck 120
 [ -n "$corpus" ] && wanted ranks && multi_rank_rows
 
 # ---- 3. against llm.c ----
@@ -393,7 +404,10 @@ if wanted d48; then
   fi
 fi
 
-# ---- 7. kernel checks, with what is left ----
+# ---- 7. reliability ----
+wanted reliability && reliability_rows
+
+# ---- 8. kernel checks, with what is left ----
 if wanted devcuda; then
   # shellcheck disable=SC2046
   devcuda_row 600 $(devcuda_benches)

@@ -59,7 +59,7 @@ last_loss() { tail -n 1 | sed -n 's/.*| loss \([0-9.]*\) .*/\1/p'; }
 gpu_compute_cap() { nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.'; }
 
 # gpu_binaries: sets `bin` to the folder of the GPU binaries (train_gpt2cu-{bf16,fp32},
-# test_gpt2cu-{bf16,fp32}, the dev/cuda benchmarks and run_all.sh): the bundle's, $dist/bin (made
+# test_gpt2cu-{bf16,fp32}, hold_gpu_memory, the dev/cuda benchmarks and run_all.sh): the bundle's, $dist/bin (made
 # by `make gpu-dist`), when its binaries run on this machine, else a build from source with
 # this machine's nvcc into build/gpu-local/bin (fmt header-only from the bundle when the system has
 # no libfmt; cuBLAS, cuDNN and NCCL from Python wheels when the system has them only so,
@@ -104,6 +104,7 @@ gpu_binaries() {
     for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do
       cp -f "build/gpu-local/cuda-$p/$b" "build/gpu-local/bin/$b-$p" 2>/dev/null || build_ok=0
     done; done
+    cp -f build/gpu-local/cuda-bf16/hold_gpu_memory build/gpu-local/bin/ 2>/dev/null || build_ok=0
     limited 300 "$logs/build-dev-cuda.log" make -j"$(nproc)" -C dev/cuda ARCHS="$arch" "${dev_flags[@]}" \
       "${wheel_args[@]}" || build_ok=0
     for src in dev/cuda/*.cu; do
@@ -147,33 +148,61 @@ parity_rows() {
   fi
 }
 
-# memcheck_rows: test_gpt2cu of both precisions under compute-sanitizer memcheck on a small config
-# (the bf16 one with ${attention_env[@]}); a row each, SKIP where there is no compute-sanitizer or
-# it does not support the device.
-memcheck_rows() {
-  local sanitizer c p name log vars rc errors
-  sanitizer=$(command -v compute-sanitizer || true)
+# compute_sanitizer: prints the path of compute-sanitizer (PATH, then the CUDA toolkit's), or nothing.
+compute_sanitizer() {
+  local c
+  command -v compute-sanitizer && return
   for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-    [ -z "$sanitizer" ] && [ -x "$c" ] && sanitizer=$c
+    [ -x "$c" ] && { echo "$c"; return; }
   done
+  return 0
+}
+
+# sanitizer_run TOOL NAME LOG SECONDS [VAR=VALUE...] COMMAND...: COMMAND under compute-sanitizer's
+# TOOL (memcheck, racecheck, synccheck, initcheck), with the variables in its environment, for at
+# most SECONDS (`limited`, or $limit_command when set: a function with the same arguments, whose
+# statuses $status_command words); one row NAME: PASS with 0 reports, SKIP where there is no
+# compute-sanitizer or it does not support the device.
+# --report-api-errors no: the tools are here for the kernels. NCCL 2.28 probes its kernels with
+# cudaFuncGetAttributes and handles the "no kernel image" (error 209) it gets for other
+# architectures itself; memcheck counted 8 of those as errors on an H200. Our own CUDA, cuBLAS and
+# cuDNN calls are all checked, and any error in them stops the program.
+sanitizer_run() {
+  local tool=$1 name=$2 log=$3 seconds=$4 sanitizer rc errors vars=()
+  shift 4
+  while [[ "${1:-}" == [A-Z]*=* ]]; do vars+=("$1"); shift; done
+  sanitizer=$(compute_sanitizer)
+  if [ -z "$sanitizer" ]; then row SKIP "$name" "compute-sanitizer not found"; return; fi
+  ${limit_command:-limited} "$seconds" "$log" env "${vars[@]}" "$sanitizer" --tool "$tool" --report-api-errors no --error-exitcode 3 \
+    --target-processes all "$@"
+  rc=$?
+  errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
+  if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
+  elif grep -q 'Device not supported' "$log"; then row SKIP "$name" "compute-sanitizer does not support this device here"
+  else row FAIL "$name" "${errors:+$errors, }$(${status_command:-status_text} "$rc" "$log")"; fi
+}
+
+# sanitizer_rows TOOL SECONDS: test_gpt2cu of both precisions under compute-sanitizer's TOOL on a
+# small config (the bf16 one with ${attention_env[@]}), at most SECONDS each; a row each.
+sanitizer_rows() {
+  local tool=$1 seconds=$2 p vars
   for p in fp32 bf16; do
-    name="memcheck test_gpt2cu $p (L1 C64)"
-    if [ -z "$sanitizer" ]; then row SKIP "$name" "compute-sanitizer not found"; continue; fi
-    log="$logs/memcheck-$p.log"
     vars=()
     [ "$p" = bf16 ] && vars=("${attention_env[@]}")
-    # --report-api-errors no: memcheck is here for memory errors. NCCL 2.28 probes its kernels with
-    # cudaFuncGetAttributes and handles the "no kernel image" (error 209) it gets for other
-    # architectures itself; memcheck counted 8 of those as errors on an H200. Our own CUDA, cuBLAS
-    # and cuDNN calls are all checked, and any error in them stops the test.
-    limited 120 "$log" env "${vars[@]}" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 3 \
+    sanitizer_run "$tool" "$tool test_gpt2cu $p (L1 C64)" "$logs/$tool-$p.log" "$seconds" "${vars[@]}" \
       "$bin/test_gpt2cu-$p" --config L1H2C64T32 --B 2 --T 16 --quick
-    rc=$?
-    errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1)
-    if [ "$rc" -eq 0 ]; then row PASS "$name" "${errors:-no summary}"
-    elif grep -q 'Device not supported' "$log"; then row SKIP "$name" "compute-sanitizer does not support this device here"
-    else row FAIL "$name" "${errors:+$errors, }$(status_text "$rc" "$log")"; fi
   done
+}
+
+# mpi_launcher: sets `launcher` to the mpirun that starts the binaries in $bin: the bundle's
+# (build/gpu-dist/bin/mpirun, scripts/bundle_openmpi.sh) for the bundle's binaries, the machine's
+# own for binaries built here; empty when there is none. `launcher_name` says which.
+mpi_launcher() {
+  launcher=()
+  launcher_name=""
+  if [ "$bin" != "$dist/bin" ] && command -v mpirun >/dev/null 2>&1; then launcher=(mpirun)
+  elif [ -x "$dist/bin/mpirun" ]; then launcher=("$dist/bin/mpirun"); launcher_name="bundled mpirun"
+  fi
 }
 
 # multi_rank_rows: the multi-rank paths on the one GPU (FP32 build, small model, shards
@@ -182,7 +211,7 @@ memcheck_rows() {
 # -d, under the bundle's mpirun (scripts/bundle_openmpi.sh) or, for binaries built here, the
 # machine's (SKIP when there is neither). Two rows.
 multi_rank_rows() {
-  local small name rc_plain rc launcher diff
+  local small name rc_plain rc diff
   if [ -z "$corpus" ]; then
     row FAIL "multi-rank (NCCL 1 rank, MPI 2 ranks)" "$corpus_missing"
   else
@@ -206,12 +235,8 @@ multi_rank_rows() {
         "$logs/rank1_plain/main.log" "$logs/rank1_nccl/main.log"))"
     fi
     name="ZeRO-1, 2 ranks on 1 GPU (MPI)"
-    # The bundle's binaries run under the bundle's Open MPI (build/gpu-dist/bin/mpirun); binaries
-    # built here under the machine's own mpirun, when it has one.
-    launcher=()
-    if [ "$bin" != "$dist/bin" ] && command -v mpirun >/dev/null 2>&1; then launcher=(mpirun)
-    elif [ -x "$dist/bin/mpirun" ]; then launcher=("$dist/bin/mpirun"); name="$name, bundled mpirun"
-    fi
+    mpi_launcher
+    name="$name${launcher_name:+, $launcher_name}"
     if [ ${#launcher[@]} -eq 0 ]; then
       row SKIP "$name" "no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
     elif [ "$rc_plain" -ne 0 ]; then

@@ -83,7 +83,7 @@ else
 fi
 
 # ---- 5. memcheck ----
-memcheck_rows
+sanitizer_rows memcheck 120
 
 # ---- 6. multi-rank: NCCL with one rank, ZeRO-1 on 2 ranks sharing the GPU through MPI ----
 multi_rank_rows

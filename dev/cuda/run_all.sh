@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs benchmark binaries from this script's folder: `run_all.sh [--check] NAME...`.
+# Runs benchmark binaries from this script's folder: `run_all.sh [--check [--small]] NAME...`.
 # With --check: each binary's PASS/FAIL lines, then one summary line; exit 1 if any check failed
-# or a binary exited non-zero without saying why. Without: checks and timings, stopping at a failure.
+# or a binary exited non-zero without saying why; with --small too, only the small shapes (what a
+# slow tool such as compute-sanitizer can run through). Without: checks and timings, stopping at a
+# failure.
 set -u
 cd "$(dirname "$0")"
 if [ "${1:-}" != "--check" ]; then
@@ -12,10 +14,12 @@ if [ "${1:-}" != "--check" ]; then
   exit 0
 fi
 shift
+small=()
+if [ "${1:-}" = "--small" ]; then small=(--small); shift; fi
 pass=0
 fail=0
 for b in "$@"; do
-  out=$(./"$b" all --check 2>&1)
+  out=$(./"$b" all --check "${small[@]}" 2>&1)
   rc=$?
   echo "$out"
   pass=$((pass + $(grep -c '^PASS' <<<"$out")))

@@ -8,9 +8,12 @@
 #  (C) SIGTERM: exit 0 with a checkpoint at the step it stopped before  (-sh 1)
 #  (D) SIGINT twice during a checkpoint write: exits at once (130), the (-sh 0)
 #      half-written checkpoint is never trusted
+# CRASH_RESUME_TRAINER runs the same through another trainer: tests/emu/check_emu_crash_resume.sh
+# gives it the CUDA trainer on the emulated GPU.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+trainer=${CRASH_RESUME_TRAINER:-./train_gpt2}
 
 tests_python <<'PY'
 import random, sys
@@ -44,21 +47,21 @@ same_as_reference() {  # same_as_reference <name> <reference dir> <resumed dir>
 
 resume() {  # resume <dir> <flags...>: -y 1 must continue and finish with exit 0
   local dir=$1; shift
-  ./train_gpt2 "$@" -y 1 -o "$dir" >"$dir.resume.out" 2>&1 || fail "$dir: resume exited with $?"
+  "$trainer" "$@" -y 1 -o "$dir" >"$dir.resume.out" 2>&1 || fail "$dir: resume exited with $?"
   grep -o 'resume: continuing from checkpoint step [0-9]*' "$dir.resume.out" || fail "$dir: did not resume"
 }
 
 sh0=("${base[@]}" -sh 0)
 sh1=("${base[@]}" -sh 1 -sl 1.0 -sg 0.5)
-./train_gpt2 "${sh0[@]}" -o "$tmp/ref0" >/dev/null
-./train_gpt2 "${sh1[@]}" -o "$tmp/ref1" >/dev/null
+"$trainer" "${sh0[@]}" -o "$tmp/ref0" >/dev/null
+"$trainer" "${sh1[@]}" -o "$tmp/ref1" >/dev/null
 skipped=$(grep -c 'skipped:1' "$tmp/ref1/main.log" || true)
 [ "$skipped" -gt 0 ] || fail "-sl 1.0 -sg 0.5 skipped no step: the resumed outlier window would go untested"
 
 # (A) SIGKILL at a random moment. Each checkpoint file waits 30 ms before its rename, so the 13
 # checkpoints after step 6 keep the run alive for over a second: a loaded machine that notices
 # DONE_00000006 late still kills a running process, not a finished one.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 "$trainer" "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
 pid=$!
 wait_for "$tmp/A/DONE_00000006" || fail "A: no checkpoint 6 appeared"
 sleep "0.$((RANDOM % 30))"
@@ -70,7 +73,7 @@ resume "$tmp/A" "${sh0[@]}"
 same_as_reference A "$tmp/ref0" "$tmp/A"
 
 # (B) SIGKILL in the middle of a checkpoint write.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 ./train_gpt2 "${sh1[@]}" -o "$tmp/B" >"$tmp/B.out" 2>&1 &
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "${sh1[@]}" -o "$tmp/B" >"$tmp/B.out" 2>&1 &
 pid=$!
 wait_for "$tmp/B/DONE_00000006" || fail "B: no checkpoint 6 appeared"
 wait_for "$tmp/B/*_0000000[7-9]*.tmp" || wait_for "$tmp/B/*_000000[1-4]*.tmp" || fail "B: no .tmp of a later checkpoint"
@@ -86,7 +89,7 @@ same_as_reference B "$tmp/ref1" "$tmp/B"
 
 # (C) SIGTERM: finish the step, checkpoint, exit 0. Slowed down as (A) is, so the signal reaches a
 # running process.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 ./train_gpt2 "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 "$trainer" "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
 pid=$!
 wait_for "$tmp/C/DONE_00000006" || fail "C: no checkpoint 6 appeared"
 sleep "0.$((RANDOM % 20))"
@@ -106,7 +109,7 @@ else
 fi
 
 # (D) Two SIGINTs while a checkpoint is being written: immediate exit 130, nothing promoted.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 ./train_gpt2 "${sh0[@]}" -o "$tmp/D" >"$tmp/D.out" 2>&1 &
+LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "${sh0[@]}" -o "$tmp/D" >"$tmp/D.out" 2>&1 &
 pid=$!
 wait_for "$tmp/D/DONE_00000003" || fail "D: no checkpoint 3 appeared"
 wait_for "$tmp/D/model_0000000[6-9].bin.tmp" || fail "D: no model .tmp"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make gpu-dist`, the bundle to copy to a GPU machine without a toolchain (docs/cuda-trainer.md),
 # built here without a GPU: it must hold every binary scripts/gpu_session.sh runs (ours in both
-# precisions, the dev/cuda checks, the Open MPI launcher, llm.c's train_gpt2cu built from the
+# precisions, hold_gpu_memory, the dev/cuda checks, the Open MPI launcher, llm.c's train_gpt2cu built from the
 # snapshot in ../shared/external), each resolving every library it links; the corpus; the commits
 # (ours and llm.c's, the latter the snapshot's) and the snapshots (to build llm.c there where it
 # does not start); and stay within the bundle's limit of 60 MiB, a bundle over it failing with a
@@ -28,7 +28,8 @@ if [ "$size" -le 60 ] && grep -qF "gpu-dist: $dist ($size MiB of at most 60)" "$
   ok "the bundle is $size MiB (at most 60), and says so"
 else fail "the bundle is $size MiB; make said: $(grep '^gpu-dist:' "$log")"; fi
 
-binaries=(bin/train_gpt2cu-bf16 bin/train_gpt2cu-fp32 bin/test_gpt2cu-bf16 bin/test_gpt2cu-fp32 llmc/train_gpt2cu)
+binaries=(bin/train_gpt2cu-bf16 bin/train_gpt2cu-fp32 bin/test_gpt2cu-bf16 bin/test_gpt2cu-fp32 bin/hold_gpu_memory
+  llmc/train_gpt2cu)
 for b in $(cat "$dist/dev_cuda_benches.txt"); do binaries+=("bin/$b"); done
 missing=()
 unresolved=()
@@ -38,7 +39,7 @@ for b in "${binaries[@]}"; do
   LD_LIBRARY_PATH=$PWD/$dist/openmpi/lib ldd "$dist/$b" | grep -q 'not found' && unresolved+=("$b")
 done
 if [ ${#missing[@]} -eq 0 ] && [ ${#unresolved[@]} -eq 0 ]; then
-  ok "${#binaries[@]} binaries (ours, the dev/cuda checks, llm.c's) there, every library resolved"
+  ok "${#binaries[@]} binaries (ours, hold_gpu_memory, the dev/cuda checks, llm.c's) there, every library resolved"
 else fail "missing: ${missing[*]:-none}; with unresolved libraries: ${unresolved[*]:-none}"; fi
 for f in bin/run_all.sh bin/mpirun openmpi/bin/orterun; do
   [ -x "$dist/$f" ] || fail "no $f in the bundle"

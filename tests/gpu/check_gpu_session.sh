@@ -3,8 +3,9 @@
 # nvidia-smi, our trainer and test binaries, llm.c's trainer, compute-sanitizer, ncu, mpirun, the
 # dev/cuda checks and the PyTorch init writer, which print known figures and log each call. Checks:
 #  (a) without nvidia-smi's GPU, a clear error and nothing run; a bad GPU_SESSION_STEPS is refused;
-#  (b) a whole session: the steps in the issue's order (facts, correctness, llm.c side by side,
-#      settings, LLMC_PROFILE's table and ncu's kernels, d48, kernel checks), the figures of every table
+#  (b) a whole session but its reliability step (tests/gpu/check_gpu_reliability.sh): the steps in
+#      the issue's order (facts, correctness, llm.c side by side, settings, LLMC_PROFILE's table and
+#      ncu's kernels, d48, kernel checks), the figures of every table
 #      worked out by hand below,
 #      the summary last naming the GPU and the commit, the summary, the 5 main logs and one
 #      tarball of all the logs in GPU_SESSION_OUT;
@@ -254,8 +255,10 @@ if [ "$rc" = 2 ] && grep -qF "GPU_SESSION_STEPS: 'bogus' is not one of correctne
 else fail "bad GPU_SESSION_STEPS: exit $rc: $out"; fi
 
 # ---- (b) a whole session ----
+# Every step but reliability, which tests/gpu/check_gpu_reliability.sh runs on the CPU trainer.
 mkdir -p "$tmp/out"
-out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" bash "$script" 2>&1 </dev/null)
+out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" \
+  GPU_SESSION_STEPS=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,devcuda bash "$script" 2>&1 </dev/null)
 rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }

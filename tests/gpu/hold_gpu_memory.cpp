@@ -1,5 +1,5 @@
-// hold_gpu_memory MIB: takes MIB MiB of the current GPU's memory and holds it until it is ended (a
-// signal, or its standard input closing), as another program sharing the GPU would. The GPU
+// hold_gpu_memory MIB: takes MIB MiB of the current GPU's memory and holds it until a signal ends
+// the process (the driver then frees it), as another program sharing the GPU would. The GPU
 // session's reliability step (scripts/gpu_reliability_lib.sh) starts it before a training run, to
 // see the trainer's memory plan count only the memory left free. It prints one line,
 // "holding N MiB, M MiB left free", once the memory is taken, and exits 2 with the CUDA error when
@@ -8,8 +8,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
-#include <vector>
+
+#include <unistd.h>
 
 int main(int argc, char** argv) {
   char* end = nullptr;
@@ -20,7 +20,6 @@ int main(int argc, char** argv) {
   }
   // In pieces of at most 1 GiB: a single huge cudaMalloc may fail where the same memory in pieces
   // fits between what others hold.
-  std::vector<void*> pieces;
   for (long long left = mib; left > 0;) {
     const long long piece = left < 1024 ? left : 1024;
     void* p = nullptr;
@@ -30,16 +29,11 @@ int main(int argc, char** argv) {
                    cudaGetErrorString(e));
       return 2;
     }
-    pieces.push_back(p);
     left -= piece;
   }
   size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
   std::printf("holding %lld MiB, %zu MiB left free\n", mib, free_bytes >> 20);
   std::fflush(stdout);
-  // Until standard input closes (or a signal ends the process).
-  while (std::getchar() != EOF) {
-  }
-  for (void* p : pieces) cudaFree(p);
-  return 0;
+  for (;;) pause();
 }
