@@ -8,12 +8,15 @@
 #  (C) SIGTERM: exit 0 with a checkpoint at the step it stopped before  (-sh 1)
 #  (D) SIGINT twice during a checkpoint write: exits at once (130), the (-sh 0)
 #      half-written checkpoint is never trusted
-# CRASH_RESUME_TRAINER runs the same through another trainer: tests/emu/check_emu_crash_resume.sh
-# gives it the CUDA trainer on the emulated GPU.
+# (B) and (C) are tests/lib/crash_scenarios.sh's, which tests/emu/check_emu_crash_resume.sh runs
+# through the CUDA trainer on the emulated GPU too.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
-trainer=${CRASH_RESUME_TRAINER:-./train_gpt2}
+# shellcheck source-path=SCRIPTDIR source=../lib/crash_scenarios.sh
+source "$(dirname "$0")/../lib/crash_scenarios.sh"
+trainer=./train_gpt2
+final=45
 
 tests_python <<'PY'
 import random, sys
@@ -25,31 +28,8 @@ PY
 seed=${CRASH_SEED:-$RANDOM}
 RANDOM=$seed
 echo "random kill points from seed $seed (rerun with CRASH_SEED=$seed)"
-base=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e L1H2C16T32 -b 2 -t 16 -x 45 -l 3e-3 -u 3 -q 0.1
+base=(-i "$tmp/train_*.bin" -j "$tmp/val_0.bin" -e L1H2C16T32 -b 2 -t 16 -x "$final" -l 3e-3 -u 3 -q 0.1
       -v 5 -m 2 -s 0 -n 3)
-
-wait_for() {  # wait_for <glob> : polls up to 30 s for a file matching the glob
-  for _ in $(seq 1500); do
-    compgen -G "$1" >/dev/null && return 0
-    sleep 0.02
-  done
-  return 1
-}
-
-same_as_reference() {  # same_as_reference <name> <reference dir> <resumed dir>
-  if cmp -s "$2/main.log" "$3/main.log" && cmp -s "$2/model_00000045.bin" "$3/model_00000045.bin"; then
-    echo "$1: resumed main.log ($(grep -c trl: "$3/main.log") steps) and final model identical"
-  else
-    fail "$1: resumed run differs from the uninterrupted one"
-    diff "$2/main.log" "$3/main.log" | head -5 || true
-  fi
-}
-
-resume() {  # resume <dir> <flags...>: -y 1 must continue and finish with exit 0
-  local dir=$1; shift
-  "$trainer" "$@" -y 1 -o "$dir" >"$dir.resume.out" 2>&1 || fail "$dir: resume exited with $?"
-  grep -o 'resume: continuing from checkpoint step [0-9]*' "$dir.resume.out" || fail "$dir: did not resume"
-}
 
 sh0=("${base[@]}" -sh 0)
 sh1=("${base[@]}" -sh 1 -sl 1.0 -sg 0.5)
@@ -73,40 +53,10 @@ resume "$tmp/A" "${sh0[@]}"
 same_as_reference A "$tmp/ref0" "$tmp/A"
 
 # (B) SIGKILL in the middle of a checkpoint write.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "${sh1[@]}" -o "$tmp/B" >"$tmp/B.out" 2>&1 &
-pid=$!
-wait_for "$tmp/B/DONE_00000006" || fail "B: no checkpoint 6 appeared"
-wait_for "$tmp/B/*_0000000[7-9]*.tmp" || wait_for "$tmp/B/*_000000[1-4]*.tmp" || fail "B: no .tmp of a later checkpoint"
-kill -9 "$pid"
-rc=0; wait "$pid" || rc=$?
-[ "$rc" = 137 ] || fail "B: the run was not killed (exit $rc)"
-partial=$(cd "$tmp/B" && ls | grep '\.tmp$' | tr '\n' ' ')
-echo "B: killed during a checkpoint write, left: $partial"
-[ -n "$partial" ] || fail "B: the kill did not land inside a checkpoint write"
-resume "$tmp/B" "${sh1[@]}"
-grep -q 'removed [0-9]* unfinished .tmp' "$tmp/B.resume.out" || fail "B: the stale .tmp was not cleaned up"
-same_as_reference B "$tmp/ref1" "$tmp/B"
+kill_in_checkpoint B "$tmp/ref1" "${sh1[@]}"
 
-# (C) SIGTERM: finish the step, checkpoint, exit 0. Slowed down as (A) is, so the signal reaches a
-# running process.
-LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 "$trainer" "${sh1[@]}" -o "$tmp/C" >"$tmp/C.out" 2>&1 &
-pid=$!
-wait_for "$tmp/C/DONE_00000006" || fail "C: no checkpoint 6 appeared"
-sleep "0.$((RANDOM % 20))"
-kill -TERM "$pid"
-rc=0; wait "$pid" || rc=$?
-[ "$rc" = 0 ] || fail "C: SIGTERM should exit 0, got $rc"
-stop=$(sed -n 's/^stopped by SIGTERM before step \([0-9]*\).*/\1/p' "$tmp/C.out")
-if [ -z "$stop" ]; then
-  fail "C: no 'stopped by SIGTERM' line"
-else
-  [ -e "$tmp/C/DONE_$(printf %08d "$stop")" ] || fail "C: no checkpoint at step $stop"
-  [ "$(grep trl: "$tmp/C/main.log" | tail -1 | cut -d' ' -f1)" = "s:$((stop - 1))" ] || fail "C: log does not end at step $((stop - 1))"
-  echo "C: SIGTERM stopped the run before step $stop with a checkpoint there, exit 0"
-  resume "$tmp/C" "${sh1[@]}"
-  grep -q "continuing from checkpoint step $stop " "$tmp/C.resume.out" || fail "C: did not resume from step $stop"
-  same_as_reference C "$tmp/ref1" "$tmp/C"
-fi
+# (C) SIGTERM: finish the step, checkpoint, exit 0.
+sigterm_resume C "$tmp/ref1" "${sh1[@]}"
 
 # (D) Two SIGINTs while a checkpoint is being written: immediate exit 130, nothing promoted.
 LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "${sh0[@]}" -o "$tmp/D" >"$tmp/D.out" 2>&1 &
