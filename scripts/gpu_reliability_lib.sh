@@ -25,7 +25,7 @@ reliability_limited() {
   local want=$1 left=$((reliability_end - SECONDS))
   shift
   if [ "$left" -lt 5 ]; then
-    echo "not run: the reliability step's ${reliability_seconds}s were spent" >"$1"
+    echo "$reliability_spent" >"$1"
     limit_used=0
     return 125
   fi
@@ -36,12 +36,12 @@ reliability_limited() {
 reliability_time() {
   left=$((reliability_end - SECONDS))
   [ "$left" -ge "$2" ] && return 0
-  row FAIL "$1" "not run: the reliability step's ${reliability_seconds}s were spent"
+  row FAIL "$1" "$reliability_spent"
   return 1
 }
 # A row's figure for a non-zero status of reliability_limited.
 reliability_status() {
-  if [ "$1" = 125 ] && grep -q "^not run: the reliability step" "$2"; then head -n 1 "$2"
+  if [ "$1" = 125 ] && grep -qxF "$reliability_spent" "$2"; then echo "$reliability_spent"
   else status_text "$@"; fi
 }
 
@@ -267,7 +267,9 @@ reliability_sanitizers() {
 # reliability_rows: the step, in the order of the header; its d12 runs' checkpoints removed after.
 reliability_rows() {
   reliability_seconds=${GPU_SESSION_RELIABILITY_SECONDS:-120}
-  reliability_end=$((SECONDS + reliability_seconds))
+  # The step's own time, within the session's budget.
+  reliability_end=$((SECONDS + reliability_seconds < budget ? SECONDS + reliability_seconds : budget))
+  reliability_spent="not run: no time left (the reliability step's ${reliability_seconds}s, the session's ${budget}s)"
   local rc
   if [ -z "$corpus" ]; then
     row FAIL "reliability (faults)" "$corpus_missing"
