@@ -30,15 +30,24 @@ resume() {  # resume <dir> <flags...>: -y 1 must continue and finish with exit 0
   grep -o 'resume: continuing from checkpoint step [0-9]*' "$dir.resume.out" || fail "$dir: did not resume"
 }
 
+# run_past_checkpoint_6 <name> <pause ms> <flags...>: starts the run in the background, each
+# finished checkpoint file held that long before its rename, and waits for checkpoint 6; `pid` is
+# its process.
+run_past_checkpoint_6() {
+  local name=$1 pause=$2
+  shift 2
+  LLMC_TEST_PAUSE_BEFORE_RENAME_MS=$pause "$trainer" "$@" -o "$tmp/$name" >"$tmp/$name.out" 2>&1 &
+  pid=$!
+  wait_for "$tmp/$name/DONE_00000006" || fail "$name: no checkpoint 6 appeared"
+}
+
 # kill_in_checkpoint <name> <reference dir> <flags...>: SIGKILL in the middle of a checkpoint write
 # after step 6's (each finished .tmp held 400 ms before its rename); the resume must clear the torn
 # files and end as the reference.
 kill_in_checkpoint() {
   local name=$1 ref=$2 pid rc partial
   shift 2
-  LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "$@" -o "$tmp/$name" >"$tmp/$name.out" 2>&1 &
-  pid=$!
-  wait_for "$tmp/$name/DONE_00000006" || fail "$name: no checkpoint 6 appeared"
+  run_past_checkpoint_6 "$name" 400 "$@"
   wait_for "$tmp/$name/*_0000000[7-9]*.tmp" || wait_for "$tmp/$name/*_000000[1-4]*.tmp" ||
     fail "$name: no .tmp of a later checkpoint"
   kill -9 "$pid"
@@ -59,9 +68,7 @@ kill_in_checkpoint() {
 sigterm_resume() {
   local name=$1 ref=$2 pid rc stop
   shift 2
-  LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 "$trainer" "$@" -o "$tmp/$name" >"$tmp/$name.out" 2>&1 &
-  pid=$!
-  wait_for "$tmp/$name/DONE_00000006" || fail "$name: no checkpoint 6 appeared"
+  run_past_checkpoint_6 "$name" 30 "$@"
   sleep "0.$((RANDOM % 20))"
   kill -TERM "$pid"
   rc=0; wait "$pid" || rc=$?
