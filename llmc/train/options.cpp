@@ -298,11 +298,13 @@ const std::vector<FlagSpec>& train_flags() {
        [](TrainOptions& o, Arg f, Arg v) { o.hellaswag = boolean(f, v); }},
       {"--hellaswag-file", "<path>", "data/hellaswag/hellaswag_val.bin", "the -h eval file",
        [](TrainOptions& o, Arg f, Arg v) { o.hellaswag_file = non_empty(f, v, "path"); }},
-      {"-sl", "<float>", "0", "skip the update when the loss z-score exceeds this (or a loss or norm is not finite), 0 = off",
+      {"-sl", "<float>", "0",
+       "skip the update when the loss z-score exceeds this (or a loss or norm is not finite), 0 = off",
        [](TrainOptions& o, Arg f, Arg v) {
          o.skip_loss_z = real_at_least(f, v, 0.0, "the loss z-score threshold must be >= 0 (0 = off)");
        }},
-      {"-sg", "<float>", "0", "skip the update when the grad-norm z-score exceeds this (or a loss or norm is not finite), 0 = off",
+      {"-sg", "<float>", "0",
+       "skip the update when the grad-norm z-score exceeds this (or a loss or norm is not finite), 0 = off",
        [](TrainOptions& o, Arg f, Arg v) {
          o.skip_norm_z = real_at_least(f, v, 0.0, "the grad-norm z-score threshold must be >= 0 (0 = off)");
        }},

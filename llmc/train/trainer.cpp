@@ -189,8 +189,8 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
   // Every rank holds the same loss and norm, so every rank stops here, or skips, alike. A loss or
   // norm that is not finite (an overflow, a bad batch) never updates: with outlier skipping on it is
   // skipped like a spike, without it the run stops before anything of this state is checkpointed.
-  const bool finite = std::isfinite(r.loss) && std::isfinite(r.norm);
-  if (!finite && !skips_outliers())
+  r.finite = std::isfinite(r.loss) && std::isfinite(r.norm);
+  if (!r.finite && !skips_outliers())
     throw std::runtime_error(fmt::format("step {}: train loss {} / gradient norm {} is not finite (-l {:g} too high?); "
                                          "stopped without updating or checkpointing this state (-sl or -sg would "
                                          "skip such a step)",
@@ -198,7 +198,7 @@ Trainer::StepResult Trainer::train_step(Backend& backend, int step) {
   r.lr = schedule_.at(step);
   // A spike's update is skipped (its batch is consumed, the schedule moves on) and the spike is
   // kept out of the windows, so one bad batch neither moves the weights nor widens the window.
-  r.skipped = !finite || loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) ||
+  r.skipped = !r.finite || loss_outliers_.is_outlier(r.loss, o_.skip_loss_z) ||
               norm_outliers_.is_outlier(r.norm, o_.skip_norm_z);
   if (!r.skipped) {
     OptimizerStep update;
@@ -325,7 +325,7 @@ void Trainer::train(Backend& backend) {
     if (peak_flops > 0) mfu = mfu_percent(flops_per_token, tokens_per_second / world_size_, peak_flops);
     std::string line =
         format_step_line(step, max_steps_, r.loss, r.norm, r.lr, seconds * 1e3, tokens_per_second, eta, mfu);
-    if (r.skipped && !(std::isfinite(r.loss) && std::isfinite(r.norm)))
+    if (r.skipped && !r.finite)
       line += fmt::format(" | skipped: not finite (-sl {:g}, -sg {:g})", o_.skip_loss_z, o_.skip_norm_z);
     else if (r.skipped)
       line += fmt::format(" | skipped: loss z {:.2f} (-sl {:g}), norm z {:.2f} (-sg {:g})",

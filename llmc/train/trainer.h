@@ -55,6 +55,7 @@ class Trainer {
  private:
   struct StepResult {
     float loss = 0.0f, norm = 0.0f, lr = 0.0f;
+    bool finite = true;    // loss and norm both finite
     bool skipped = false;  // an outlier, or not finite, with -sl/-sg on: no update
   };
   StepResult train_step(Backend& backend, int step);
