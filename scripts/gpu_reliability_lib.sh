@@ -57,15 +57,19 @@ wait_for() {
 }
 has_line() { grep -Eq "$2" "$1"; }   # has_line FILE PATTERN
 has_file() { compgen -G "$1" >/dev/null; }   # has_file GLOB
-# wait_exit SECONDS PID: waits for the background process PID (a child of this shell) to end and
-# sets `exit_rc` to its status; after SECONDS it is killed (-9) and exit_rc is 124.
+gone() { ! kill -0 "$1"; }   # gone PID
+# wait_exit MOST LEAST PID: waits for the background process PID (a child of this shell) to end, for
+# what is left of the step's time but at most MOST seconds and at least LEAST, and sets `exit_rc` to
+# its status; after that it is killed (-9) and exit_rc is 124.
 wait_exit() {
-  if wait_for "$1" eval "! kill -0 $2"; then
-    wait "$2"
+  local seconds=$((reliability_end - SECONDS))
+  seconds=$((seconds > $1 ? $1 : seconds < $2 ? $2 : seconds))
+  if wait_for "$seconds" gone "$3"; then
+    wait "$3"
     exit_rc=$?
   else
-    kill -9 "$2" 2>/dev/null
-    wait "$2" 2>/dev/null
+    kill -9 "$3" 2>/dev/null
+    wait "$3" 2>/dev/null
     exit_rc=124
   fi
 }
@@ -116,8 +120,7 @@ reliability_sigterm() {
     return
   fi
   kill -TERM "$fault_pid"
-  left=$((reliability_end - SECONDS))
-  wait_exit $((left < 60 ? (left < 10 ? 10 : left) : 60)) "$fault_pid"
+  wait_exit 60 10 "$fault_pid"
   rc=$exit_rc
   stop=$(sed -n 's/^stopped by SIGTERM before step \([0-9]*\): resume with -y 1 .*/\1/p' "$logs/reliability_sigterm.log")
   if [ "$rc" -ne 0 ]; then row FAIL "$name" "exit $rc after SIGTERM at step $target, not 0 ($logs/reliability_sigterm.log)"
@@ -231,8 +234,7 @@ reliability_stopped_rank() {
     if [ -z "$stopped" ]; then row FAIL "$name" "no process of rank 1 found"
     else
       kill -STOP "$stopped"
-      left=$((reliability_end - SECONDS))
-      wait_exit $((left < 40 ? (left < 20 ? 20 : left) : 40)) "$fault_pid"
+      wait_exit 40 20 "$fault_pid"
       rc=$exit_rc
       survivors=$(pgrep -f -- "$mark" | tr '\n' ' ')
       if [ -n "$survivors" ]; then row FAIL "$name" "processes left behind when the job ended (status $rc): $survivors"
