@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # The GPU session's reliability step (scripts/gpu_session.sh, step "reliability"): the faults a
 # training run meets on a GPU, a row each, in at most GPU_SESSION_RELIABILITY_SECONDS (default 120)
-# of the session's budget. Sourced after scripts/gpu_steps_lib.sh; reliability_rows needs `bin`,
-# `dist`, `logs`, `corpus` and `attention_env` set. In this order:
+# of the session's budget. Sourced after scripts/gpu_steps_lib.sh and scripts/wait_for.sh;
+# reliability_rows needs `bin`, `dist`, `logs`, `corpus` and `attention_env` set. In this order:
 #   1. SIGTERM at a random step of a d12 run (B=16, T=1024, 60 steps, checkpoints every 20; the
 #      fallback attention and the heuristic's GEMM algorithms, whose results are the same in every
 #      run): exit 0 with a checkpoint at the step it stopped before, which -y 1 resumes; main.log and
@@ -45,19 +45,11 @@ reliability_status() {
   else status_text "$@"; fi
 }
 
-# wait_for SECONDS TEST...: waits until the command TEST succeeds (polled every 20 ms).
-wait_for() {
-  local tries=$(($1 * 50)) i
-  shift
-  for ((i = 0; i < tries; i++)); do
-    "$@" 2>/dev/null && return 0
-    sleep 0.02
-  done
-  return 1
+# end_process PID: kills the background process PID (a child of this shell) with -9 and reaps it.
+end_process() {
+  kill -9 "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
 }
-has_line() { grep -Eq "$2" "$1"; }   # has_line FILE PATTERN
-has_file() { compgen -G "$1" >/dev/null; }   # has_file GLOB
-gone() { ! kill -0 "$1"; }   # gone PID
 # wait_exit MOST LEAST PID: waits for the background process PID (a child of this shell) to end, for
 # what is left of the step's time but at most MOST seconds and at least LEAST, and sets `exit_rc` to
 # its status; after that it is killed (-9) and exit_rc is 124.
@@ -68,8 +60,7 @@ wait_exit() {
     wait "$3"
     exit_rc=$?
   else
-    kill -9 "$3" 2>/dev/null
-    wait "$3" 2>/dev/null
+    end_process "$3"
     exit_rc=124
   fi
 }
@@ -114,8 +105,7 @@ reliability_sigterm() {
   target=$((5 + RANDOM % 30))
   d12_fault_run sigterm
   if ! wait_for "$left" has_line "$logs/reliability_sigterm/main.log" "^s:$target "; then
-    kill -9 "$fault_pid" 2>/dev/null
-    wait "$fault_pid" 2>/dev/null
+    end_process "$fault_pid"
     row FAIL "$name" "step $target never came: $(tail -n 1 "$logs/reliability_sigterm.log")"
     return
   fi
@@ -138,13 +128,11 @@ reliability_kill_in_checkpoint() {
   reliability_time "$name" 20 || return
   d12_fault_run killed LLMC_TEST_PAUSE_BEFORE_RENAME_MS=2000
   if ! wait_for "$left" has_file "$logs/reliability_killed/*_00000040*.tmp"; then
-    kill -9 "$fault_pid" 2>/dev/null
-    wait "$fault_pid" 2>/dev/null
+    end_process "$fault_pid"
     row FAIL "$name" "no .tmp of the step-40 checkpoint appeared: $(tail -n 1 "$logs/reliability_killed.log")"
     return
   fi
-  kill -9 "$fault_pid"
-  wait "$fault_pid" 2>/dev/null
+  end_process "$fault_pid"
   torn=$(cd "$logs/reliability_killed" && ls | grep -E '_00000040' | tr '\n' ' ')
   if [ -e "$logs/reliability_killed/DONE_00000040" ]; then
     row FAIL "$name" "the step-40 checkpoint was complete when the kill came"
@@ -178,8 +166,7 @@ reliability_memory_taken() {
   "$bin/hold_gpu_memory" "$hold" >"$log-holder.log" 2>&1 &
   holder=$!
   if ! wait_for 30 has_line "$log-holder.log" '^holding '; then
-    kill -9 "$holder" 2>/dev/null
-    wait "$holder" 2>/dev/null
+    end_process "$holder"
     row FAIL "$name" "hold_gpu_memory $hold: $(tail -n 1 "$log-holder.log")"
     return
   fi
@@ -219,7 +206,7 @@ reliability_stopped_rank() {
   reliability_time "$name" 20 || return
   mpi_launcher
   if [ ${#launcher[@]} -eq 0 ]; then
-    row SKIP "$name" "no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
+    row SKIP "$name" "$no_mpirun"
     return
   fi
   rm -rf "$mark"
@@ -248,8 +235,7 @@ reliability_stopped_rank() {
   fi
   # Whatever is left (a watchdog that never fired): continued and ended, so that nothing holds the GPU.
   for stopped in $(pgrep -f -- "$mark"); do kill -CONT "$stopped"; kill -9 "$stopped"; done 2>/dev/null
-  kill -9 "$fault_pid" 2>/dev/null
-  wait "$fault_pid" 2>/dev/null
+  end_process "$fault_pid"
   return 0
 }
 

@@ -76,6 +76,8 @@ source scripts/gpu_steps_lib.sh
 source scripts/gpu_bench_lib.sh
 # shellcheck source=scripts/speed_switches.sh
 source scripts/speed_switches.sh
+# shellcheck source=scripts/wait_for.sh
+source scripts/wait_for.sh
 # shellcheck source=scripts/gpu_reliability_lib.sh
 source scripts/gpu_reliability_lib.sh
 # shellcheck source=scripts/nonfinite_step.sh

@@ -196,7 +196,9 @@ sanitizer_rows() {
 
 # mpi_launcher: sets `launcher` to the mpirun that starts the binaries in $bin: the bundle's
 # (build/gpu-dist/bin/mpirun, scripts/bundle_openmpi.sh) for the bundle's binaries, the machine's
-# own for binaries built here; empty when there is none. `launcher_name` says which.
+# own for binaries built here; empty when there is none (a SKIP row then says $no_mpirun).
+# `launcher_name` says which.
+no_mpirun="no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
 mpi_launcher() {
   launcher=()
   launcher_name=""
@@ -238,7 +240,7 @@ multi_rank_rows() {
     mpi_launcher
     name="$name${launcher_name:+, $launcher_name}"
     if [ ${#launcher[@]} -eq 0 ]; then
-      row SKIP "$name" "no mpirun: neither the machine's nor the bundle's (make gpu-dist carries one)"
+      row SKIP "$name" "$no_mpirun"
     elif [ "$rc_plain" -ne 0 ]; then
       row FAIL "$name" "no single-rank run to compare with (rank1_plain.log)"
     else

@@ -1,7 +1,8 @@
 // Device memory on the emulated GPU: cudaMalloc and cudaFree, pinned host memory, copies, fills and
-// the free-memory query (less what LLMC_EMU_MEMORY_TAKEN says another process holds). Device memory is host memory from the allocator, filled with 0xFF bytes
-// (NaN in fp32 and bf16) as a real cudaMalloc leaves it uninitialised; under ASan it is poisoned
-// except while a kernel or a copy uses it, so host code that touches it directly is reported.
+// the free-memory query (less what LLMC_EMU_MEMORY_TAKEN says another process holds). Device memory
+// is host memory from the allocator, filled with 0xFF bytes (NaN in fp32 and bf16) as a real
+// cudaMalloc leaves it uninitialised; under ASan it is poisoned except while a kernel or a copy
+// uses it, so host code that touches it directly is reported.
 // Copies and fills are queued on their streams; which copies the host waits for follows the
 // runtime's documented synchronisation rules (pinned or pageable host memory, synchronous or
 // asynchronous call).

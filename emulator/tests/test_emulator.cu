@@ -346,6 +346,9 @@ TEST_CASE("LLMC_EMU_MEMORY_TAKEN: memory another process holds is neither free n
   size_t free_alone = 0, total = 0;
   REQUIRE(cudaMemGetInfo(&free_alone, &total) == cudaSuccess);
   setenv("LLMC_EMU_MEMORY_TAKEN", "81900", 1);  // all but 20 MiB of the 80 GiB
+  struct UnsetAtExit {  // also when a REQUIRE below ends the case, so that no later case sees it
+    ~UnsetAtExit() { unsetenv("LLMC_EMU_MEMORY_TAKEN"); }
+  } unset_at_exit;
   size_t free_shared = 0;
   REQUIRE(cudaMemGetInfo(&free_shared, &total) == cudaSuccess);
   CHECK(total == 80ull << 30);
@@ -355,7 +358,6 @@ TEST_CASE("LLMC_EMU_MEMORY_TAKEN: memory another process holds is neither free n
   CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
   REQUIRE(cudaMalloc(&p, 19ull << 20) == cudaSuccess);
   cudaFree(p);
-  unsetenv("LLMC_EMU_MEMORY_TAKEN");
 }
 
 TEST_CASE("copies check their kinds and ranges, and a failed call is reported once (not sticky)") {

@@ -43,7 +43,7 @@ skipped=$(grep -c 'skipped:1' "$tmp/ref1/main.log" || true)
 # DONE_00000006 late still kills a running process, not a finished one.
 LLMC_TEST_PAUSE_BEFORE_RENAME_MS=30 "$trainer" "${sh0[@]}" -o "$tmp/A" >"$tmp/A.out" 2>&1 &
 pid=$!
-wait_for "$tmp/A/DONE_00000006" || fail "A: no checkpoint 6 appeared"
+wait_for 30 has_file "$tmp/A/DONE_00000006" || fail "A: no checkpoint 6 appeared"
 sleep "0.$((RANDOM % 30))"
 kill -9 "$pid"
 rc=0; wait "$pid" || rc=$?
@@ -61,8 +61,8 @@ sigterm_resume C "$tmp/ref1" "${sh1[@]}"
 # (D) Two SIGINTs while a checkpoint is being written: immediate exit 130, nothing promoted.
 LLMC_TEST_PAUSE_BEFORE_RENAME_MS=400 "$trainer" "${sh0[@]}" -o "$tmp/D" >"$tmp/D.out" 2>&1 &
 pid=$!
-wait_for "$tmp/D/DONE_00000003" || fail "D: no checkpoint 3 appeared"
-wait_for "$tmp/D/model_0000000[6-9].bin.tmp" || fail "D: no model .tmp"
+wait_for 30 has_file "$tmp/D/DONE_00000003" || fail "D: no checkpoint 3 appeared"
+wait_for 30 has_file "$tmp/D/model_0000000[6-9].bin.tmp" || fail "D: no model .tmp"
 kill -INT "$pid"
 sleep 0.05
 kill -INT "$pid"

@@ -256,9 +256,10 @@ else fail "bad GPU_SESSION_STEPS: exit $rc: $out"; fi
 
 # ---- (b) a whole session ----
 # Every step but reliability, which tests/gpu/check_gpu_reliability.sh runs on the CPU trainer.
+all_steps=$(sed -n 's/^all_steps=//p' "$script")
 mkdir -p "$tmp/out"
-out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" \
-  GPU_SESSION_STEPS=correctness,resume,memcheck,ranks,llmc,sweep,kernels,d48,devcuda bash "$script" 2>&1 </dev/null)
+out=$(env "${session_env[@]}" GPU_SESSION_OUT="$tmp/out" GPU_SESSION_STEPS="${all_steps/reliability,/}" \
+  bash "$script" 2>&1 </dev/null)
 rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }

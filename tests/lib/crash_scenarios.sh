@@ -5,13 +5,8 @@
 # `trainer` (the binary) and `final` (the last step of its runs, whose model file is compared); the
 # runs checkpoint every 3 steps (-n 3 in their flags) and write to $tmp/NAME.
 
-wait_for() {  # wait_for <glob> : polls up to 30 s for a file matching the glob
-  for _ in $(seq 1500); do
-    compgen -G "$1" >/dev/null && return 0
-    sleep 0.02
-  done
-  return 1
-}
+# shellcheck source=scripts/wait_for.sh
+source scripts/wait_for.sh
 
 same_as_reference() {  # same_as_reference <name> <reference dir> <resumed dir>
   local model
@@ -38,7 +33,7 @@ run_past_checkpoint_6() {
   shift 2
   LLMC_TEST_PAUSE_BEFORE_RENAME_MS=$pause "$trainer" "$@" -o "$tmp/$name" >"$tmp/$name.out" 2>&1 &
   pid=$!
-  wait_for "$tmp/$name/DONE_00000006" || fail "$name: no checkpoint 6 appeared"
+  wait_for 30 has_file "$tmp/$name/DONE_00000006" || fail "$name: no checkpoint 6 appeared"
 }
 
 # kill_in_checkpoint <name> <reference dir> <flags...>: SIGKILL in the middle of a checkpoint write
@@ -48,8 +43,8 @@ kill_in_checkpoint() {
   local name=$1 ref=$2 pid rc partial
   shift 2
   run_past_checkpoint_6 "$name" 400 "$@"
-  wait_for "$tmp/$name/*_0000000[7-9]*.tmp" || wait_for "$tmp/$name/*_000000[1-4]*.tmp" ||
-    fail "$name: no .tmp of a later checkpoint"
+  wait_for 30 has_file "$tmp/$name/*_0000000[7-9]*.tmp" ||
+    wait_for 30 has_file "$tmp/$name/*_000000[1-4]*.tmp" || fail "$name: no .tmp of a later checkpoint"
   kill -9 "$pid"
   rc=0; wait "$pid" || rc=$?
   [ "$rc" = 137 ] || fail "$name: the run was not killed (exit $rc)"
