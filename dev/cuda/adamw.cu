@@ -3,7 +3,8 @@
 // parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
 // The multi-tensor launch (v3) runs over the parameters cut into slices, some that decay and some
 // that do not, some misaligned (the scalar path): checked against the CPU on each slice and bit for
-// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor).
+// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor); v4, v3 with its loads first,
+// the same way (so bit for bit v3 too).
 // The versions: kVersions below (or --help).
 #include "dev/cuda/versions.cuh"
 #include "llmc/cuda/adamw.cuh"
@@ -74,11 +75,12 @@ std::vector<llmc::OptimizerSlice<floatX>> device_slices(Data& d, float* const* s
   return cut(d.n, d.params, d.master, d.grads, state);
 }
 
-void v3(Data& d, int) {
+template <llmc::AdamWLoads kLoads>
+void multi_tensor(Data& d, int) {
   float* const state[] = {d.m, d.v};
   const auto slices = device_slices(d, state);
   llmc::adamw_update_slices(slice(d.n, d.params, d.master, d.grads, state), slices.data(), int(slices.size()), kStep,
-                            kHyper, 0);
+                            kHyper, 0, kLoads);
 }
 
 // Per parameter: the gradient read, m, v and the master weight read and written, the floatX
@@ -149,7 +151,11 @@ const std::vector<Version> kVersions = {
     {"v3",
      "llmc/cuda/adamw.cuh multi-tensor kernel (LLMC_ADAMW=multi-tensor): every slice in one launch, a table of "
      "slices by value",
-     {}, v3, check_slices, cost},
+     {}, multi_tensor<llmc::AdamWLoads::kInTurn>, check_slices, cost},
+    {"v4",
+     "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst): one wait for memory a thread, "
+     "not two",
+     {}, multi_tensor<llmc::AdamWLoads::kFirst>, check_slices, cost},
 };
 
 bool run_size(const bench::Args& args, size_t n, bool timed) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
@@ -46,32 +47,49 @@ __device__ inline void adamw_element(Real* params, float* master, const Real* gr
   params[i] = Real(p);
 }
 
+// Which of a thread's loads may wait for its stores (adamw_vector). A bf16 vector of 8 parameters
+// has its fp32 state (m, v, master) in two 16-byte halves. kInTurn, the kernels' order: each half is
+// loaded, updated and stored before the next half is loaded; the compiler keeps that order, since a
+// store to m may be the memory a later load of v reads, so a thread waits for memory twice. kFirst:
+// every load of both halves is issued before the first store, one wait. The same arithmetic on the
+// same values: the same bits. dev/cuda/adamw.cu times both (v3, v4) before the trainer takes kFirst.
+enum class AdamWLoads { kInTurn, kFirst };
+
 // Elements i .. i+S-1 of a slice as one 16-byte vector of parameters/gradients, with the fp32
 // state as 16-byte vectors too.
-template <class Real>
+template <class Real, AdamWLoads kLoads = AdamWLoads::kInTurn>
 __device__ inline void adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
                                     const AdamWArgs& a) {
   constexpr int S = Packed128<Real>::size;
   constexpr int F = Packed128<float>::size;
+  constexpr int H = S / F;  // fp32 vectors per vector of parameters: 2 in bf16, 1 in fp32
   const Packed128<Real> g = load128cs(grads + i);
   // Without a master copy the parameters themselves are the values being updated.
   const Packed128<Real> p_low = master ? Packed128<Real>::zeros() : load128(params + i);
+  Packed128<float> mv[H], vv[H], pm[H];
+  const auto load_state = [&](int h) {
+    mv[h] = load128cs(m + i + h * F);
+    vv[h] = load128cs(v + i + h * F);
+    if (master) pm[h] = load128cs(master + i + h * F);
+  };
+  if constexpr (kLoads == AdamWLoads::kFirst) {
+#pragma unroll
+    for (int h = 0; h < H; ++h) load_state(h);
+  }
   Packed128<Real> p_out;
 #pragma unroll
-  for (int f = 0; f < S; f += F) {
-    Packed128<float> mv = load128cs(m + i + f);
-    Packed128<float> vv = load128cs(v + i + f);
-    Packed128<float> pm;
-    if (master) pm = load128cs(master + i + f);
+  for (int h = 0; h < H; ++h) {
+    if constexpr (kLoads == AdamWLoads::kInTurn) load_state(h);
 #pragma unroll
     for (int k = 0; k < F; ++k) {
-      const float p_old = master ? pm[k] : float(p_low[f + k]);
-      pm[k] = adamw_step(p_old, float(g[f + k]), mv[k], vv[k], a);
-      p_out[f + k] = Real(pm[k]);
+      const int e = h * F + k;
+      const float p_old = master ? pm[h][k] : float(p_low[e]);
+      pm[h][k] = adamw_step(p_old, float(g[e]), mv[h][k], vv[h][k], a);
+      p_out[e] = Real(pm[h][k]);
     }
-    store128cs(m + i + f, mv);
-    store128cs(v + i + f, vv);
-    if (master) store128cs(master + i + f, pm);
+    store128cs(m + i + h * F, mv[h]);
+    store128cs(v + i + h * F, vv[h]);
+    if (master) store128cs(master + i + h * F, pm[h]);
   }
   store128(params + i, p_out);
 }
@@ -118,7 +136,7 @@ constexpr int kAdamWBlock = 256;  // threads per block, both launches: the same 
 // Every slice of the table in one grid: block b belongs to the last slice whose first block is at
 // most b (the slices are few and the table sits in the constant bank, so a linear walk), and then
 // does what adamw_vector_kernel or adamw_scalar_kernel would do as that slice's block b - first.
-template <class Real>
+template <class Real, AdamWLoads kLoads>
 __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Real* grads, float* m, float* v,
                                           AdamWSliceTable table, AdamWArgs a) {
   int s = 0;
@@ -133,7 +151,7 @@ __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Rea
   const size_t t = static_cast<size_t>(blockIdx.x - slice.first_block) * blockDim.x + threadIdx.x;
   if (slice.vector) {
     const size_t i = t * Packed128<Real>::size;
-    if (i < slice.n) adamw_vector(p, pm, g, ms, vs, i, a);
+    if (i < slice.n) adamw_vector<Real, kLoads>(p, pm, g, ms, vs, i, a);
   } else if (t < slice.n) {
     adamw_element(p, pm, g, ms, vs, t, a);
   }
@@ -188,8 +206,10 @@ inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerSte
 // The same step over `count` slices in one launch. The slices come from one set of buffers
 // (optimizer_slice of the same `buffers`: the same params, grads, master and state bases), each
 // with weight decay either the step's or 0; `base` is that set (its n and weight decay unused).
+// loads: AdamWLoads, the same bits either way.
 inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,
-                                const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream) {
+                                const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream,
+                                AdamWLoads loads = AdamWLoads::kInTurn) {
   if (count > kAdamWMaxSlices)
     throw std::logic_error("AdamW multi-tensor: " + std::to_string(count) + " slices, more than the table's " +
                            std::to_string(kAdamWMaxSlices));
@@ -210,8 +230,15 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
   }
   if (table.blocks == 0) return;
   const AdamWArgs a = adamw_args(step, hyper, step.weight_decay);
-  launch<adamw_multi_tensor_kernel<floatX>>(static_cast<int>(table.blocks), kAdamWBlock, 0, stream, base.params,
-                                            base.master, base.grads, base.state_at(0), base.state_at(1), table, a);
+  const auto launch_kernel = [&](auto order) {
+    launch<adamw_multi_tensor_kernel<floatX, decltype(order)::value>>(static_cast<int>(table.blocks), kAdamWBlock, 0,
+                                                                      stream, base.params, base.master, base.grads,
+                                                                      base.state_at(0), base.state_at(1), table, a);
+  };
+  if (loads == AdamWLoads::kFirst)
+    launch_kernel(std::integral_constant<AdamWLoads, AdamWLoads::kFirst>{});
+  else
+    launch_kernel(std::integral_constant<AdamWLoads, AdamWLoads::kInTurn>{});
   CUDA_CHECK_LAST();
 }
 
