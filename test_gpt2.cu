@@ -231,12 +231,12 @@ int run(const Args& a) {
                       fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Fourteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // Fifteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
       // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
       // LayerNorm backward (the same partial sums in the same order as two-pass) and its prefetch
       // (loads and sums unchanged), the one-read classifier (the same arithmetic as two-read on a
-      // copy of the row) and its loads in flight (the same arithmetic in the same order), the
-      // registers LayerNorm forward (the staged kernel's sums in its order), the multi-tensor AdamW
+      // copy of the row), its loads in flight (the same arithmetic in the same order) and its checks
+      // per vector (the same arithmetic, fewer checks), the registers LayerNorm forward (the staged kernel's sums in its order), the multi-tensor AdamW
       // (no gradient at all),
       // CUDA graphs (the same kernels on the same buffers, replayed) and the six FP8 switches
       // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
@@ -249,6 +249,7 @@ int run(const Args& a) {
       same_sums.layernorm_backward_prefetch = defaults.layernorm_backward_prefetch;
       same_sums.classifier_pass = defaults.classifier_pass;
       same_sums.classifier_loads = defaults.classifier_loads;
+      same_sums.classifier_checks = defaults.classifier_checks;
       same_sums.layernorm_forward = defaults.layernorm_forward;
       same_sums.adamw = defaults.adamw;
       same_sums.cuda_graphs = defaults.cuda_graphs;

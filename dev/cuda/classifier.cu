@@ -1,7 +1,7 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
-// timed. The versions: kVersions below (or --help). Also checked: v2 to v9 with write_dlogits off
+// timed. The versions: kVersions below (or --help). Also checked: v2 to v11 with write_dlogits off
 // (validation) give the same losses and leave the logits alone; v4 and v5 (one-read) give v2's and
-// v3's bits, and v6 to v9 (more vectors in flight) v3's.
+// v3's bits, and v6 to v11 (more vectors in flight, checks per vector) v3's.
 #include <cstring>
 
 #include "dev/cuda/versions.cuh"
@@ -58,11 +58,14 @@ void v1(Data& d, int block) {
   CUDA_CHECK_LAST();
 }
 
+using Checks = llmc::ClassifierChecks;
+
 // The production kernel: a 1024-thread block per row, no block-size parameter.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads = llmc::ClassifierLoads::kOne>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads = llmc::ClassifierLoads::kOne,
+          Checks kChecks = Checks::kPerColumn>
 void fused(Data& d, int) {
   llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass,
-                         kLoads);
+                         kLoads, kChecks);
 }
 
 // Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
@@ -101,12 +104,13 @@ bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag,
 
 // The production kernel in the validation form (write_dlogits off): the same losses, logits left
 // alone.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads,
+          Checks kChecks = Checks::kPerColumn>
 bool check_forward_only(Data& d, const std::string& tag) {
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::poison(d.losses, d.s.N * sizeof(float));
   llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass,
-                         kLoads);
+                         kLoads, kChecks);
   bool ok = bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
   ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
   return ok;
@@ -120,10 +124,10 @@ bool check_two_read(Data& d, const Version& v, const std::string& tag, int block
   return ok;
 }
 
-// One-read, or more vectors in flight: v2's checks, and the same bits as the two-read kernel with
-// one vector in flight (the same arithmetic in the same order), also where a row is too long for
-// shared memory and the two-read kernel runs instead.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
+// One-read, more vectors in flight, or checks per vector: v2's checks, and the same bits as the
+// two-read kernel with one vector in flight and checks per column (the same arithmetic in the same
+// order), also where a row is too long for shared memory and the two-read kernel runs instead.
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads, Checks kChecks>
 bool check_same_bits(Data& d, const Version& v, const std::string& tag, int block) {
   const std::vector<float> one = outputs_of(d, v.launch, block);
   std::vector<float>& two = d.two_read[int(kFast)];
@@ -137,14 +141,15 @@ bool check_same_bits(Data& d, const Version& v, const std::string& tag, int bloc
   fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's with one vector in flight ({})\n",
              same ? "PASS" : "FAIL", tag, ran);
   ok &= same;
-  ok &= check_forward_only<kFast, kPass, kLoads>(d, tag);
+  ok &= check_forward_only<kFast, kPass, kLoads, kChecks>(d, tag);
   return ok;
 }
 
 // A version of the production kernel that must give v2's or v3's bits (check_same_bits).
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads>
+template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads,
+          Checks kChecks = Checks::kPerColumn>
 Version same_bits_version(const char* name, const char* what) {
-  return {name, what, {}, fused<kFast, kPass, kLoads>, check_same_bits<kFast, kPass, kLoads>, cost};
+  return {name, what, {}, fused<kFast, kPass, kLoads, kChecks>, check_same_bits<kFast, kPass, kLoads, kChecks>, cost};
 }
 
 const std::vector<Version> kVersions = {
@@ -169,6 +174,12 @@ const std::vector<Version> kVersions = {
         "v8", "v5 with LLMC_CLASSIFIER_LOADS=2"),
     same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>(
         "v9", "v5 with LLMC_CLASSIFIER_LOADS=4"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kOne,
+                      Checks::kPerVector>(
+        "v10", "v3 with LLMC_CLASSIFIER_CHECKS=per-vector: a vector of real columns only (and, writing the "
+               "gradient, not the target's) computed without per-column checks"),
+    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne,
+                      Checks::kPerVector>("v11", "v5 with LLMC_CLASSIFIER_CHECKS=per-vector"),
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.

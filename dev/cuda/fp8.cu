@@ -354,15 +354,18 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_logits = bench::to_device<floatX>(logits);
   int* d_targets = bench::to_device_ints(bench::random_ints(kClassRows, kVocab, 48));
   float* d_losses = bench::to_device<float>(std::vector<float>(kClassRows, 0.0f));
+  using Checks = llmc::ClassifierChecks;
   for (llmc::ClassifierPass pass : {llmc::ClassifierPass::kTwoRead, llmc::ClassifierPass::kOneRead})
     for (llmc::ClassifierLoads loads : {llmc::ClassifierLoads::kOne, llmc::ClassifierLoads::kFour})
-      expect(fmt::format("fused classifier{}{}", pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : "",
-                         loads == llmc::ClassifierLoads::kFour ? " (four loads)" : ""),
-             d_logits, logit_count, [&](const llmc::Fp8Sink& s) {
-               bench::upload(d_logits, logits);
-               llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
-                                      1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, loads, s);
-             }, __NV_E5M2);
+      for (Checks checks : {Checks::kPerColumn, Checks::kPerVector})
+        expect(fmt::format("fused classifier{}{}{}", pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : "",
+                           loads == llmc::ClassifierLoads::kFour ? " (four loads)" : "",
+                           checks == Checks::kPerVector ? " (checks per vector)" : ""),
+               d_logits, logit_count, [&](const llmc::Fp8Sink& s) {
+                 bench::upload(d_logits, logits);
+                 llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
+                                        1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, loads, checks, s);
+               }, __NV_E5M2);
   bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db,
                       d_logits, d_targets, d_losses});
   return ok;

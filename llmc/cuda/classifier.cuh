@@ -13,7 +13,9 @@
 // Both run the same arithmetic in the same order (the same thread reads the same vectors), so they
 // give the same bits. A thread's vectors are v, v + 1024, ... (six or seven of a GPT-2 row); with
 // LLMC_CLASSIFIER_LOADS it loads two or four of them at once and then computes on them in that
-// order, so that more bytes are in flight while the same bits come out. With an FP8 sink (--fp8 1,
+// order, so that more bytes are in flight while the same bits come out. With LLMC_CLASSIFIER_CHECKS
+// =per-vector a vector of real columns only (and, in the gradient pass, not the target's) skips the
+// per-column checks: the same arithmetic, the same bits. With an FP8 sink (--fp8 1,
 // LLMC_FP8_LM_HEAD=on) the gradient pass also writes each stored dlogit's FP8 copy and records the
 // block's largest |dlogit|: the bytes and amax a cast of the stored dlogits (fp8_cast) would give.
 // With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is 2^(x log2e - m log2e): one FFMA and
@@ -63,28 +65,31 @@ inline size_t fused_classifier_shared_bytes(int Vp, bool one_read, size_t real_b
 constexpr int kClassifierBlock = 1024;
 
 // The first pass's step over vector v of the row (its values xv): the running max and sum of the
-// row's values seen so far, with the vector's real columns (those below V) added.
-template <class Real, bool kFast>
+// row's values seen so far, with the vector's real columns (those below V) added. kAllReal: the
+// caller knows every column of the vector is real, so none is checked (the same result).
+template <class Real, bool kFast, bool kAllReal = false>
 __device__ inline SoftmaxStat softmax_add_vector(SoftmaxStat stat, const Packed128<Real>& xv, int v, int V) {
   constexpr int S = Packed128<Real>::size;
   using Exp = ExpBase<kFast>;
   float vmax = -INFINITY;
 #pragma unroll
   for (int k = 0; k < S; ++k)
-    if (v * S + k < V) vmax = fmaxf(vmax, float(xv[k]));
+    if (kAllReal || v * S + k < V) vmax = fmaxf(vmax, float(xv[k]));
   if (vmax == -INFINITY) return stat;  // a vector of padding only
   const float m = fmaxf(stat.max, vmax);
   float sum = stat.sum * Exp::exp(stat.max - m);
   const float shift = m * Exp::kUnit;
 #pragma unroll
   for (int k = 0; k < S; ++k)
-    if (v * S + k < V) sum += Exp::power(fmaf(float(xv[k]), Exp::kUnit, -shift));
+    if (kAllReal || v * S + k < V) sum += Exp::power(fmaf(float(xv[k]), Exp::kUnit, -shift));
   return {m, sum};
 }
 
 // The gradient of vector v of the row (its logits xv), given the row's max (as shift = max * unit)
-// and 1 / sum: dloss * (softmax - onehot(target)) in the real columns, 0 in the padding.
-template <class Real, bool kFast>
+// and 1 / sum: dloss * (softmax - onehot(target)) in the real columns, 0 in the padding. kPlain:
+// the caller knows every column is real and none is the target, so none is checked: dloss * p,
+// which is dloss * (p - 0) to the bit.
+template <class Real, bool kFast, bool kPlain = false>
 __device__ inline Packed128<Real> dlogits_vector(const Packed128<Real>& xv, int v, int V, int target, float shift,
                                                  float inv_sum, float dloss) {
   constexpr int S = Packed128<Real>::size;
@@ -92,9 +97,13 @@ __device__ inline Packed128<Real> dlogits_vector(const Packed128<Real>& xv, int 
   Packed128<Real> g;
 #pragma unroll
   for (int k = 0; k < S; ++k) {
-    const int j = v * S + k;
     const float p = Exp::power(fmaf(float(xv[k]), Exp::kUnit, -shift)) * inv_sum;
-    g[k] = j < V ? Real(dloss * (p - (j == target ? 1.0f : 0.0f))) : Real(0.0f);
+    if constexpr (kPlain) {
+      g[k] = Real(dloss * p);
+    } else {
+      const int j = v * S + k;
+      g[k] = j < V ? Real(dloss * (p - (j == target ? 1.0f : 0.0f))) : Real(0.0f);
+    }
   }
   return g;
 }
@@ -105,8 +114,9 @@ __device__ inline Packed128<Real> dlogits_vector(const Packed128<Real>& xv, int 
 // (vectors v, v + blockDim.x, ...) before it computes on the first of them, in the order it would
 // have loaded them one by one, so that every kLoads gives the same bits. The two passes write that
 // batching out each: through one helper taking the passes as lambdas, nvcc 13 spilled twice as
-// much at kLoads = 2, which is held to 32 registers.
-template <class Real, bool kFast, bool kOneRead, bool kFp8, int kLoads>
+// much at kLoads = 2, which is held to 32 registers. kChecks (LLMC_CLASSIFIER_CHECKS): per vector,
+// a vector of real columns only (and in the second pass, not the target's) runs unchecked.
+template <class Real, bool kFast, bool kOneRead, bool kFp8, int kLoads, ClassifierChecks kChecks>
 __device__ inline void fused_classifier_row(Real* logits, float* losses, const int* targets, int V, int Vp,
                                             float dloss, bool write_dlogits, const Fp8Sink& dlogits_fp8) {
   constexpr int S = Packed128<Real>::size;
@@ -120,6 +130,9 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
 
   SoftmaxStat stat{-INFINITY, 0.0f};
   const int vectors = Vp / S;
+  // Vectors below this one hold real columns only; under kPerVector they skip the checks.
+  const int all_real = kChecks == ClassifierChecks::kPerVector ? V / S : 0;
+  const int target_vector = target / S;
   const int stride = int(blockDim.x);
   for (int first = threadIdx.x; first < vectors; first += kLoads * stride) {
     Packed128<Real> xs[kLoads];
@@ -135,7 +148,8 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
     for (int u = 0; u < kLoads; ++u) {
       const int v = first + u * stride;
       if (v >= vectors) break;
-      stat = softmax_add_vector<Real, kFast>(stat, xs[u], v, V);
+      stat = v < all_real ? softmax_add_vector<Real, kFast, true>(stat, xs[u], v, V)
+                          : softmax_add_vector<Real, kFast>(stat, xs[u], v, V);
     }
   }
   stat = warp_reduce_softmax<kFast>(stat);
@@ -165,7 +179,10 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
     for (int u = 0; u < kLoads; ++u) {
       const int v = first + u * stride;
       if (v >= vectors) break;
-      const Packed128<Real> g = dlogits_vector<Real, kFast>(xs[u], v, V, target, shift, inv_sum, dloss);
+      const Packed128<Real> g =
+          v < all_real && v != target_vector
+              ? dlogits_vector<Real, kFast, true>(xs[u], v, V, target, shift, inv_sum, dloss)
+              : dlogits_vector<Real, kFast>(xs[u], v, V, target, shift, inv_sum, dloss);
       store128cs(x + v * S, g);
       if constexpr (kFp8)
         amax = fmaxf(amax, fp8_store_vector(dlogits_fp8, static_cast<size_t>(row) * Vp + v * S, g));
@@ -184,23 +201,23 @@ constexpr int classifier_blocks_per_sm(int loads, bool bf16_one_read) {
   return loads == 4 ? 1 : (loads == 2 || bf16_one_read) ? 2 : 1;
 }
 
-template <class Real, bool kFast, bool kFp8, int kLoads>
+template <class Real, bool kFast, bool kFp8, int kLoads, ClassifierChecks kChecks>
 __global__ void LLMC_LAUNCH_BOUNDS(kClassifierBlock, classifier_blocks_per_sm(kLoads, false))
     fused_classifier_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
                             bool write_dlogits, Fp8Sink dlogits_fp8) {
-  fused_classifier_row<Real, kFast, false, kFp8, kLoads>(logits, losses, targets, V, Vp, dloss, write_dlogits,
-                                                         dlogits_fp8);
+  fused_classifier_row<Real, kFast, false, kFp8, kLoads, kChecks>(logits, losses, targets, V, Vp, dloss,
+                                                                  write_dlogits, dlogits_fp8);
 }
 
 // Two bf16 rows fit an SM's shared memory: the registers are held to two blocks' worth (32 per
 // thread) so that both blocks run at once, but with four vectors in flight (one block then). An fp32
 // row fills it alone.
-template <class Real, bool kFast, bool kFp8, int kLoads>
+template <class Real, bool kFast, bool kFp8, int kLoads, ClassifierChecks kChecks>
 __global__ void LLMC_LAUNCH_BOUNDS(kClassifierBlock, classifier_blocks_per_sm(kLoads, sizeof(Real) == 2))
     fused_classifier_one_read_kernel(Real* logits, float* losses, const int* targets, int V, int Vp, float dloss,
                                      bool write_dlogits, Fp8Sink dlogits_fp8) {
-  fused_classifier_row<Real, kFast, true, kFp8, kLoads>(logits, losses, targets, V, Vp, dloss, write_dlogits,
-                                                        dlogits_fp8);
+  fused_classifier_row<Real, kFast, true, kFp8, kLoads, kChecks>(logits, losses, targets, V, Vp, dloss,
+                                                                 write_dlogits, dlogits_fp8);
 }
 
 // The longest row the one-read kernel copies whole into shared memory on this device (the largest
@@ -226,11 +243,12 @@ inline int fused_classifier_one_read_max_columns() {
 // in [0, V): the data loader guarantees it. fast_math: LLMC_FAST_MATH's exponentials. pass:
 // LLMC_CLASSIFIER_PASS; one-read runs only where it saves a read (write_dlogits: the losses alone
 // read the row once either way) and the row fits (fused_classifier_one_read_max_columns), else
-// the two-read kernel runs, with the same results. loads: LLMC_CLASSIFIER_LOADS, the same results
-// too. dlogits_fp8 (with write_dlogits; data null: none): where the dlogits' FP8 copy goes, N x Vp.
+// the two-read kernel runs, with the same results. loads: LLMC_CLASSIFIER_LOADS, and checks:
+// LLMC_CLASSIFIER_CHECKS, the same results too. dlogits_fp8 (with write_dlogits; data null: none):
+// where the dlogits' FP8 copy goes, N x Vp.
 inline void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
                              bool write_dlogits, FastMath fast_math, cudaStream_t stream, ClassifierPass pass,
-                             ClassifierLoads loads, const Fp8Sink& dlogits_fp8 = {}) {
+                             ClassifierLoads loads, ClassifierChecks checks, const Fp8Sink& dlogits_fp8 = {}) {
   if (Vp % Packed128<floatX>::size != 0 || V > Vp)
     throw std::invalid_argument("fused_classifier: padded vocabulary " + std::to_string(Vp) +
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
@@ -238,32 +256,40 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
   const bool one_read =
       pass == ClassifierPass::kOneRead && write_dlogits && Vp <= fused_classifier_one_read_max_columns();
   const size_t shared = fused_classifier_shared_bytes(Vp, one_read, sizeof(floatX));
-  const auto launch_kernel = [&](auto fast, auto fp8, auto in_flight) {
+  const auto launch_kernel = [&](auto fast, auto fp8, auto in_flight, auto checked) {
     constexpr bool kFast = decltype(fast)::value, kFp8 = decltype(fp8)::value;
     constexpr int kLoads = decltype(in_flight)::value;
+    constexpr ClassifierChecks kChecks = decltype(checked)::value;
     if (one_read) {
       // The opt-in to more than 48 KiB of dynamic shared memory, once per kernel: the most any row
       // that fits needs.
       static const bool opted_in = [] {
         const size_t most = fused_classifier_shared_bytes(fused_classifier_one_read_max_columns(), true, sizeof(floatX));
         CUDA_CHECK(cudaFuncSetAttribute(
-            reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast, kFp8, kLoads>),
+            reinterpret_cast<const void*>(&fused_classifier_one_read_kernel<floatX, kFast, kFp8, kLoads, kChecks>),
             cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
         return true;
       }();
       (void)opted_in;
-      launch<fused_classifier_one_read_kernel<floatX, kFast, kFp8, kLoads>>(
+      launch<fused_classifier_one_read_kernel<floatX, kFast, kFp8, kLoads, kChecks>>(
           N, kClassifierBlock, shared, stream, logits, losses, targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
     } else {
-      launch<fused_classifier_kernel<floatX, kFast, kFp8, kLoads>>(N, kClassifierBlock, shared, stream, logits, losses,
-                                                                   targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
+      launch<fused_classifier_kernel<floatX, kFast, kFp8, kLoads, kChecks>>(
+          N, kClassifierBlock, shared, stream, logits, losses, targets, V, Vp, dloss, write_dlogits, dlogits_fp8);
     }
+  };
+  const auto with_checks = [&](auto fast, auto fp8, auto in_flight) {
+    using C = ClassifierChecks;
+    if (checks == C::kPerVector)
+      launch_kernel(fast, fp8, in_flight, std::integral_constant<C, C::kPerVector>{});
+    else
+      launch_kernel(fast, fp8, in_flight, std::integral_constant<C, C::kPerColumn>{});
   };
   const auto with_loads = [&](auto fast, auto fp8) {
     switch (loads) {
-      case ClassifierLoads::kOne: return launch_kernel(fast, fp8, std::integral_constant<int, 1>{});
-      case ClassifierLoads::kTwo: return launch_kernel(fast, fp8, std::integral_constant<int, 2>{});
-      case ClassifierLoads::kFour: return launch_kernel(fast, fp8, std::integral_constant<int, 4>{});
+      case ClassifierLoads::kOne: return with_checks(fast, fp8, std::integral_constant<int, 1>{});
+      case ClassifierLoads::kTwo: return with_checks(fast, fp8, std::integral_constant<int, 2>{});
+      case ClassifierLoads::kFour: return with_checks(fast, fp8, std::integral_constant<int, 4>{});
     }
     throw std::invalid_argument("fused_classifier: unknown LLMC_CLASSIFIER_LOADS value");
   };

@@ -55,6 +55,7 @@ void CudaBackend::Impl::logits_forward(int row0, int rows) {
 void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits) {
   fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, cfg.padded_vocab_size, dloss,
                    write_dlogits, opt.speed.fast_math, stream, opt.speed.classifier_pass, opt.speed.classifier_loads,
+                   opt.speed.classifier_checks,
                    write_dlogits ? fp8_sink(Fp8Role::kGradient, LinearLayer::kLmHead, 0) : Fp8Sink{});
 }
 
