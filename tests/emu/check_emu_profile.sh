@@ -57,8 +57,8 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 #   (one per parameter tensor, each with its own weight decay).
 # The kernels' template arguments: the element type, then (where a switch picks an instance) the
 # switch's value: false for two-pass LayerNorm, true for LLMC_FAST_MATH=on, 1 for
-# LLMC_CLASSIFIER_LOADS (the defaults); the classifier's false: no FP8 copy; AdamW's kInTurn: the
-# order of its loads (llmc/cuda/adamw.cuh).
+# LLMC_CLASSIFIER_LOADS and kPerColumn for LLMC_CLASSIFIER_CHECKS (the defaults); the classifier's
+# false: no FP8 copy; AdamW's kInTurn: the order of its loads (llmc/cuda/adamw.cuh).
 # The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
 # in the output $2 (default: the profiled run's).
 calls_of() {
@@ -80,7 +80,9 @@ expect_calls profile "$tmp/profiled.out" "encoder_forward_kernel<__nv_bfloat16>:
   "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, true>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
   "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:12" \
-  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, true, false, 1>:1" "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
+  "bias_grad_finish_kernel<__nv_bfloat16>:12" \
+  "fused_classifier_kernel<__nv_bfloat16, true, false, 1, llmc::ClassifierChecks::kPerColumn>:1" \
+  "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:16"
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
