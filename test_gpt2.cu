@@ -236,9 +236,9 @@ int run(const Args& a) {
       // LayerNorm backward (the same partial sums in the same order as two-pass) and its prefetch
       // (loads and sums unchanged), the one-read classifier (the same arithmetic as two-read on a
       // copy of the row), its loads in flight (the same arithmetic in the same order) and its checks
-      // per vector (the same arithmetic, fewer checks), the registers LayerNorm forward (the staged kernel's sums in its order), the multi-tensor AdamW
-      // (no gradient at all),
-      // CUDA graphs (the same kernels on the same buffers, replayed) and the six FP8 switches
+      // per vector (the same arithmetic, fewer checks), the registers LayerNorm forward (the staged
+      // kernel's sums in its order), the multi-tensor AdamW (no gradient at all), CUDA graphs (the
+      // same kernels on the same buffers, replayed) and the six FP8 switches
       // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
       // defaults'. Only there: on a GPU, runs of one build may already differ (docs/gpu-runs.md, the
       // resume check), and the algorithms sum differently.

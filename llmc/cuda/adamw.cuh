@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
@@ -235,10 +234,7 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
                                                                       stream, base.params, base.master, base.grads,
                                                                       base.state_at(0), base.state_at(1), table, a);
   };
-  if (loads == AdamWLoads::kFirst)
-    launch_kernel(std::integral_constant<AdamWLoads, AdamWLoads::kFirst>{});
-  else
-    launch_kernel(std::integral_constant<AdamWLoads, AdamWLoads::kInTurn>{});
+  with_value_instance<AdamWLoads::kInTurn, AdamWLoads::kFirst>(loads, "adamw_update_slices: AdamWLoads", launch_kernel);
   CUDA_CHECK_LAST();
 }
 

@@ -194,6 +194,11 @@ __device__ inline void fused_classifier_row(Real* logits, float* losses, const i
   }
 }
 
+// LLMC_CLASSIFIER_LOADS as the kernels' count of vectors a thread loads before it computes.
+constexpr int classifier_vectors_in_flight(ClassifierLoads loads) {
+  return loads == ClassifierLoads::kFour ? 4 : loads == ClassifierLoads::kTwo ? 2 : 1;
+}
+
 // Registers: one vector a thread in flight fits 32, so two 1,024-thread blocks share an SM (the
 // compiler's own choice for the two-read kernel); two in flight are held to 32 as well, four get
 // the 64 of one block an SM.
@@ -280,18 +285,15 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
   };
   const auto with_checks = [&](auto fast, auto fp8, auto in_flight) {
     using C = ClassifierChecks;
-    if (checks == C::kPerVector)
-      launch_kernel(fast, fp8, in_flight, std::integral_constant<C, C::kPerVector>{});
-    else
-      launch_kernel(fast, fp8, in_flight, std::integral_constant<C, C::kPerColumn>{});
+    with_value_instance<C::kPerColumn, C::kPerVector>(
+        checks, "fused_classifier: LLMC_CLASSIFIER_CHECKS",
+        [&](auto checked) { launch_kernel(fast, fp8, in_flight, checked); });
   };
   const auto with_loads = [&](auto fast, auto fp8) {
-    switch (loads) {
-      case ClassifierLoads::kOne: return with_checks(fast, fp8, std::integral_constant<int, 1>{});
-      case ClassifierLoads::kTwo: return with_checks(fast, fp8, std::integral_constant<int, 2>{});
-      case ClassifierLoads::kFour: return with_checks(fast, fp8, std::integral_constant<int, 4>{});
-    }
-    throw std::invalid_argument("fused_classifier: unknown LLMC_CLASSIFIER_LOADS value");
+    using L = ClassifierLoads;
+    with_value_instance<L::kOne, L::kTwo, L::kFour>(loads, "fused_classifier: LLMC_CLASSIFIER_LOADS", [&](auto l) {
+      with_checks(fast, fp8, std::integral_constant<int, classifier_vectors_in_flight(decltype(l)::value)>{});
+    });
   };
   with_fast_math(fast_math, [&](auto fast) {
     if (write_dlogits && dlogits_fp8.data)

@@ -364,12 +364,8 @@ inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, flo
   };
   const auto with_prefetch = [&](auto fused_kernel) {
     using P = LayerNormBackwardPrefetch;
-    switch (prefetch) {
-      case P::kOff: return launch_kernel(fused_kernel, std::integral_constant<P, P::kOff>{});
-      case P::kRow: return launch_kernel(fused_kernel, std::integral_constant<P, P::kRow>{});
-      case P::kNextRow: return launch_kernel(fused_kernel, std::integral_constant<P, P::kNextRow>{});
-    }
-    throw std::invalid_argument("layernorm_backward: unknown LLMC_LAYERNORM_BACKWARD_PREFETCH value");
+    with_value_instance<P::kOff, P::kRow, P::kNextRow>(prefetch, "layernorm_backward: LLMC_LAYERNORM_BACKWARD_PREFETCH",
+                                                       [&](auto ahead) { launch_kernel(fused_kernel, ahead); });
   };
   if (fused) {
     with_prefetch(std::true_type{});
