@@ -34,7 +34,7 @@ struct VersionInfo {
 };
 
 struct Args {
-  std::string version = "all";
+  std::vector<std::string> versions;  // the versions named on the command line; none (or "all"): every one
   bool check_only = false;
   // Only the built-in small shapes (odd widths, row tails, idle lanes), nothing timed: what the
   // emulated GPU runs in make test (docs/cuda-emulator.md).
@@ -53,7 +53,7 @@ struct Args {
 };
 
 inline void print_usage(const char* program, const std::vector<Dim>& shape, const std::vector<VersionInfo>& versions) {
-  fmt::print("usage: {} [VERSION|all] [--check] [--small]", program);
+  fmt::print("usage: {} [VERSION...|all] [--check] [--small]", program);
   for (const Dim& d : shape) fmt::print(" [{} N]", d.flag);
   fmt::print(" [--block N[,N...] | --sweep] [--reps N]\n\n");
   fmt::print("Checks each selected version against the CPU reference at the shape below and at small\n"
@@ -110,6 +110,7 @@ inline Args parse_args(int argc, char** argv, const std::vector<Dim>& shape, con
     if (i + 1 >= argc) usage_error(program, flag + " needs a value");
     return argv[++i];
   };
+  bool all = false;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     auto dim = std::find_if(a.shape.begin(), a.shape.end(), [&](const Dim& d) { return d.flag == s; });
@@ -135,24 +136,28 @@ inline Args parse_args(int argc, char** argv, const std::vector<Dim>& shape, con
       a.shape_given = true;
     } else if (!s.empty() && s[0] == '-') {
       usage_error(program, fmt::format("unknown flag '{}'", s));
+    } else if (s != "all") {
+      a.versions.push_back(s);
     } else {
-      a.version = s;
+      all = true;
     }
   }
   if (a.sweep && !a.blocks.empty()) usage_error(program, "--sweep and --block: give one of them");
   if (a.small && a.shape_given) usage_error(program, "--small runs only the built-in small shapes; drop the shape flags");
-  const bool known = a.version == "all" || std::any_of(versions.begin(), versions.end(),
-                                                       [&](const VersionInfo& v) { return v.name == a.version; });
-  if (!known) {
+  for (const std::string& name : a.versions) {
+    const bool known =
+        std::any_of(versions.begin(), versions.end(), [&](const VersionInfo& v) { return v.name == name; });
+    if (known) continue;
     std::string list;
     for (const VersionInfo& v : versions) list += ", " + v.name;
-    usage_error(program, fmt::format("unknown version '{}' (have: all{})", a.version, list));
+    usage_error(program, fmt::format("unknown version '{}' (have: all{})", name, list));
   }
+  if (all) a.versions.clear();
   return a;
 }
 
 inline bool selected(const Args& a, const std::string& version) {
-  return a.version == "all" || a.version == version;
+  return a.versions.empty() || std::find(a.versions.begin(), a.versions.end(), version) != a.versions.end();
 }
 
 // The block sizes a version is checked and timed at: 0 (its own) when it has none or none was
