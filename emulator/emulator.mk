@@ -49,7 +49,9 @@ $(error EMU_SANITIZER must be address, thread, racecheck or none, got '$(EMU_SAN
 endif
 EMU_LINK_FLAGS ?= $(EMU_SAN_FLAGS)
 # -fno-strict-aliasing: the kernels pun 16-byte vectors (Packed128 <-> int4) as CUDA code does.
-EMU_KERNEL_FLAGS := $(EMU_CXXFLAGS) $(EMU_SAN_FLAGS) $(EMU_OPENMP) -fno-strict-aliasing -DLLMC_CUDA_EMULATOR \
+# -ffp-contract=off: no product fused with a sum unless the kernel asks (fmaf), so that the
+# IEEE-rounded intrinsics (__fmul_rn, emulator/runtime/device_functions.h) are rounded on their own.
+EMU_KERNEL_FLAGS := $(EMU_CXXFLAGS) $(EMU_SAN_FLAGS) $(EMU_OPENMP) -fno-strict-aliasing -ffp-contract=off -DLLMC_CUDA_EMULATOR \
                     $(CUDA_PREC_FLAGS) -MMD -MP
 EMU_RUNTIME_SRCS := $(filter-out $(if $(filter racecheck,$(EMU_SANITIZER)),,%/racecheck.cpp),\
                     $(wildcard emulator/runtime/*.cpp))

@@ -147,6 +147,11 @@ using std::isfinite;
 inline unsigned __float_as_uint(float x) { return emu::from_bits<unsigned>(emu::to_bits(x)); }
 inline float __uint_as_float(unsigned x) { return emu::from_bits<float>(emu::to_bits(x)); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// The IEEE-rounded intrinsics: each result rounded to nearest even on its own, never fused into an
+// FMA with the arithmetic around it. Host float arithmetic is that: the kernels are built with
+// -ffp-contract=off (emulator/emulator.mk).
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 
 // ---- fast approximate intrinsics (CUDA programming guide, "Intrinsic Functions") ----
 // Modelled with the errors their definitions imply, not as exact library calls: a kernel that the
