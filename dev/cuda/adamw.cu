@@ -3,8 +3,9 @@
 // parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
 // The multi-tensor launch (v3) runs over the parameters cut into slices, some that decay and some
 // that do not, some misaligned (the scalar path): checked against the CPU on each slice and bit for
-// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor); v4, v3 with its loads first,
-// the same way (so bit for bit v3 too).
+// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor), each half of a thread's
+// state loaded in turn; v4, the trainer's order, with every load first, the same way (so bit for
+// bit v3 too).
 // The versions: kVersions below (or --help).
 #include "dev/cuda/versions.cuh"
 #include "llmc/cuda/adamw.cuh"
@@ -150,11 +151,11 @@ const std::vector<Version> kVersions = {
      check, cost},
     {"v3",
      "llmc/cuda/adamw.cuh multi-tensor kernel (LLMC_ADAMW=multi-tensor): every slice in one launch, a table of "
-     "slices by value",
+     "slices by value; each half of a thread's state loaded, updated and stored in turn (llmc::AdamWLoads::kInTurn)",
      {}, multi_tensor<llmc::AdamWLoads::kInTurn>, check_slices, cost},
     {"v4",
-     "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst): one wait for memory a thread, "
-     "not two",
+     "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst, the trainer's): one wait for "
+     "memory a thread, not two",
      {}, multi_tensor<llmc::AdamWLoads::kFirst>, check_slices, cost},
 };
 

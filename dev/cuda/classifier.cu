@@ -176,8 +176,8 @@ const std::vector<Version> kVersions = {
         "v9", "v5 with LLMC_CLASSIFIER_LOADS=4"),
     same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kOne,
                       Checks::kPerVector>(
-        "v10", "v3 with LLMC_CLASSIFIER_CHECKS=per-vector: a vector of real columns only (and, writing the "
-               "gradient, not the target's) computed without per-column checks"),
+        "v10", "v3 with LLMC_CLASSIFIER_CHECKS=per-vector (the trainer's default): a vector of real columns only "
+               "(and, writing the gradient, not the target's) computed without per-column checks"),
     same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne,
                       Checks::kPerVector>("v11", "v5 with LLMC_CLASSIFIER_CHECKS=per-vector"),
 };

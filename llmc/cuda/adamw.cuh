@@ -47,16 +47,17 @@ __device__ inline void adamw_element(Real* params, float* master, const Real* gr
 }
 
 // Which of a thread's loads may wait for its stores (adamw_vector). A bf16 vector of 8 parameters
-// has its fp32 state (m, v, master) in two 16-byte halves. kInTurn, the kernels' order: each half is
-// loaded, updated and stored before the next half is loaded; the compiler keeps that order, since a
-// store to m may be the memory a later load of v reads, so a thread waits for memory twice. kFirst:
-// every load of both halves is issued before the first store, one wait. The same arithmetic on the
-// same values: the same bits. dev/cuda/adamw.cu times both (v3, v4) before the trainer takes kFirst.
-enum class AdamWLoads { kInTurn, kFirst };
+// has its fp32 state (m, v, master) in two 16-byte halves. kFirst, the kernels' order: every load
+// of both halves is issued before the first store, so a thread waits for memory once. kInTurn: each
+// half is loaded, updated and stored before the next half is loaded; the compiler keeps that order,
+// since a store to m may be the memory a later load of v reads, so a thread waits twice. The same
+// arithmetic on the same values: the same bits. dev/cuda/adamw.cu keeps kInTurn as v3 beside
+// kFirst (v4), which a GPU measured faster (docs/gpu-runs.md).
+enum class AdamWLoads { kFirst, kInTurn };
 
 // Elements i .. i+S-1 of a slice as one 16-byte vector of parameters/gradients, with the fp32
 // state as 16-byte vectors too.
-template <class Real, AdamWLoads kLoads = AdamWLoads::kInTurn>
+template <class Real, AdamWLoads kLoads = AdamWLoads::kFirst>
 __device__ inline void adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
                                     const AdamWArgs& a) {
   constexpr int S = Packed128<Real>::size;
@@ -208,7 +209,7 @@ inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerSte
 // loads: AdamWLoads, the same bits either way.
 inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,
                                 const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream,
-                                AdamWLoads loads = AdamWLoads::kInTurn) {
+                                AdamWLoads loads = AdamWLoads::kFirst) {
   if (count > kAdamWMaxSlices)
     throw std::logic_error("AdamW multi-tensor: " + std::to_string(count) + " slices, more than the table's " +
                            std::to_string(kAdamWMaxSlices));
@@ -234,7 +235,7 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
                                                                       stream, base.params, base.master, base.grads,
                                                                       base.state_at(0), base.state_at(1), table, a);
   };
-  with_value_instance<AdamWLoads::kInTurn, AdamWLoads::kFirst>(loads, "adamw_update_slices: AdamWLoads", launch_kernel);
+  with_value_instance<AdamWLoads::kFirst, AdamWLoads::kInTurn>(loads, "adamw_update_slices: AdamWLoads", launch_kernel);
   CUDA_CHECK_LAST();
 }
 

@@ -14,8 +14,10 @@
 // give the same bits. A thread's vectors are v, v + 1024, ... (six or seven of a GPT-2 row); with
 // LLMC_CLASSIFIER_LOADS it loads two or four of them at once and then computes on them in that
 // order, so that more bytes are in flight while the same bits come out. With LLMC_CLASSIFIER_CHECKS
-// =per-vector a vector of real columns only (and, in the gradient pass, not the target's) skips the
-// per-column checks: the same arithmetic, the same bits. With an FP8 sink (--fp8 1,
+// =per-vector (the default) a vector of real columns only (and, in the gradient pass, not the
+// target's) skips the per-column checks: the same arithmetic, with each product rounded on its own
+// (__fmul_rn) so that neither form fuses it into an FMA the other does not: the same bits as
+// per-column. With an FP8 sink (--fp8 1,
 // LLMC_FP8_LM_HEAD=on) the gradient pass also writes each stored dlogit's FP8 copy and records the
 // block's largest |dlogit|: the bytes and amax a cast of the stored dlogits (fp8_cast) would give.
 // With fast math (llmc/cuda/fast_math.cuh) every exp(x - m) is 2^(x log2e - m log2e): one FFMA and
@@ -77,7 +79,10 @@ __device__ inline SoftmaxStat softmax_add_vector(SoftmaxStat stat, const Packed1
     if (kAllReal || v * S + k < V) vmax = fmaxf(vmax, float(xv[k]));
   if (vmax == -INFINITY) return stat;  // a vector of padding only
   const float m = fmaxf(stat.max, vmax);
-  float sum = stat.sum * Exp::exp(stat.max - m);
+  // __fmul_rn: a product the compiler may not fuse with the first add below into one FMA. Whether
+  // it did depended on the code around it (that add is conditional in the checked form), so the
+  // checked and unchecked forms summed differently on a GPU; rounded alone, they sum alike.
+  float sum = __fmul_rn(stat.sum, Exp::exp(stat.max - m));
   const float shift = m * Exp::kUnit;
 #pragma unroll
   for (int k = 0; k < S; ++k)
@@ -97,12 +102,14 @@ __device__ inline Packed128<Real> dlogits_vector(const Packed128<Real>& xv, int 
   Packed128<Real> g;
 #pragma unroll
   for (int k = 0; k < S; ++k) {
-    const float p = Exp::power(fmaf(float(xv[k]), Exp::kUnit, -shift)) * inv_sum;
+    // p rounded alone (__fmul_rn) and p - [j == target] as its own subtraction (__fsub_rn): no
+    // FMA of the product with the subtraction in the checked form, so both forms round alike.
+    const float p = __fmul_rn(Exp::power(fmaf(float(xv[k]), Exp::kUnit, -shift)), inv_sum);
     if constexpr (kPlain) {
       g[k] = Real(dloss * p);
     } else {
       const int j = v * S + k;
-      g[k] = j < V ? Real(dloss * (p - (j == target ? 1.0f : 0.0f))) : Real(0.0f);
+      g[k] = j < V ? Real(dloss * __fsub_rn(p, j == target ? 1.0f : 0.0f)) : Real(0.0f);
     }
   }
   return g;
@@ -285,7 +292,7 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
   };
   const auto with_checks = [&](auto fast, auto fp8, auto in_flight) {
     using C = ClassifierChecks;
-    with_value_instance<C::kPerColumn, C::kPerVector>(
+    with_value_instance<C::kPerVector, C::kPerColumn>(
         checks, "fused_classifier: LLMC_CLASSIFIER_CHECKS",
         [&](auto checked) { launch_kernel(fast, fp8, in_flight, checked); });
   };

@@ -97,13 +97,13 @@ enum class ClassifierPass { kTwoRead, kOneRead };
 enum class ClassifierLoads { kOne, kTwo, kFour };
 
 // What the fused classifier checks as it computes (LLMC_CLASSIFIER_CHECKS; llmc/cuda/classifier.cuh).
-// kPerColumn, the default: every column of a 16-byte vector is checked against the vocabulary
-// (padding) and, in the gradient pass, against the target: an index, a compare and a branch or
-// select per column, beside its four or five operations of arithmetic. kPerVector: each vector is
-// checked once; a vector of real columns only takes a path without checks (in the gradient pass:
-// one that does not hold the target either), the rest the checked one. The same arithmetic on
-// every column: the same bits.
-enum class ClassifierChecks { kPerColumn, kPerVector };
+// kPerVector, the default: each 16-byte vector is checked once; a vector of real columns only takes
+// a path without checks (in the gradient pass: one that does not hold the target either), the rest
+// the checked one. kPerColumn: every column of a vector is checked against the vocabulary (padding)
+// and, in the gradient pass, against the target: an index, a compare and a branch or select per
+// column, beside its four or five operations of arithmetic. The same arithmetic on every column,
+// each product rounded on its own (no FMA that one path would form and the other not): the same bits.
+enum class ClassifierChecks { kPerVector, kPerColumn };
 
 // How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kMultiTensor, the default:
 // one launch for every part of a parameter tensor in the rank's owned range (16 on one rank), a table

@@ -57,8 +57,8 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 #   (one per parameter tensor, each with its own weight decay).
 # The kernels' template arguments: the element type, then (where a switch picks an instance) the
 # switch's value: false for two-pass LayerNorm, true for LLMC_FAST_MATH=on, 1 for
-# LLMC_CLASSIFIER_LOADS and kPerColumn for LLMC_CLASSIFIER_CHECKS (the defaults); the classifier's
-# false: no FP8 copy; AdamW's kInTurn: the order of its loads (llmc/cuda/adamw.cuh).
+# LLMC_CLASSIFIER_LOADS and kPerVector for LLMC_CLASSIFIER_CHECKS (the defaults); the classifier's
+# false: no FP8 copy; AdamW's kFirst: the order of its loads (llmc/cuda/adamw.cuh).
 # The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
 # in the output $2 (default: the profiled run's).
 calls_of() {
@@ -81,7 +81,7 @@ expect_calls profile "$tmp/profiled.out" "encoder_forward_kernel<__nv_bfloat16>:
   "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:12" \
   "bias_grad_finish_kernel<__nv_bfloat16>:12" \
-  "fused_classifier_kernel<__nv_bfloat16, true, false, 1, llmc::ClassifierChecks::kPerColumn>:1" \
+  "fused_classifier_kernel<__nv_bfloat16, true, false, 1, llmc::ClassifierChecks::kPerVector>:1" \
   "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:16"
@@ -109,7 +109,7 @@ cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LL
 # same training, bit for bit.
 env -u LLMC_ADAMW -u LLMC_LAYERNORM_FORWARD LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
   -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two defaults (log: $tmp/levers.out)"
-expect_calls "profile with the two defaults" "$tmp/levers.out" "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kInTurn>:1" \
+expect_calls "profile with the two defaults" "$tmp/levers.out" "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>:1" \
   "adamw_vector_kernel<__nv_bfloat16>:" "encoder_forward_kernel<__nv_bfloat16>:" \
   "layernorm_forward_kernel<__nv_bfloat16, true>:" \
   "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
