@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test-emu: the CUDA kernels on the emulated GPU (docs/cuda-emulator.md), under ASan + UBSan,
 # under TSan, and under the emulator's own shared-memory race check (racecheck). For each: the
-# emulator's own tests (emulator/tests/test_emulator.cu), the faults a GPU would report, each in its
+# emulator's own tests (emulator/tests/test_*.cu), the faults a GPU would report, each in its
 # own process (emulator/tests/emu_faults.cu: the exit status and the words of the report are
 # checked), and every hand-written kernel family's dev/cuda checks at small shapes (--small) in BF16
 # and FP32 (TSan: BF16 only, and without global_norm, which racecheck carries). One summary line at
@@ -98,7 +98,9 @@ racecheck_faults() {
 
 for san in address thread racecheck; do
   build "$san" BF16 emu-tests || continue
-  for test in test_emulator test_graphs test_blas test_blas_fp8 test_fp8; do
+  # Every emulator/tests/test_*.cu (emu_faults.cu, the faults' program, is driven below).
+  for src in emulator/tests/test_*.cu; do
+    test=$(basename "$src" .cu)
     log="$logs/$san-$test.log"
     if "build/emu-$san/tests/$test" >"$log" 2>&1; then
       cases=$(grep -Eo '[0-9]+ passed' "$log" | head -n 1 | cut -d' ' -f1)

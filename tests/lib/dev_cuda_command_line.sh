@@ -4,7 +4,8 @@
 #   dev_cuda_command_line BINDIR LOGDIR
 # Each benchmark timed at a small shape of its own from the shape flags (checked there first), with
 # L2 flushed before each repetition and GB/s beside each time; layernorm swept over its block sizes
-# and gelu at one given block size; bad values refused (exit 1) with an error naming the flag.
+# and gelu at one given block size; adamw with two versions named; bad values refused (exit 1) with
+# an error naming the flag.
 
 # timed_shape NAME ARGS...: runs `NAME all ARGS --reps 1`; every version --help lists (those in
 # $TIMED where only some are timed) must have a timing line "<name>[ block=N] ... <ms> ms <GB/s>
@@ -56,6 +57,12 @@ dev_cuda_command_line() {
   timed_shape matmul -BT 64 -C 96
   timed_shape copy_spans -C 96
   TIMED="cast cast_transposed" timed_shape fp8 -N 4096
+  # Several versions named: each of them checked and timed, no other.
+  log="$logdir/cli-adamw-two.log"
+  "$bindir/adamw" v3 v4 -N 4104 --reps 1 >"$log" 2>&1 || fail "dev/cuda adamw v3 v4: exit $? (log: $log)"
+  if grep -Eq ' v3 +[0-9.]+ ms' "$log" && grep -Eq ' v4 +[0-9.]+ ms' "$log" && ! grep -Eq ' v[12] ' "$log"
+  then echo "ok    dev/cuda adamw v3 v4: both versions, and only they, checked and timed"
+  else fail "dev/cuda adamw v3 v4: not v3 and v4 alone (log: $log)"; fi
   # Not global_norm: its fixed grid of 1024 blocks of 512 threads takes ASan 90 s a run; its
   # `--check --small` run covers its kernels, and its command line is the same code as the others'.
 
@@ -67,6 +74,7 @@ dev_cuda_command_line() {
   refused "--sweep with --block" "--sweep and --block" gelu --sweep --block 64
   refused "shape flags with --small" "--small runs only the built-in small shapes" layernorm --small -N 64
   refused "an unknown version" "unknown version 'fwd9' \(have: all, fwd1, fwd2" layernorm fwd9
+  refused "an unknown version beside known ones" "unknown version 'v9'" adamw v3 v9 v4
   refused "another family's flag" "unknown flag '-V'" layernorm -V 3
   refused "a padded vocabulary under the vocabulary" "-Vp 64 is smaller than -V 100" classifier -V 100 -Vp 64
   refused "too many threads for the shared memory" "layernorm: 32 warps of C=1600 need 102400 bytes" \
