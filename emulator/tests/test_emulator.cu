@@ -16,20 +16,13 @@
 
 #include "emulator/runtime/stream_order.h"
 #include "emulator/tests/device_vectors.h"
+#include "emulator/tests/launch_ok.h"
 #include "emulator/tests/scoped_env.h"
 #include "llmc/cuda/common.cuh"
 
 using llmc::launch;
 
 namespace {
-
-// Launches on the default stream, then requires that the launch and the kernel succeeded.
-template <auto Kernel, class... Args>
-void launch_ok(dim3 grid, dim3 block, size_t shared, Args&&... args) {
-  launch<Kernel>(grid, block, shared, 0, std::forward<Args>(args)...);
-  REQUIRE(cudaGetLastError() == cudaSuccess);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-}
 
 __global__ void indices_kernel(int* out) {
   const int block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);

@@ -10,19 +10,9 @@
 #include <vector>
 
 #include "emulator/tests/device_vectors.h"
-#include "llmc/cuda/common.cuh"
-
-using llmc::launch;
+#include "emulator/tests/launch_ok.h"
 
 namespace {
-
-// Launches on the default stream, then requires that the launch and the kernel succeeded.
-template <auto Kernel, class... Args>
-void launch_ok(dim3 grid, dim3 block, Args&&... args) {
-  launch<Kernel>(grid, block, 0, 0, std::forward<Args>(args)...);
-  REQUIRE(cudaGetLastError() == cudaSuccess);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-}
 
 // out[i] = __expf(x[i]), __fdividef(x[i], y[i]) for the n inputs.
 __global__ void fast_intrinsics_kernel(const float* x, const float* y, float* exp_out, float* div_out, int n) {
@@ -47,7 +37,7 @@ FastIntrinsicResults run_fast_intrinsics(const std::vector<float>& x, const std:
   float* d_y = upload(y);
   float* d_exp = device_array<float>(x.size());
   float* d_div = device_array<float>(x.size());
-  launch_ok<fast_intrinsics_kernel>((n + 127) / 128, 128, d_x, d_y, d_exp, d_div, n);
+  launch_ok<fast_intrinsics_kernel>((n + 127) / 128, 128, 0, d_x, d_y, d_exp, d_div, n);
   FastIntrinsicResults r{download(d_exp, x.size()), download(d_div, x.size())};
   for (float* p : {d_x, d_y, d_exp, d_div}) cudaFree(p);
   return r;
@@ -114,7 +104,7 @@ TEST_CASE("__fmul_rn and __fsub_rn round to nearest even on their own: a product
   // (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: the rounded product is 1 + 2^-11 (a tie, to even), so
   // subtracting that leaves 0, where the fused multiply-add keeps the 2^-24.
   const float a = 1.0f + 0x1p-12f, c = 1.0f + 0x1p-11f;
-  launch_ok<rounded_intrinsics_kernel>(1, 1, a, a, c, 1.0f, 0x1p-25f, d_out);
+  launch_ok<rounded_intrinsics_kernel>(1, 1, 0, a, a, c, 1.0f, 0x1p-25f, d_out);
   const std::vector<float> out = download(d_out, 4);
   CHECK(out[0] == 0.0f);
   CHECK(out[1] == 0x1p-24f);
