@@ -5,8 +5,15 @@
 // that do not, some misaligned (the scalar path): checked against the CPU on each slice and bit for
 // bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor), each half of a thread's
 // state loaded in turn; v4, the trainer's order, with every load first, the same way (so bit for
-// bit v3 too).
+// bit v3 too); v5, v4 recording the largest |parameter written| of each W into FP8 amax slots
+// (LLMC_FP8_WEIGHT_AMAX=adamw): the first slice as Ws of a third (or a half) of it, a block's
+// vectors over several Ws (an atomic a thread), the third slice, element by element, as one W (an
+// atomic a block); the same bits as v4, and each W's amax the largest |floatX parameter| of its
+// values, exactly.
 // The versions: kVersions below (or --help).
+#include <algorithm>
+#include <cmath>
+
 #include "dev/cuda/versions.cuh"
 #include "llmc/cuda/adamw.cuh"
 #include "llmc/optim/registry.h"
@@ -54,6 +61,7 @@ struct Data {
   size_t n;
   floatX *params, *grads;
   float *master, *m, *v;
+  float* fp8_state;  // v5's amax slots: kAmaxTensors tensors of the FP8 scaling state
   std::vector<float> params0, m0, v0, params_ref, m_ref, v_ref;
   std::vector<float> sliced_params_ref, sliced_m_ref, sliced_v_ref;
 };
@@ -81,7 +89,26 @@ void multi_tensor(Data& d, int) {
   float* const state[] = {d.m, d.v};
   const auto slices = device_slices(d, state);
   llmc::adamw_update_slices(slice(d.n, d.params, d.master, d.grads, state), slices.data(), int(slices.size()), kStep,
-                            kHyper, 0, kLoads);
+                            kHyper, 0, nullptr, kLoads);
+}
+
+// v5's Ws: the first slice's (a third of it, or a half) at tensors 0.., the third slice's (one)
+// at tensor 3. Returns each slice's sink.
+constexpr int kAmaxTensors = 4;
+std::vector<llmc::Fp8WeightAmaxSink> amax_sinks(Data& d, const std::vector<llmc::OptimizerSlice<floatX>>& slices) {
+  std::vector<llmc::Fp8WeightAmaxSink> sinks(slices.size());
+  const size_t first = slices[0].n;
+  sinks[0] = {reinterpret_cast<unsigned*>(d.fp8_state + llmc::fp8_amax_offset(0)), first % 3 == 0 ? first / 3 : first / 2};
+  sinks[2] = {reinterpret_cast<unsigned*>(d.fp8_state + llmc::fp8_amax_offset(3)), slices[2].n};
+  return sinks;
+}
+
+void multi_tensor_amax(Data& d, int) {
+  float* const state[] = {d.m, d.v};
+  const auto slices = device_slices(d, state);
+  const auto sinks = amax_sinks(d, slices);
+  llmc::adamw_update_slices(slice(d.n, d.params, d.master, d.grads, state), slices.data(), int(slices.size()), kStep,
+                            kHyper, 0, sinks.data());
 }
 
 // Per parameter: the gradient read, m, v and the master weight read and written, the floatX
@@ -90,12 +117,13 @@ bench::Cost cost(const Data& d) { return {d.n * (2.0 * sizeof(floatX) + 6.0 * si
 
 using Version = bench::Version<Data>;
 
-// The state as before the step; the floatX parameters poisoned.
+// The state as before the step; the floatX parameters poisoned; v5's amax slots 0.
 void reset(Data& d) {
   bench::upload(d.master, d.params0);
   bench::upload(d.m, d.m0);
   bench::upload(d.v, d.v0);
   bench::poison(d.params, d.n * sizeof(floatX));
+  CUDA_CHECK(cudaMemset(d.fp8_state, 0, kAmaxTensors * llmc::kFp8FloatsPerTensor * sizeof(float)));
 }
 
 // master, m, v and the floatX parameters against the CPU; the parameters are the new master values
@@ -144,6 +172,38 @@ bool check_slices(Data& d, const Version& v, const std::string& tag, int block) 
   return ok;
 }
 
+// check_slices, then each W's amax (the largest of its slots) against the largest |floatX
+// parameter| of its values, exactly.
+bool check_amax(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_slices(d, v, tag, block);
+  reset(d);
+  v.launch(d, block);
+  float* const state[] = {d.m, d.v};
+  const auto slices = device_slices(d, state);
+  const auto sinks = amax_sinks(d, slices);
+  const auto params = bench::from_device(d.params, d.n);
+  const auto fp8_state = bench::from_device(d.fp8_state, kAmaxTensors * llmc::kFp8FloatsPerTensor);
+  std::vector<float> got, want;
+  for (size_t s = 0; s < slices.size(); ++s) {
+    if (!sinks[s].slots) continue;
+    const size_t first_tensor = (reinterpret_cast<float*>(sinks[s].slots) - d.fp8_state) / llmc::kFp8FloatsPerTensor;
+    const size_t at = size_t(slices[s].params - d.params);
+    for (size_t w = 0; w < slices[s].n / sinks[s].values; ++w) {
+      float largest = 0.0f, recorded = 0.0f;
+      for (size_t k = 0; k < sinks[s].values; ++k)
+        largest = std::max(largest, std::fabs(params[at + w * sinks[s].values + k]));
+      for (int slot = 0; slot < llmc::kFp8AmaxSlots; ++slot)
+        recorded = std::max(recorded, fp8_state[llmc::fp8_amax_offset(int(first_tensor + w)) +
+                                                slot * llmc::kFp8AmaxSlotStride]);
+      got.push_back(recorded);
+      want.push_back(largest);
+    }
+  }
+  ok &= bench::check_identical(fmt::format("{} amax of {} Ws = the largest |param| of each", tag, got.size()), got,
+                               want);
+  return ok;
+}
+
 const std::vector<Version> kVersions = {
     {"v1", "llmc/cuda/adamw.cuh scalar kernel: an element per thread (the fallback for odd sizes)",
      {256, 128, 512, 1024}, v1, check, cost},
@@ -157,6 +217,10 @@ const std::vector<Version> kVersions = {
      "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst, the trainer's): one wait for "
      "memory a thread, not two",
      {}, multi_tensor<llmc::AdamWLoads::kFirst>, check_slices, cost},
+    {"v5",
+     "v4 recording each W's amax for its FP8 scale (LLMC_FP8_WEIGHT_AMAX=adamw): an atomic a block within one W, "
+     "else a thread",
+     {}, multi_tensor_amax, check_amax, cost},
 };
 
 bool run_size(const bench::Args& args, size_t n, bool timed) {
@@ -183,8 +247,9 @@ bool run_size(const bench::Args& args, size_t n, bool timed) {
   d.master = bench::to_device<float>(d.params0);
   d.m = bench::to_device<float>(d.m0);
   d.v = bench::to_device<float>(d.v0);
+  d.fp8_state = bench::to_device<float>(std::vector<float>(kAmaxTensors * llmc::kFp8FloatsPerTensor));
   const bool ok = bench::run_versions(args, kVersions, d, fmt::format("adamw n={} ", n), timed);
-  bench::free_device({d.params, d.grads, d.master, d.m, d.v});
+  bench::free_device({d.params, d.grads, d.master, d.m, d.v, d.fp8_state});
   return ok;
 }
 

@@ -14,6 +14,7 @@
 
 #include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
+#include "llmc/cuda/fp8.cuh"
 #include "llmc/optim/optimizer.h"
 
 namespace llmc {
@@ -34,16 +35,18 @@ __device__ inline float adamw_step(float p, float grad, float& m, float& v, cons
   return p - a.lr * (m_hat / (sqrtf(v_hat) + a.eps) + a.weight_decay * p);
 }
 
-// Element i of a slice, on its own: works for any n and alignment.
+// Element i of a slice, on its own: works for any n and alignment. Returns |the parameter written|.
 template <class Real>
-__device__ inline void adamw_element(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
-                                     const AdamWArgs& a) {
+__device__ inline float adamw_element(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
+                                      const AdamWArgs& a) {
   float mi = m[i], vi = v[i];
   const float p = adamw_step(master ? master[i] : float(params[i]), float(grads[i]), mi, vi, a);
   m[i] = mi;
   v[i] = vi;
   if (master) master[i] = p;
-  params[i] = Real(p);
+  const Real out = Real(p);
+  params[i] = out;
+  return fabsf(float(out));
 }
 
 // Which of a thread's loads may wait for its stores (adamw_vector). A bf16 vector of 8 parameters
@@ -56,9 +59,9 @@ __device__ inline void adamw_element(Real* params, float* master, const Real* gr
 enum class AdamWLoads { kFirst, kInTurn };
 
 // Elements i .. i+S-1 of a slice as one 16-byte vector of parameters/gradients, with the fp32
-// state as 16-byte vectors too.
+// state as 16-byte vectors too. Returns the largest |parameter written| (a NaN is not the largest).
 template <class Real, AdamWLoads kLoads = AdamWLoads::kFirst>
-__device__ inline void adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
+__device__ inline float adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
                                     const AdamWArgs& a) {
   constexpr int S = Packed128<Real>::size;
   constexpr int F = Packed128<float>::size;
@@ -77,6 +80,7 @@ __device__ inline void adamw_vector(Real* params, float* master, const Real* gra
     for (int h = 0; h < H; ++h) load_state(h);
   }
   Packed128<Real> p_out;
+  float largest = 0.0f;
 #pragma unroll
   for (int h = 0; h < H; ++h) {
     if constexpr (kLoads == AdamWLoads::kInTurn) load_state(h);
@@ -86,12 +90,14 @@ __device__ inline void adamw_vector(Real* params, float* master, const Real* gra
       const float p_old = master ? pm[h][k] : float(p_low[e]);
       pm[h][k] = adamw_step(p_old, float(g[e]), mv[h][k], vv[h][k], a);
       p_out[e] = Real(pm[h][k]);
+      largest = fmaxf(largest, fabsf(float(p_out[e])));
     }
     store128cs(m + i + h * F, mv[h]);
     store128cs(v + i + h * F, vv[h]);
     if (master) store128cs(master + i + h * F, pm[h]);
   }
   store128(params + i, p_out);
+  return largest;
 }
 
 // One element per thread: works for any n and alignment.
@@ -114,13 +120,16 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
 // from element 0 of those buffers) and in the state (from the owned range's first element, as
 // master, m and v are), its length, its first block (the blocks of the slices before it, a prefix
 // sum), whether it decays and whether it goes by vectors (as adamw_update would decide for it
-// alone). It travels by value, as a kernel parameter (4 KiB at most): a rank's owned range is one
-// piece of the flat buffer, so it cuts each of the kNumParamTensors tensors at most once, and the
-// table needs no device memory (and no row in the memory plan).
+// alone), and where the largest |parameter written| goes, if anywhere (Fp8WeightAmaxSink). It travels by
+// value, as a kernel parameter (4 KiB at most): a rank's owned range is one piece of the flat
+// buffer, so it cuts each of the kNumParamTensors tensors at most once, and the table needs no
+// device memory (and no row in the memory plan).
 struct AdamWSlice {
   size_t param_offset, state_offset, n;
   unsigned first_block;
   bool decay, vector;
+  unsigned* amax;      // null, or the FP8 amax slots of the slice's first W (Fp8WeightAmaxSink)
+  size_t amax_values;  // values a W
 };
 constexpr int kAdamWMaxSlices = kNumParamTensors;
 struct AdamWSliceTable {
@@ -136,9 +145,14 @@ constexpr int kAdamWBlock = 256;  // threads per block, both launches: the same 
 // Every slice of the table in one grid: block b belongs to the last slice whose first block is at
 // most b (the slices are few and the table sits in the constant bank, so a linear walk), and then
 // does what adamw_vector_kernel or adamw_scalar_kernel would do as that slice's block b - first.
+// A slice with amax slots (LLMC_FP8_WEIGHT_AMAX=adamw: a whole tensor of FP8 weights) records its
+// Ws' amaxes, the largest |bf16 value written| of each W (Fp8WeightAmaxSink): one atomic per block
+// for a block within one W (every block, when a W's values are a multiple of the block's), else
+// one per thread. The same values the weights' amax pass would read, so the same amax.
 template <class Real, AdamWLoads kLoads>
 __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Real* grads, float* m, float* v,
                                           AdamWSliceTable table, AdamWArgs a) {
+  LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   int s = 0;
   while (s + 1 < table.count && blockIdx.x >= table.slices[s + 1].first_block) ++s;
   const AdamWSlice& slice = table.slices[s];
@@ -148,13 +162,19 @@ __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Rea
   float* pm = master ? master + slice.state_offset : nullptr;
   float* ms = m + slice.state_offset;
   float* vs = v + slice.state_offset;
+  const size_t per_thread = slice.vector ? Packed128<Real>::size : 1;
   const size_t t = static_cast<size_t>(blockIdx.x - slice.first_block) * blockDim.x + threadIdx.x;
-  if (slice.vector) {
-    const size_t i = t * Packed128<Real>::size;
-    if (i < slice.n) adamw_vector<Real, kLoads>(p, pm, g, ms, vs, i, a);
-  } else if (t < slice.n) {
-    adamw_element(p, pm, g, ms, vs, t, a);
-  }
+  const size_t i = t * per_thread;
+  float largest = 0.0f;
+  if (i < slice.n)
+    largest = slice.vector ? adamw_vector<Real, kLoads>(p, pm, g, ms, vs, i, a) : adamw_element(p, pm, g, ms, vs, i, a);
+  if (!slice.amax) return;
+  const size_t block_first = (t - threadIdx.x) * per_thread, block_end = block_first + blockDim.x * per_thread;
+  const size_t first_w = block_first / slice.amax_values;
+  if (first_w == ((block_end < slice.n ? block_end : slice.n) - 1) / slice.amax_values)
+    fp8_record_block_amax(slice.amax + first_w * kFp8FloatsPerTensor, largest, scratch);
+  else if (i < slice.n)
+    fp8_record_slot(slice.amax + i / slice.amax_values * kFp8FloatsPerTensor, largest, blockIdx.x);
 }
 
 // The kernels' scalars for one step, with the bias corrections 1 - beta^t computed once.
@@ -206,10 +226,11 @@ inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerSte
 // The same step over `count` slices in one launch. The slices come from one set of buffers
 // (optimizer_slice of the same `buffers`: the same params, grads, master and state bases), each
 // with weight decay either the step's or 0; `base` is that set (its n and weight decay unused).
+// amax: null, or for each slice where its Ws' amaxes go (Fp8WeightAmaxSink; slots null: nowhere).
 // loads: AdamWLoads, the same bits either way.
 inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,
                                 const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream,
-                                AdamWLoads loads = AdamWLoads::kFirst) {
+                                const Fp8WeightAmaxSink* amax = nullptr, AdamWLoads loads = AdamWLoads::kFirst) {
   if (count > kAdamWMaxSlices)
     throw std::logic_error("AdamW multi-tensor: " + std::to_string(count) + " slices, more than the table's " +
                            std::to_string(kAdamWMaxSlices));
@@ -226,6 +247,15 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
     row.first_block = table.blocks;
     row.decay = s.weight_decay != 0.0f;
     row.vector = adamw_vectorizable(s);
+    if (amax && amax[i].slots) {
+      if (amax[i].values == 0 || s.n % amax[i].values != 0)
+        throw std::logic_error("AdamW multi-tensor: a slice of " + std::to_string(s.n) +
+                               " values is not whole Ws of " + std::to_string(amax[i].values) + " for their amaxes");
+      row.amax = amax[i].slots;
+      row.amax_values = amax[i].values;
+      // A thread's vector must lie in one W: otherwise element by element, which gives the same bits.
+      if (row.amax_values % Packed128<floatX>::size != 0) row.vector = false;
+    }
     table.blocks += adamw_blocks(s, row.vector);
   }
   if (table.blocks == 0) return;

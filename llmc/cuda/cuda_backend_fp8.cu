@@ -19,6 +19,12 @@ namespace {
 
 constexpr uint64_t kScalingStateMagic = 0x3253434C41385046ull;  // "FP8ALCS2"
 
+// Clears the amax slots of tensors [first, first + count).
+__global__ void fp8_clear_amax_kernel(float* state, int first, int count) {
+  const int i = first + blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < first + count) fp8_take_amax(reinterpret_cast<unsigned*>(state + fp8_amax_offset(i)));
+}
+
 }  // namespace
 
 // lnf's copy has a buffer of its own: every chunk of the classifier reads it, between which the
@@ -63,8 +69,35 @@ void CudaBackend::Impl::cast_fp8_weights() {
                          fp8_layout.tensor(Fp8Role::kWeight, linear.id, l), fp8_weight_copy(linear.id, l, false),
                          fp8_weight_copy(linear.id, l, true)});
   }
-  fp8_cast_weights(weights, fp8_state, fp8_layout.first(Fp8Role::kWeight), fp8_layout.tensors_per_role(), stream);
+  fp8_cast_weights(weights, fp8_state, fp8_layout.first(Fp8Role::kWeight), fp8_layout.tensors_per_role(), stream,
+                   fp8_weight_amax_recorded);
   fp8_weights_stale = false;
+  fp8_weight_amax_recorded = false;
+}
+
+std::vector<Fp8WeightAmaxSink> CudaBackend::Impl::fp8_adamw_amax() const {
+  if (!opt.fp8 || opt.speed.fp8_weight_amax != Fp8WeightAmax::kAdamW || opt.speed.adamw != AdamWLaunch::kMultiTensor ||
+      owned.size() != num_params)
+    return {};
+  std::vector<Fp8WeightAmaxSink> sinks(owned_slices.size());
+  for (const LinearLayerSpec& linear : linears) {
+    if (!fp8_layout.scales(linear.id)) continue;
+    for (size_t i = 0; i < owned_slices.size(); ++i)
+      if (owned_slices[i].tensor == linear.weight)
+        sinks[i] = {reinterpret_cast<unsigned*>(fp8_state + fp8_amax_offset(fp8_layout.tensor(Fp8Role::kWeight,
+                                                                                               linear.id, 0))),
+                    linear.out * linear.in};
+  }
+  return sinks;
+}
+
+void CudaBackend::Impl::drop_fp8_weight_amax() {
+  if (!fp8_weight_amax_recorded) return;
+  const int count = fp8_layout.tensors_per_role();
+  launch<fp8_clear_amax_kernel>(ceil_div(count, 128), 128, 0, stream, fp8_state, fp8_layout.first(Fp8Role::kWeight),
+                                count);
+  CUDA_CHECK_LAST();
+  fp8_weight_amax_recorded = false;
 }
 
 void CudaBackend::Impl::end_fp8_micro_step() {

@@ -168,6 +168,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // has, the GEMMs stay in floatX (calibration). Only a training micro-step records amaxes
   // (fp8_recording): evaluation, sampling and the tuning pass read the scales and leave them.
   bool fp8_weights_stale = true;
+  // LLMC_FP8_WEIGHT_AMAX=adamw: the last optimizer step's AdamW recorded every FP8 weight's amax, for
+  // the next cast_fp8_weights (fp8_adamw_amax), which then takes no amax pass of its own.
+  bool fp8_weight_amax_recorded = false;
   uint64_t fp8_micro_steps = 0;
   bool fp8_recording = false;
   bool tuning = false;  // inside tune_kernels: its FP8 GEMM shapes are timed even before calibration
@@ -270,6 +273,12 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   Fp8Matrix fp8_weight(LinearLayer linear, int l, bool transposed) const;
   __nv_fp8_storage_t* fp8_weight_copy(LinearLayer linear, int l, bool transposed) const;
   void cast_fp8_weights();
+  // Where the multi-tensor AdamW records each owned slice's FP8 weight amaxes (Fp8WeightAmaxSink, one per
+  // owned_slices entry); empty where it does not (LLMC_FP8_WEIGHT_AMAX=cast, no --fp8 1, a
+  // per-tensor AdamW, or a rank that owns a part of the parameters only).
+  std::vector<Fp8WeightAmaxSink> fp8_adamw_amax() const;
+  // Forgets an amax AdamW recorded for weights that changed since (set_parameters).
+  void drop_fp8_weight_amax();
   void end_fp8_micro_step();
   void setup_bucket_sync();
   bool overlapping() const { return bucket_order.active() && comm_stream != nullptr; }

@@ -46,6 +46,7 @@ void CudaBackend::set_parameters(const float* params) {
   Impl& d = *impl_;
   d.outside_step();
   d.fp8_weights_stale = true;
+  d.drop_fp8_weight_amax();
 #if defined(ENABLE_FP32)
   CUDA_CHECK(cudaMemcpyAsync(d.params, params, d.num_params * sizeof(float), cudaMemcpyHostToDevice, d.stream));
 #else
@@ -136,15 +137,20 @@ void CudaBackend::set_gradient_element(size_t index, float value) {
 void CudaBackend::optimizer_step(const OptimizerStep& step) {
   Impl& d = *impl_;
   d.fp8_weights_stale = true;
+  d.drop_fp8_weight_amax();  // of weights this step changes (two steps with no forward pass between)
   OptimizerSlice<floatX> buffers;
   buffers.params = d.params;
   buffers.master = d.master;
   buffers.grads = d.grads;
   buffers.state = d.optimizer_state.data();
-  if (d.opt.speed.adamw == AdamWLaunch::kMultiTensor)
-    run_optimizer_step_at_once(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
-  else
+  if (d.opt.speed.adamw == AdamWLaunch::kMultiTensor) {
+    const std::vector<Fp8WeightAmaxSink> amax = d.fp8_adamw_amax();
+    run_optimizer_step_at_once(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream,
+                               amax.empty() ? nullptr : amax.data());
+    d.fp8_weight_amax_recorded = !amax.empty();
+  } else {
     run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
+  }
 }
 
 void CudaBackend::all_reduce_gradients(Communicator& host) {

@@ -161,6 +161,15 @@ inline void fp8_update_delayed(const Fp8Layout& layout, float* state, int entry,
 
 // ---- Weights: current scaling, then the copies the GEMMs read ----
 
+// Where a tensor of Ws (a linear layer's weights, one W after another, `values` each) records each
+// W's amax: `slots` are the first W's amax slots, and the next W's lie kFp8FloatsPerTensor floats
+// further on (Fp8Layout gives a linear layer's Ws consecutive tensors). The multi-tensor AdamW
+// writes them with LLMC_FP8_WEIGHT_AMAX=adamw (llmc/cuda/adamw.cuh).
+struct Fp8WeightAmaxSink {
+  unsigned* slots = nullptr;
+  size_t values = 0;
+};
+
 // The largest |in| of `n` values into the amax slots `amax`.
 template <class Real>
 __global__ void fp8_amax_kernel(unsigned* amax, const Real* in, size_t n) {
@@ -226,13 +235,15 @@ struct Fp8WeightCast {
   __nv_fp8_storage_t *w8, *wt8;
 };
 
-// The weights' copies at their own scales: every amax, then every scale in one launch (their
-// tensors must be the consecutive first .. first + count - 1 of the state), then the copies.
+// The weights' copies at their own scales: every amax (unless `amax_recorded`: AdamW recorded
+// them, Fp8WeightAmaxSink), then every scale in one launch (their tensors must be the consecutive
+// first .. first + count - 1 of the state), then the copies.
 inline void fp8_cast_weights(const std::vector<Fp8WeightCast>& weights, float* state, int first, int count,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, bool amax_recorded = false) {
   for (const Fp8WeightCast& w : weights) {
     const size_t n = size_t(w.rows) * w.cols;
     require_whole_vectors("fp8_cast_weights", "size", n);
+    if (amax_recorded) continue;
     launch<fp8_amax_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), 256), 256, 0,
                                     stream, reinterpret_cast<unsigned*>(state + fp8_amax_offset(w.tensor)), w.w, n);
     CUDA_CHECK_LAST();

@@ -183,6 +183,16 @@ enum class Fp8LmHead { kOff, kOn };
 // of the GELU of the fp32 pre-activation in cuBLASLt's form. Without --fp8 1 it changes nothing.
 enum class Fp8Gelu { kKernel, kEpilogue };
 
+// With --fp8 1, where each weight's amax, which its E4M3 scale is made from before its casts once
+// per optimizer step, comes from (LLMC_FP8_WEIGHT_AMAX). kCast, the default: a pass of its own over
+// each weight (fp8_amax_kernel, llmc/cuda/fp8.cuh), a launch a weight. kAdamW: the multi-tensor
+// AdamW records it as it writes the bf16 weights (Fp8WeightAmaxSink, llmc/cuda/adamw.cuh), which it does
+// where one launch updates every weight whole: LLMC_ADAMW=multi-tensor on a rank that owns every
+// parameter (one rank, or -z 0). After set_parameters, a ZeRO-1 all-gather or a per-tensor AdamW,
+// the pass runs as with kCast. The same values, so the same amax and the same bits. Without
+// --fp8 1 it changes nothing.
+enum class Fp8WeightAmax { kCast, kAdamW };
+
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
 #define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};

@@ -9,7 +9,9 @@
 //   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
 //   static void update(const OptimizerSlice<floatX>&, const OptimizerStep&, cudaStream_t);   CUDA
 //   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
-//                             int count, const OptimizerStep&, cudaStream_t);    CUDA, all slices at once
+//                             int count, const OptimizerStep&, cudaStream_t, const Fp8WeightAmaxSink* amax);
+//                                      CUDA, all slices at once; amax: null, or per slice where its
+//                                      FP8 weights' amaxes go (llmc/cuda/fp8.cuh)
 // The update must be element-wise (each parameter's new value and state from its own gradient and
 // state alone): ZeRO-1 cuts tensors between ranks, and a rank updates only its slices. The CUDA
 // backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
@@ -43,8 +45,8 @@ struct AdamW {
     adamw_update(slice, step, kHyper, stream);
   }
   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices, int count,
-                            const OptimizerStep& step, cudaStream_t stream) {
-    adamw_update_slices(buffers, slices, count, step, kHyper, stream);
+                            const OptimizerStep& step, cudaStream_t stream, const Fp8WeightAmaxSink* amax) {
+    adamw_update_slices(buffers, slices, count, step, kHyper, stream, amax);
   }
 #endif
 };
@@ -71,8 +73,9 @@ void run_optimizer_step(const std::string& name, const std::array<ParamTensor, k
 
 // The same step as run_optimizer_step in one call of the optimizer's update_slices with every part
 // in `owned` (the CUDA backend's LLMC_ADAMW=multi-tensor: one launch). A contiguous owned range
-// holds at most one part of each tensor, so the parts fit an array of kNumParamTensors. Allocates
-// nothing.
+// holds at most one part of each tensor, so the parts fit an array of kNumParamTensors; `extra` is
+// what update_slices takes after the step (the CUDA stream and the amaxes' places, one per part of
+// `owned`, or null). Allocates nothing.
 template <class Real, class... Extra>
 void run_optimizer_step_at_once(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
                                 const std::vector<TensorSlice>& owned, const OptimizerSlice<Real>& buffers,

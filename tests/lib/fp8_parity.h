@@ -90,6 +90,36 @@ inline void check_fp8_adamw_steps(Report& report, const std::string& name, CudaB
   }
 }
 
+// A setting that acts in the optimizer step (LLMC_FP8_WEIGHT_AMAX=adamw: the weights' amaxes from
+// AdamW), which single micro-steps never reach: from the same parameters, up to three AdamW steps of
+// a backend of options `other` and of one of `o`. On the emulated GPU the same losses (each after
+// the weights' casts of the step before), parameters and scaling state, bit for bit; on a GPU,
+// whose cuDNN attention backward sums in no fixed order, each loss within loss_bar of the oracle's.
+inline void check_fp8_optimizer_steps(Report& report, const std::string& name, const GPT2Config& config,
+                                      const Args& a, const CudaBackendOptions& o, const CudaBackendOptions& other,
+                                      const std::vector<float>& params, const Batch& batch, double loss_bar) {
+  CudaBackend variant(config, other);
+  variant.set_parameters(params.data());
+  if (!cuda_device_emulated()) {
+    check_fp8_adamw_steps(report, name, variant, config, params, batch, a.B, a.T, a.steps, loss_bar);
+    return;
+  }
+  CudaBackend defaults(config, o);
+  defaults.set_parameters(params.data());
+  std::vector<float> ours, theirs;
+  for (int step = 0; step < std::min(a.steps, 3); ++step) {
+    ours.push_back(loop_step(variant, batch, batch, a.B, a.T, step));
+    theirs.push_back(loop_step(defaults, batch, batch, a.B, a.T, step));
+  }
+  report.exact(name + ": losses over AdamW steps = the defaults', bit for bit", ours, theirs);
+  std::vector<float> ours_params(params.size()), their_params(params.size());
+  variant.get_parameters(ours_params.data());
+  defaults.get_parameters(their_params.data());
+  report.exact(name + ": parameters after AdamW steps = the defaults', bit for bit", ours_params, their_params);
+  report.check(name + ": scaling state after AdamW steps = the defaults'",
+               variant.scaling_state() == defaults.scaling_state() ? 0.0 : 1.0, 0.5, "differ");
+}
+
 // A setting whose numerics move (LLMC_FP8_LM_HEAD=on, LLMC_FP8_GELU=epilogue), after its FP8
 // micro-step of gradients `grads`: the loss, those gradients and the evaluation pass's logits
 // against the oracle at their bars, and the gradients no longer the defaults'. Returns the logits.
@@ -261,8 +291,9 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
   // Every other value of each FP8 switch (LLMC_FP8_*), alone. The casts folded into other kernels
   // have the cast's bytes and amax, and the emulated cuBLASLt sums in fp32 with fast accumulation
   // or without: on the emulated GPU the same calibration, FP8 gradients and scaling state, bit for
-  // bit. On a GPU fast accumulation sums otherwise: the FP8 bars. LLMC_FP8_LM_HEAD changes the
-  // numerics: check_fp8_lm_head; LLMC_FP8_GELU=epilogue from its first FP8 micro-step on:
+  // bit. On a GPU fast accumulation sums otherwise: the FP8 bars. LLMC_FP8_WEIGHT_AMAX acts in the
+  // optimizer step: check_fp8_optimizer_steps. LLMC_FP8_LM_HEAD changes the numerics:
+  // check_fp8_lm_head; LLMC_FP8_GELU=epilogue from its first FP8 micro-step on:
   // check_fp8_gelu_epilogue.
   const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
   for (size_t row = 0; row < rows.size(); ++row) {
@@ -294,6 +325,8 @@ inline void check_fp8(Report& report, const GPT2Config& config, const Args& a, A
       } else {
         check_gradients(report, name + " grad", config, variant_grads, cpu_grads, true, grad_bar);
       }
+      if (other.speed.fp8_weight_amax != o.speed.fp8_weight_amax)
+        check_fp8_optimizer_steps(report, name, config, a, o, other, params, batch, loss_bar);
     }
   }
 
