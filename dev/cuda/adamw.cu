@@ -98,7 +98,8 @@ constexpr int kAmaxTensors = 4;
 std::vector<llmc::Fp8WeightAmaxSink> amax_sinks(Data& d, const std::vector<llmc::OptimizerSlice<floatX>>& slices) {
   std::vector<llmc::Fp8WeightAmaxSink> sinks(slices.size());
   const size_t first = slices[0].n;
-  sinks[0] = {reinterpret_cast<unsigned*>(d.fp8_state + llmc::fp8_amax_offset(0)), first % 3 == 0 ? first / 3 : first / 2};
+  sinks[0] = {reinterpret_cast<unsigned*>(d.fp8_state + llmc::fp8_amax_offset(0)),
+              first % 3 == 0 ? first / 3 : first / 2};
   sinks[2] = {reinterpret_cast<unsigned*>(d.fp8_state + llmc::fp8_amax_offset(3)), slices[2].n};
   return sinks;
 }

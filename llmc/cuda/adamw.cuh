@@ -120,10 +120,10 @@ __global__ void adamw_vector_kernel(Real* params, float* master, const Real* gra
 // from element 0 of those buffers) and in the state (from the owned range's first element, as
 // master, m and v are), its length, its first block (the blocks of the slices before it, a prefix
 // sum), whether it decays and whether it goes by vectors (as adamw_update would decide for it
-// alone), and where the largest |parameter written| goes, if anywhere (Fp8WeightAmaxSink). It travels by
-// value, as a kernel parameter (4 KiB at most): a rank's owned range is one piece of the flat
-// buffer, so it cuts each of the kNumParamTensors tensors at most once, and the table needs no
-// device memory (and no row in the memory plan).
+// alone), and where the largest |parameter written| goes, if anywhere (Fp8WeightAmaxSink). It
+// travels by value, as a kernel parameter (4 KiB at most): a rank's owned range is one piece of
+// the flat buffer, so it cuts each of the kNumParamTensors tensors at most once, and the table
+// needs no device memory (and no row in the memory plan).
 struct AdamWSlice {
   size_t param_offset, state_offset, n;
   unsigned first_block;

@@ -273,9 +273,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   Fp8Matrix fp8_weight(LinearLayer linear, int l, bool transposed) const;
   __nv_fp8_storage_t* fp8_weight_copy(LinearLayer linear, int l, bool transposed) const;
   void cast_fp8_weights();
-  // Where the multi-tensor AdamW records each owned slice's FP8 weight amaxes (Fp8WeightAmaxSink, one per
-  // owned_slices entry); empty where it does not (LLMC_FP8_WEIGHT_AMAX=cast, no --fp8 1, a
-  // per-tensor AdamW, or a rank that owns a part of the parameters only).
+  // Where the multi-tensor AdamW records each owned slice's FP8 weight amaxes (Fp8WeightAmaxSink,
+  // one per owned_slices entry); empty where it does not (LLMC_FP8_WEIGHT_AMAX=cast, no --fp8 1,
+  // a per-tensor AdamW, or a rank that owns a part of the parameters only).
   std::vector<Fp8WeightAmaxSink> fp8_adamw_amax() const;
   // Forgets an amax AdamW recorded for weights that changed since (set_parameters).
   void drop_fp8_weight_amax();
