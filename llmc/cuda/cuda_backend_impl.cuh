@@ -168,8 +168,10 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // has, the GEMMs stay in floatX (calibration). Only a training micro-step records amaxes
   // (fp8_recording): evaluation, sampling and the tuning pass read the scales and leave them.
   bool fp8_weights_stale = true;
-  // LLMC_FP8_WEIGHT_AMAX=adamw: the last optimizer step's AdamW recorded every FP8 weight's amax, for
-  // the next cast_fp8_weights (fp8_adamw_amax), which then takes no amax pass of its own.
+  // LLMC_FP8_WEIGHT_AMAX=adamw: where AdamW records the FP8 weights' amaxes (fp8_adamw_amax, set at
+  // start-up; empty where it does not), and whether the last optimizer step did, for the next
+  // cast_fp8_weights, which then takes no amax pass of its own.
+  std::vector<Fp8WeightAmaxSink> fp8_adamw_sinks;
   bool fp8_weight_amax_recorded = false;
   uint64_t fp8_micro_steps = 0;
   bool fp8_recording = false;
