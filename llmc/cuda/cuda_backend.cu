@@ -159,7 +159,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   buffers = std::make_unique<PlannedAllocator>(std::move(plan), device_allocator);
   logits_chunk_rows = int(logits_rows(plan_inputs));
   allocate_backend_buffers<floatX>(*buffers, *this, opt.attention, opt.fp8, plan_inputs.fp8_lm_head);
-  fp8_adamw_sinks = fp8_adamw_amax();
+  fp8_adamw_sinks = make_fp8_adamw_sinks();
   if (bucket_staging) setup_bucket_sync();
   if (staging_dev) staging_host.resize(buffer_size);
   if (cudnn_attention()) cudnn_workspace_bytes = buffers->plan().find(BufferId::kCudnnWorkspace)->bytes();

@@ -75,7 +75,7 @@ void CudaBackend::Impl::cast_fp8_weights() {
   fp8_weight_amax_recorded = false;
 }
 
-std::vector<Fp8WeightAmaxSink> CudaBackend::Impl::fp8_adamw_amax() const {
+std::vector<Fp8WeightAmaxSink> CudaBackend::Impl::make_fp8_adamw_sinks() const {
   if (!opt.fp8 || opt.speed.fp8_weight_amax != Fp8WeightAmax::kAdamW || opt.speed.adamw != AdamWLaunch::kMultiTensor ||
       owned.size() != num_params)
     return {};

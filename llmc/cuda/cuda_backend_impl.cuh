@@ -168,8 +168,8 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // has, the GEMMs stay in floatX (calibration). Only a training micro-step records amaxes
   // (fp8_recording): evaluation, sampling and the tuning pass read the scales and leave them.
   bool fp8_weights_stale = true;
-  // LLMC_FP8_WEIGHT_AMAX=adamw: where AdamW records the FP8 weights' amaxes (fp8_adamw_amax, set at
-  // start-up; empty where it does not), and whether the last optimizer step did, for the next
+  // LLMC_FP8_WEIGHT_AMAX=adamw: where AdamW records the FP8 weights' amaxes (make_fp8_adamw_sinks,
+  // at start-up; empty where it does not), and whether the last optimizer step did, for the next
   // cast_fp8_weights, which then takes no amax pass of its own.
   std::vector<Fp8WeightAmaxSink> fp8_adamw_sinks;
   bool fp8_weight_amax_recorded = false;
@@ -278,7 +278,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // Where the multi-tensor AdamW records each owned slice's FP8 weight amaxes (Fp8WeightAmaxSink,
   // one per owned_slices entry); empty where it does not (LLMC_FP8_WEIGHT_AMAX=cast, no --fp8 1,
   // a per-tensor AdamW, or a rank that owns a part of the parameters only).
-  std::vector<Fp8WeightAmaxSink> fp8_adamw_amax() const;
+  std::vector<Fp8WeightAmaxSink> make_fp8_adamw_sinks() const;
   // Forgets an amax AdamW recorded for weights that changed since (set_parameters).
   void drop_fp8_weight_amax();
   void end_fp8_micro_step();

@@ -144,10 +144,10 @@ void CudaBackend::optimizer_step(const OptimizerStep& step) {
   buffers.grads = d.grads;
   buffers.state = d.optimizer_state.data();
   if (d.opt.speed.adamw == AdamWLaunch::kMultiTensor) {
-    const std::vector<Fp8WeightAmaxSink>& amax = d.fp8_adamw_sinks;
+    const bool record_amax = !d.fp8_adamw_sinks.empty();
     run_optimizer_step_at_once(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream,
-                               amax.empty() ? nullptr : amax.data());
-    d.fp8_weight_amax_recorded = !amax.empty();
+                               record_amax ? d.fp8_adamw_sinks.data() : nullptr);
+    d.fp8_weight_amax_recorded = record_amax;
   } else {
     run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream);
   }
