@@ -421,18 +421,16 @@ bool check_weight() {
 // The transposing cast on an activation (`cast_transposed`): rows of GPT-2 124M's C = 768 channels.
 constexpr int kActivationCols = 768;
 
-// The transposing cast of n values (the first whole rows of kActivationCols) at tensor 0's scale:
-// rows x cols into q, and its transpose into qt.
+// The transposing cast of n values (the first whole rows of `cols`) at tensor 0's scale: rows x cols
+// into q (null: only the transpose), and its transpose into qt.
 void cast_transposed_launch(__nv_fp8_storage_t* q, __nv_fp8_storage_t* qt, const floatX* x, const float* state,
-                            size_t n, int cols) {
-  const int rows = int(n / size_t(cols));
-  const dim3 grid(llmc::ceil_div(cols, llmc::kFp8Tile), llmc::ceil_div(rows, llmc::kFp8Tile));
-  llmc::launch<llmc::fp8_weight_cast_kernel<floatX>>(grid, dim3(llmc::kFp8Tile, 8), 0, 0, q, qt, x,
-                                                     state + llmc::fp8_scale_offset(0), rows, cols);
-  CUDA_CHECK_LAST();
+                            size_t n, int cols, __nv_fp8_interpretation_t format) {
+  llmc::fp8_cast_transposed(q, qt, x, state + llmc::fp8_scale_offset(0), int(n / size_t(cols)), cols, format, 0);
 }
 
-// An activation's E4M3 copy as it is and transposed, byte for byte the host's.
+// An activation's E4M3 copy as it is and transposed, and an output gradient's E5M2 transpose alone
+// (what a weight-gradient GEMM would need of each beside the copies their producers write), byte
+// for byte the host's; the plain copy untouched when it is not asked for.
 bool check_cast_transposed(size_t n, int cols, const std::string& tag) {
   const int rows = int(n / size_t(cols));
   const size_t m = size_t(rows) * cols;
@@ -441,16 +439,23 @@ bool check_cast_transposed(size_t n, int cols, const std::string& tag) {
   __nv_fp8_storage_t *d_q = nullptr, *d_qt = nullptr;
   CUDA_CHECK(cudaMalloc(&d_q, m));
   CUDA_CHECK(cudaMalloc(&d_qt, m));
-  bench::poison(d_q, m);
-  bench::poison(d_qt, m);
   float* state = new_state();
-  set_state(state, llmc::fp8_scale_offset(0), 32.0f);
-  cast_transposed_launch(d_q, d_qt, d_x, state, m, cols);
-  const std::vector<uint8_t> ref = host_fp8(x, 32.0f, __NV_E4M3);
-  bool ok = check_bytes(fmt::format("{}cast_transposed {}x{} E4M3 copy", tag, rows, cols), bytes_from_device(d_q, m),
-                        ref);
-  ok &= check_bytes(fmt::format("{}cast_transposed {}x{} transposed", tag, rows, cols), bytes_from_device(d_qt, m),
-                    transposed(ref, rows, cols));
+  bool ok = true;
+  const std::tuple<__nv_fp8_interpretation_t, float, bool> cases[] = {{__NV_E4M3, 32.0f, true},
+                                                                       {__NV_E5M2, 4096.0f, false}};
+  for (const auto& [format, scale, plain] : cases) {
+    const std::string what = fmt::format("{}cast_transposed {}x{} {}", tag, rows, cols,
+                                         format == __NV_E4M3 ? "E4M3" : "E5M2");
+    bench::poison(d_q, m);
+    bench::poison(d_qt, m);
+    const std::vector<uint8_t> poisoned = bytes_from_device(d_q, m);
+    set_state(state, llmc::fp8_scale_offset(0), scale);
+    cast_transposed_launch(plain ? d_q : nullptr, d_qt, d_x, state, m, cols, format);
+    const std::vector<uint8_t> ref = host_fp8(x, scale, format);
+    ok &= check_bytes(what + (plain ? " copy" : " copy not written"), bytes_from_device(d_q, m),
+                      plain ? ref : poisoned);
+    ok &= check_bytes(what + " transposed", bytes_from_device(d_qt, m), transposed(ref, rows, cols));
+  }
   bench::free_device({d_x, d_q, d_qt, state});
   return ok;
 }
@@ -489,7 +494,9 @@ bool check_cast_transposed_version(Data& d, const Version&, const std::string&, 
 }
 
 void cast_e4m3(Data& d, int) { llmc::fp8_cast(sink_of(d.q, d.state, 0, __NV_E4M3), d.x, d.n, 0); }
-void cast_transposed(Data& d, int) { cast_transposed_launch(d.q, d.qt, d.x, d.state, d.n, kActivationCols); }
+void cast_transposed(Data& d, int) {
+  cast_transposed_launch(d.q, d.qt, d.x, d.state, d.n, kActivationCols, __NV_E4M3);
+}
 
 // A cast reads n floatX and writes n bytes; the transposing one writes 2n.
 bench::Cost cast_cost(const Data& d) { return {double(d.n) * (sizeof(floatX) + 1)}; }
@@ -518,9 +525,9 @@ const std::vector<Version> kVersions = {
      "fp8_cast_weights: two weights' amaxes, their scales in one launch, their E4M3 copies and their transposes", {},
      nullptr, check_weight_version, nullptr},
     {"cast_transposed",
-     "the weights' transposing cast (fp8_weight_cast_kernel) on an activation, rows of 768 (B*T x C): its E4M3 copy "
-     "as it is and transposed, what an FP8 weight-gradient GEMM needs of each operand every micro-step (timed to "
-     "decide whether that path pays, docs/cuda-trainer.md)",
+     "the weights' transposing cast (fp8_cast_transposed) on an activation, rows of 768 (B*T x C): its E4M3 copy "
+     "as it is and transposed, and an E5M2 transpose alone; what an FP8 weight-gradient GEMM needs of each operand "
+     "every micro-step (timed in E4M3 with both copies, to decide whether that path pays, docs/cuda-trainer.md)",
      {}, cast_transposed, check_cast_transposed_version, cast_transposed_cost},
 };
 

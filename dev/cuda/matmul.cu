@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -145,6 +146,22 @@ void fwd_gelu_fp8(Data& d, int) {
                                 d.s.C, d.s.OC, false, 0);
 }
 
+// The weight gradient from FP8 copies (a path the trainer does not have; docs/cuda-trainer.md,
+// "FP8 matmuls", weighs it): column-major dweight_c (C x OC) += op(A) B over k = BT, where cuBLASLt's
+// TN layout asks for A = inp^T stored BT x C column-major (inp's transposed E4M3 copy, op T) and
+// B = dout^T stored BT x OC column-major (dout's transposed E5M2 copy). kCasts: the two transposing
+// casts first, as that path would run them every micro-step.
+template <bool kCasts>
+void bwd_dweight_fp8(Data& d, int) {
+  if (kCasts) d.fp8->cast_transposes(d.buf, d.s);
+  llmc::LtGemm g{.d = d.buf.dweight, .m = d.s.C, .n = d.s.OC, .k = d.s.BT, .transpose_a = true, .lda = d.s.BT,
+                 .ldb = d.s.BT, .ldd = d.s.C, .accumulate = true};
+  g.fp8 = true;
+  g.a8 = d.fp8->inp_tm;
+  g.b8 = d.fp8->dout_tm;
+  llmc::lt_gemm(d.ctx, g, 0);
+}
+
 void bwd_dinp_fp8(Data& d, int) {
   llmc::MatmulBackward p{.dinp = d.buf.dinp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
   p.dout8 = d.fp8->dout_m;
@@ -181,6 +198,12 @@ bench::Cost fwd_gelu_fp8_cost(const Data& d) {
   return {double(d.s.n_in() + d.s.n_w()) + (1 + kE) * d.s.n_out(), gemm_flops(d)};
 }
 bench::Cost dinp_fp8_cost(const Data& d) { return {double(d.s.n_out() + d.s.n_w()) + kE * d.s.n_in(), gemm_flops(d)}; }
+// The casts read inp and dout in floatX and write their FP8 transposes, which the GEMM reads.
+template <bool kCasts>
+bench::Cost dweight_fp8_cost(const Data& d) {
+  const double operands = double(d.s.n_in() + d.s.n_out());
+  return {operands * (kCasts ? 2 + kE : 1) + 2 * kE * d.s.n_w(), gemm_flops(d)};
+}
 
 using Version = bench::Version<Data>;
 
@@ -358,7 +381,30 @@ bool check_fwd_gelu_fp8(Data& d, const Version& v, const std::string& tag, int b
   return ok && amax_ok;
 }
 
+// The FP8 weight gradient: from dweight0, against the CPU layer on the values the FP8 copies hold.
+// The transposes are poisoned first where the version casts them, so that its casts must write them.
+// cuBLASLt takes FP8 operands with leading dimensions of 16 only, here B*T.
+bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int block) {
+  if (!d.fp8) return true;
+  if (d.s.BT % 16 != 0) {
+    fmt::print("UNSUPPORTED  {}  FP8 operands of B*T rows need B*T a multiple of 16\n", tag);
+    return true;
+  }
+  std::vector<float> dinp(d.s.n_in()), dweight = d.r.dweight0, dbias(size_t(d.s.OC), 0.0f);
+  llmc::matmul_backward(dinp.data(), dweight.data(), dbias.data(), d.fp8->dout.data(), d.fp8->inp.data(),
+                        d.r.weight.data(), d.s.BT, d.s.C, d.s.OC);
+  const bool casts = v.name == "bwd_dweight_fp8_casts";
+  if (casts) {
+    bench::poison(d.fp8->inp_t8, d.s.n_in());
+    bench::poison(d.fp8->dout_t8, d.s.n_out());
+  }
+  bench::upload(d.buf.dweight, d.r.dweight0);
+  v.launch(d, block);
+  return bench::check(accumulated(v, d, ""), bench::from_device(d.buf.dweight, d.s.n_w()), dweight, kTol);
+}
+
 bool has_fp8(const Data& d) { return d.fp8.has_value(); }
+bool has_fp8_dweight(const Data& d) { return d.fp8.has_value() && d.s.BT % 16 == 0; }
 bool has_bias_epilogue(const Data& d) { return d.bias_epilogue; }
 
 const std::vector<Version> kVersions = {
@@ -403,6 +449,12 @@ const std::vector<Version> kVersions = {
      fwd_gelu_fp8, check_fwd_gelu_fp8, fwd_gelu_fp8_cost, has_fp8},
     {"bwd_dinp_fp8", "--fp8 1: dout in E5M2, the weight's transposed E4M3 copy, FP8 GEMM (bf16 build)", {},
      bwd_dinp_fp8, check_dinp_fp8, dinp_fp8_cost, has_fp8},
+    {"bwd_dweight_fp8",
+     "the weight gradient as an FP8 GEMM of inp's transposed E4M3 copy and dout's transposed E5M2 one, accumulating "
+     "(not in the trainer: measured against bwd_dweight to weigh that path; bf16 build)",
+     {}, bwd_dweight_fp8<false>, check_dweight_fp8, dweight_fp8_cost<false>, has_fp8_dweight},
+    {"bwd_dweight_fp8_casts", "bwd_dweight_fp8 with the two transposing casts from inp and dout it needs first", {},
+     bwd_dweight_fp8<true>, check_dweight_fp8, dweight_fp8_cost<true>, has_fp8_dweight},
 };
 
 // Checks, then (unless --check, and where every check passed) times every selected version at s.
@@ -411,9 +463,11 @@ bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, 
   const Reference r = make_reference(s, seed);
   DeviceBuffers buf(s, r);
   Data d{s, r, buf, ctx};
-  if (bench::selected(args, "fwd_bias_fp8") || bench::selected(args, "fwd_bias_fp8_fast") ||
-      bench::selected(args, "bwd_dinp_fp8") || bench::selected(args, "dbias_kernel_fp8") ||
-      bench::selected(args, "fwd_gelu_fp8")) {
+  const char* fp8_versions[] = {"fwd_bias_fp8",    "fwd_bias_fp8_fast", "bwd_dinp_fp8",
+                                "dbias_kernel_fp8", "fwd_gelu_fp8",      "bwd_dweight_fp8",
+                                "bwd_dweight_fp8_casts"};
+  if (std::any_of(std::begin(fp8_versions), std::end(fp8_versions),
+                  [&](const char* name) { return bench::selected(args, name); })) {
     // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
     if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
       d.fp8.emplace(s, r, buf);
@@ -436,8 +490,9 @@ bool run(const bench::Args& args) {
                           {"fcproj", BT, 4 * C, C},
                           // Tails everywhere: BT not a multiple of the bias kernel's 64-row slices,
                           // OC not a multiple of its 256 columns, matrices not 256-byte aligned.
-                          // OC = 272 = 17 x 16: the least FP8 takes (leading dimensions of 16).
-                          {"odd", 200, 96, 272, 8}};
+                          // OC = 272 = 17 x 16 and BT = 208 = 13 x 16: the least FP8 takes
+                          // (leading dimensions of 16).
+                          {"odd", 208, 96, 272, 8}};
   uint64_t seed = 1000;
   bool ok = true;
   // --small: the odd shape alone; a shape of one's own: the four GEMMs alone.

@@ -123,25 +123,28 @@ inline std::vector<float> fp8_values(const std::vector<float>& x, float scale, _
 // The FP8 operands of --fp8 1 on one shape's inputs: activations and weights E4M3, the output
 // gradient E5M2, at powers of two that fit the inputs' ranges (|inp|, |dout| < 1: 2^8 and 2^15; the
 // weight's own, from its amax), cast by the trainer's kernels; and the values those copies hold.
+// Also inp's and dout's transposes (C x BT, OC x BT), what an FP8 weight-gradient GEMM would take
+// (a path the trainer does not have; dev/cuda/matmul times it).
 struct Fp8Operands {
   float* state = nullptr;
   __nv_fp8_storage_t *inp8 = nullptr, *dout8 = nullptr, *w8 = nullptr, *wt8 = nullptr;
+  __nv_fp8_storage_t *inp_t8 = nullptr, *dout_t8 = nullptr;
   // dout's E5M2 copy as the bias-gradient kernels write it, recording into the gradient's amax.
   __nv_fp8_storage_t* dout8_by_bias = nullptr;
   // The E4M3 GELU of the output, as the fc GEMM's epilogue writes it (LLMC_FP8_GELU=epilogue), at
   // 2^6 (|gelu| < 4 here), recording into that tensor's amax.
   __nv_fp8_storage_t* gelu8 = nullptr;
   static constexpr float kGeluScale = 64.0f;
-  int gradient = 0, gelu = 0;
+  int input = 0, gradient = 0, gelu = 0;
   std::vector<float> inp, w, dout;  // the values of the FP8 copies
-  llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m;
+  llmc::Fp8Matrix inp_m, w_m, dout_m, wt_m, inp_tm, dout_tm;
 
   Fp8Operands(const Shape& s, const Reference& r, const DeviceBuffers& d) {
     // A one-layer model's scaling state; this shape's operands are its qkv layer's tensors.
     llmc::GPT2Config one_layer;
     one_layer.num_layers = 1;
     const llmc::Fp8Layout layout(one_layer);
-    const int input = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kQkv, 0);
+    input = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kQkv, 0);
     gradient = layout.tensor(llmc::Fp8Role::kGradient, llmc::LinearLayer::kQkv, 0);
     const int weight = layout.tensor(llmc::Fp8Role::kWeight, llmc::LinearLayer::kQkv, 0);
     gelu = layout.tensor(llmc::Fp8Role::kInput, llmc::LinearLayer::kFcproj, 0);
@@ -160,9 +163,12 @@ struct Fp8Operands {
     CUDA_CHECK(cudaMalloc(&gelu8, s.n_out()));
     CUDA_CHECK(cudaMalloc(&w8, s.n_w()));
     CUDA_CHECK(cudaMalloc(&wt8, s.n_w()));
+    CUDA_CHECK(cudaMalloc(&inp_t8, s.n_in()));
+    CUDA_CHECK(cudaMalloc(&dout_t8, s.n_out()));
     llmc::fp8_cast({inp8, state + llmc::fp8_scale_offset(input), nullptr, __NV_E4M3}, d.inp, s.n_in(), 0);
     llmc::fp8_cast({dout8, state + llmc::fp8_scale_offset(gradient), nullptr, __NV_E5M2}, d.dout, s.n_out(), 0);
     llmc::fp8_cast_weights({{d.weight, s.OC, s.C, weight, w8, wt8}}, state, weight, 1, 0);
+    cast_transposes(d, s);
     float w_scale = 0.0f;
     CUDA_CHECK(cudaMemcpy(&w_scale, state + llmc::fp8_scale_offset(weight), sizeof w_scale, cudaMemcpyDeviceToHost));
     inp = fp8_values(r.inp, inp_scale, __NV_E4M3);
@@ -172,8 +178,18 @@ struct Fp8Operands {
     w_m = {w8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
     dout_m = {dout8, state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
     wt_m = {wt8, state + llmc::fp8_scale_inv_offset(weight), __NV_E4M3};
+    inp_tm = {inp_t8, state + llmc::fp8_scale_inv_offset(input), __NV_E4M3};
+    dout_tm = {dout_t8, state + llmc::fp8_scale_inv_offset(gradient), __NV_E5M2};
   }
-  ~Fp8Operands() { bench::free_device({state, inp8, dout8, w8, wt8, dout8_by_bias, gelu8}); }
+  // inp's and dout's transposes alone (their plain copies are the producers'), at their scales.
+  void cast_transposes(const DeviceBuffers& d, const Shape& s) const {
+    llmc::fp8_cast_transposed(nullptr, inp_t8, d.inp, state + llmc::fp8_scale_offset(input), s.BT, s.C, __NV_E4M3, 0);
+    llmc::fp8_cast_transposed(nullptr, dout_t8, d.dout, state + llmc::fp8_scale_offset(gradient), s.BT, s.OC,
+                              __NV_E5M2, 0);
+  }
+  ~Fp8Operands() {
+    bench::free_device({state, inp8, dout8, w8, wt8, inp_t8, dout_t8, dout8_by_bias, gelu8});
+  }
   llmc::Fp8Sink gelu_sink() const {
     return {gelu8, state + llmc::fp8_scale_offset(gelu), reinterpret_cast<unsigned*>(state + llmc::fp8_amax_offset(gelu)),
             __NV_E4M3};

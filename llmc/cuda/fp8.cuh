@@ -198,33 +198,42 @@ __global__ void fp8_update_current_kernel(float* state, int first, int count) {
   state[fp8_scale_inv_offset(i)] = 1.0f / scale;
 }
 
-// w (rows x cols, row-major) into w8 (rows x cols) and its transpose wt8 (cols x rows), E4M3 at
-// *scale, through a 32 x 32 tile in shared memory so that both writes are coalesced. Block (32, 8).
-// The tile keeps a word per code (a row of 33 words: the transposed reads fall in distinct banks),
-// so that no two threads write parts of one shared word, which the emulated GPU's race check, at
-// word granularity, would report.
+// x (rows x cols, row-major) into x8 (rows x cols; null: not written, where the tensor's producer
+// wrote it) and its transpose xt8 (cols x rows), in `format` at *scale, through a 32 x 32 tile in
+// shared memory so that both writes are coalesced. Block (32, 8). The tile keeps a word per code (a
+// row of 33 words: the transposed reads fall in distinct banks), so that no two threads write parts
+// of one shared word, which the emulated GPU's race check, at word granularity, would report.
 constexpr int kFp8Tile = 32;
 template <class Real>
-__global__ void fp8_weight_cast_kernel(__nv_fp8_storage_t* w8, __nv_fp8_storage_t* wt8, const Real* w,
-                                       const float* scale, int rows, int cols) {
+__global__ void fp8_transposing_cast_kernel(__nv_fp8_storage_t* x8, __nv_fp8_storage_t* xt8, const Real* x,
+                                            const float* scale, int rows, int cols,
+                                            __nv_fp8_interpretation_t format) {
   LLMC_SHARED(unsigned, tile, [kFp8Tile][kFp8Tile + 1]);
   const float s = *scale;
   const int col = blockIdx.x * kFp8Tile + threadIdx.x;
   for (int r = threadIdx.y; r < kFp8Tile; r += blockDim.y) {
     const int row = blockIdx.y * kFp8Tile + r;
     if (row < rows && col < cols) {
-      const __nv_fp8_storage_t q = fp8_encode(float(w[size_t(row) * cols + col]), s, __NV_E4M3);
-      w8[size_t(row) * cols + col] = q;
+      const __nv_fp8_storage_t q = fp8_encode(float(x[size_t(row) * cols + col]), s, format);
+      if (x8) x8[size_t(row) * cols + col] = q;
       tile[r][threadIdx.x] = q;
     }
   }
   __syncthreads();
-  // Transposed: this thread writes wt8[c][row] for c = the tile's column r, row = its threadIdx.x.
+  // Transposed: this thread writes xt8[c][row] for c = the tile's column r, row = its threadIdx.x.
   const int row = blockIdx.y * kFp8Tile + threadIdx.x;
   for (int r = threadIdx.y; r < kFp8Tile; r += blockDim.y) {
     const int c = blockIdx.x * kFp8Tile + r;
-    if (row < rows && c < cols) wt8[size_t(c) * rows + row] = __nv_fp8_storage_t(tile[threadIdx.x][r]);
+    if (row < rows && c < cols) xt8[size_t(c) * rows + row] = __nv_fp8_storage_t(tile[threadIdx.x][r]);
   }
+}
+
+inline void fp8_cast_transposed(__nv_fp8_storage_t* x8, __nv_fp8_storage_t* xt8, const floatX* x, const float* scale,
+                                int rows, int cols, __nv_fp8_interpretation_t format, cudaStream_t stream) {
+  const dim3 grid(ceil_div(cols, kFp8Tile), ceil_div(rows, kFp8Tile));
+  launch<fp8_transposing_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, x8, xt8, x, scale, rows, cols,
+                                              format);
+  CUDA_CHECK_LAST();
 }
 
 // One E4M3 weight (rows x cols, scaling tensor `tensor`) and where its copies go.
@@ -250,12 +259,8 @@ inline void fp8_cast_weights(const std::vector<Fp8WeightCast>& weights, float* s
   }
   launch<fp8_update_current_kernel<int(kE4M3Max)>>(ceil_div(count, 128), 128, 0, stream, state, first, count);
   CUDA_CHECK_LAST();
-  for (const Fp8WeightCast& w : weights) {
-    const dim3 grid(ceil_div(w.cols, kFp8Tile), ceil_div(w.rows, kFp8Tile));
-    launch<fp8_weight_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, w.w8, w.wt8, w.w,
-                                           state + fp8_scale_offset(w.tensor), w.rows, w.cols);
-    CUDA_CHECK_LAST();
-  }
+  for (const Fp8WeightCast& w : weights)
+    fp8_cast_transposed(w.w8, w.wt8, w.w, state + fp8_scale_offset(w.tensor), w.rows, w.cols, __NV_E4M3, stream);
 }
 
 }  // namespace llmc
