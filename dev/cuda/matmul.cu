@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -384,17 +383,18 @@ bool check_fwd_gelu_fp8(Data& d, const Version& v, const std::string& tag, int b
 // The FP8 weight gradient: from dweight0, against the CPU layer on the values the FP8 copies hold.
 // The transposes are poisoned first where the version casts them, so that its casts must write them.
 // cuBLASLt takes FP8 operands with leading dimensions of 16 only, here B*T.
+bool has_fp8_dweight(const Data& d) { return d.fp8.has_value() && d.s.BT % 16 == 0; }
+
 bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int block) {
   if (!d.fp8) return true;
-  if (d.s.BT % 16 != 0) {
+  if (!has_fp8_dweight(d)) {
     fmt::print("UNSUPPORTED  {}  FP8 operands of B*T rows need B*T a multiple of 16\n", tag);
     return true;
   }
   std::vector<float> dinp(d.s.n_in()), dweight = d.r.dweight0, dbias(size_t(d.s.OC), 0.0f);
   llmc::matmul_backward(dinp.data(), dweight.data(), dbias.data(), d.fp8->dout.data(), d.fp8->inp.data(),
                         d.r.weight.data(), d.s.BT, d.s.C, d.s.OC);
-  const bool casts = v.name == "bwd_dweight_fp8_casts";
-  if (casts) {
+  if (v.name == "bwd_dweight_fp8_casts") {
     bench::poison(d.fp8->inp_t8, d.s.n_in());
     bench::poison(d.fp8->dout_t8, d.s.n_out());
   }
@@ -404,7 +404,6 @@ bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int bl
 }
 
 bool has_fp8(const Data& d) { return d.fp8.has_value(); }
-bool has_fp8_dweight(const Data& d) { return d.fp8.has_value() && d.s.BT % 16 == 0; }
 bool has_bias_epilogue(const Data& d) { return d.bias_epilogue; }
 
 const std::vector<Version> kVersions = {
@@ -463,11 +462,10 @@ bool run_shape(const bench::Args& args, llmc::BlasContext& ctx, const Shape& s, 
   const Reference r = make_reference(s, seed);
   DeviceBuffers buf(s, r);
   Data d{s, r, buf, ctx};
-  const char* fp8_versions[] = {"fwd_bias_fp8",    "fwd_bias_fp8_fast", "bwd_dinp_fp8",
-                                "dbias_kernel_fp8", "fwd_gelu_fp8",      "bwd_dweight_fp8",
-                                "bwd_dweight_fp8_casts"};
-  if (std::any_of(std::begin(fp8_versions), std::end(fp8_versions),
-                  [&](const char* name) { return bench::selected(args, name); })) {
+  // The versions that read the FP8 operands are those with "fp8" in their names.
+  if (std::any_of(kVersions.begin(), kVersions.end(), [&](const Version& v) {
+        return v.name.find("fp8") != std::string::npos && bench::selected(args, v.name);
+      })) {
     // FP8 needs bf16 activations and leading dimensions that are multiples of 16.
     if (std::is_same<floatX, __nv_bfloat16>::value && s.C % 16 == 0 && s.OC % 16 == 0)
       d.fp8.emplace(s, r, buf);
