@@ -381,10 +381,11 @@ bool check_fwd_gelu_fp8(Data& d, const Version& v, const std::string& tag, int b
 }
 
 // The FP8 weight gradient: from dweight0, against the CPU layer on the values the FP8 copies hold.
-// The transposes are poisoned first where the version casts them, so that its casts must write them.
+// The transposes are poisoned first where the version casts them (kCasts), so that its casts must write them.
 // cuBLASLt takes FP8 operands with leading dimensions of 16 only, here B*T.
 bool has_fp8_dweight(const Data& d) { return d.fp8.has_value() && d.s.BT % 16 == 0; }
 
+template <bool kCasts>
 bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int block) {
   if (!d.fp8) return true;
   if (!has_fp8_dweight(d)) {
@@ -394,7 +395,7 @@ bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int bl
   std::vector<float> dinp(d.s.n_in()), dweight = d.r.dweight0, dbias(size_t(d.s.OC), 0.0f);
   llmc::matmul_backward(dinp.data(), dweight.data(), dbias.data(), d.fp8->dout.data(), d.fp8->inp.data(),
                         d.r.weight.data(), d.s.BT, d.s.C, d.s.OC);
-  if (v.name == "bwd_dweight_fp8_casts") {
+  if (kCasts) {
     bench::poison(d.fp8->inp_t8, d.s.n_in());
     bench::poison(d.fp8->dout_t8, d.s.n_out());
   }
@@ -451,9 +452,9 @@ const std::vector<Version> kVersions = {
     {"bwd_dweight_fp8",
      "the weight gradient as an FP8 GEMM of inp's transposed E4M3 copy and dout's transposed E5M2 one, accumulating "
      "(not in the trainer: measured against bwd_dweight to weigh that path; bf16 build)",
-     {}, bwd_dweight_fp8<false>, check_dweight_fp8, dweight_fp8_cost<false>, has_fp8_dweight},
+     {}, bwd_dweight_fp8<false>, check_dweight_fp8<false>, dweight_fp8_cost<false>, has_fp8_dweight},
     {"bwd_dweight_fp8_casts", "bwd_dweight_fp8 with the two transposing casts from inp and dout it needs first", {},
-     bwd_dweight_fp8<true>, check_dweight_fp8, dweight_fp8_cost<true>, has_fp8_dweight},
+     bwd_dweight_fp8<true>, check_dweight_fp8<true>, dweight_fp8_cost<true>, has_fp8_dweight},
 };
 
 // Checks, then (unless --check, and where every check passed) times every selected version at s.
