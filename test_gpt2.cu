@@ -5,14 +5,14 @@
 //               losses within 2e-2 (logits held to 5e-2 too).
 // Also: parameter and optimizer-state round trips, forward_loss, forward_losses, next_token_logits,
 // the gradient norm, gradient accumulation over two micro-batches, recompute 0/1/2, every value of
-// every speed switch and all of them on at once, LLMC_CLASSIFIER=chunked's logits and losses over
-// several chunks, LLMC_CUDA_GRAPHS=on's replays against off (tests/lib/cuda_graphs_check.h), a
-// skewed batch (one token's long chain) with each LLMC_ENCODER_BACKWARD, (bf16) both attention
-// kernels and --fp8 1 with every FP8 switch (at bars derived from the FP8 rounding,
+// every speed switch and those that change the kernels together, the classifier's logits and losses
+// over several chunks, LLMC_CUDA_GRAPHS=on's replays against off (tests/lib/cuda_graphs_check.h), a
+// skewed batch (one token's long chain, cut into pieces by the encoder backward), (bf16) both
+// attention kernels and --fp8 1 with every FP8 switch (at bars derived from the FP8 rounding,
 // tests/lib/fp8_bars.h; the checks in tests/lib/fp8_parity.h), and the memory
 // plan (device_bytes equals the plan's total; the drop in free memory is that plus at most the
 // libraries' reserve; on the emulated GPU, each device allocation is a planned buffer, also with
-// every lever on). One PASS/FAIL line per check, then a summary.
+// the switches together). One PASS/FAIL line per check, then a summary.
 //
 //   test_gpt2cu [--config DESC | --model FILE] [--B B] [--T T] [--steps N] [--seed S] [--quick]
 //   test_gpt2cu --probe
@@ -206,64 +206,55 @@ int run(const Args& a) {
         report.exact(fmt::format("grad with recompute {} = with recompute 1, bit for bit", recompute), variant_grads,
                      grads);
     }
-    // Every other value of every speed switch (llmc/cuda/speed_switches.def), one at a time, then all
-    // levers on at once, each at the most recompute it allows up to -r 1.
+    // Every other value of every speed switch (llmc/cuda/speed_switches.def), one at a time, each at
+    // the most recompute it allows up to -r 1; then the ones that change what runs here together. Not
+    // the FP8 switches, which change nothing without --fp8 1 (check_fp8 runs each with it), nor, with
+    // the fallback attention (the emulated GPU's), LLMC_CUDNN_BACKWARD, which would change nothing.
     const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
     std::vector<SpeedSwitches> variants;
-    for (size_t row = 0; row < rows.size(); ++row)
+    SpeedSwitches together;
+    for (size_t row = 0; row < rows.size(); ++row) {
+      const std::string variable = rows[row].variable;
+      if (variable.rfind("LLMC_FP8_", 0) == 0) continue;
+      if (variable == "LLMC_CUDNN_BACKWARD" && attention != AttentionKind::kCudnn) continue;
       for (int value = 1; value < int(rows[row].values.size()); ++value) {
         SpeedSwitches speed;
         set_speed_switch(speed, row, value);
         variants.push_back(speed);
       }
-    variants.push_back(all_levers_on());
+      // Together: each at its last value, but the GEMM search stays timed, so that its tuning pass
+      // is checked with the others.
+      if (variable != "LLMC_GEMM_SEARCH") set_speed_switch(together, row, int(rows[row].values.size()) - 1);
+    }
+    variants.push_back(together);
     for (size_t i = 0; i < variants.size(); ++i) {
+      const bool all_together = i + 1 == variants.size();
       const int recompute = std::min(1, max_recompute(variants[i]));
       const std::optional<std::vector<size_t>> live_before = cuda_live_allocation_sizes();
       auto variant = make_cuda(config, a, recompute, attention, params, variants[i]);
-      if (live_before && i + 1 == variants.size())
-        check_buffers_against_plan(report, variant->memory_plan(), live_before->size());
+      if (live_before && all_together) check_buffers_against_plan(report, variant->memory_plan(), live_before->size());
       // The tuning pass (LLMC_GEMM_SEARCH=timed, the default) is checked with the defaults above and
-      // here with every lever on; elsewhere the variants run the heuristic's algorithms.
-      if (variant->tunes_kernels() && i + 1 == variants.size()) check_tuning_pass(report, *variant, batch, B, T);
+      // here with the switches together; elsewhere the variants run the heuristic's algorithms.
+      if (variant->tunes_kernels() && all_together) check_tuning_pass(report, *variant, batch, B, T);
       const std::vector<float> variant_grads = cuda_gradients(*variant, batch, B, T);
       check_gradients(report,
-                      fmt::format("grad with {}{} -r {}", i + 1 == variants.size() ? "every lever on: " : "",
+                      fmt::format("grad with {}{} -r {}", all_together ? "the switches together: " : "",
                                   speed_switches_summary(variants[i]), recompute),
                       config, variant_grads, cpu_grads, false);
-      // Fifteen switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
-      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind), the fused
-      // LayerNorm backward (the same partial sums in the same order as two-pass) and its prefetch
-      // (loads and sums unchanged), the one-read classifier (the same arithmetic as two-read on a
-      // copy of the row), its loads in flight (the same arithmetic in the same order) and its checks
-      // per vector (the same arithmetic, fewer checks), the registers LayerNorm forward (the staged
-      // kernel's sums in its order), the multi-tensor AdamW (no gradient at all), CUDA graphs (the
-      // same kernels on the same buffers, replayed) and the six FP8 switches
-      // (nothing without --fp8 1; check_fp8 runs them with). Their gradients must be bit for bit the
+      // Two switches change no sum on the emulated GPU, alone: the timed GEMM search (the emulated
+      // cuBLASLt's algorithms all sum alike, and the tuning pass left nothing behind) and CUDA graphs
+      // (the same kernels on the same buffers, replayed). Their gradients must be bit for bit the
       // defaults'. Only there: on a GPU, runs of one build may already differ (docs/gpu-runs.md, the
       // resume check), and the algorithms sum differently.
       const SpeedSwitches defaults;
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = defaults.gemm_search;
-      same_sums.layernorm_backward = defaults.layernorm_backward;
-      same_sums.layernorm_backward_prefetch = defaults.layernorm_backward_prefetch;
-      same_sums.classifier_pass = defaults.classifier_pass;
-      same_sums.classifier_loads = defaults.classifier_loads;
-      same_sums.classifier_checks = defaults.classifier_checks;
-      same_sums.layernorm_forward = defaults.layernorm_forward;
-      same_sums.adamw = defaults.adamw;
       same_sums.cuda_graphs = defaults.cuda_graphs;
-      same_sums.fp8_residual_cast = defaults.fp8_residual_cast;
-      same_sums.fp8_fast_accum = defaults.fp8_fast_accum;
-      same_sums.fp8_dqkv_cast = defaults.fp8_dqkv_cast;
-      same_sums.fp8_fc_bias_grad = defaults.fp8_fc_bias_grad;
-      same_sums.fp8_lm_head = defaults.fp8_lm_head;
-      same_sums.fp8_gelu = defaults.fp8_gelu;
       if (cuda_device_emulated() && same_sums == defaults)
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
-      // A recompute reruns the forward's kernels in the switches' form (LLMC_FAST_MATH's GELU among
-      // them), so on the emulated GPU -r 0 gives -r 1's bits here too, as for the defaults above.
+      // A recompute reruns the forward's kernels in the switches' form, so on the emulated GPU -r 0
+      // gives -r 1's bits here too, as for the defaults above.
       if (cuda_device_emulated() && recompute == 1) {
         auto stored = make_cuda(config, a, 0, attention, params, variants[i]);
         report.exact(fmt::format("grad with {} -r 0 = -r 1, bit for bit", speed_switches_summary(variants[i])),
@@ -271,8 +262,8 @@ int run(const Args& a) {
       }
     }
     // A skewed batch, one token at 7 positions of every 8: a chain longer than kEncoderPieceRows
-    // whenever 7/8 of B*T exceeds it, which random batches never give, so that
-    // LLMC_ENCODER_BACKWARD=pieces cuts it; both values against the CPU.
+    // whenever 7/8 of B*T exceeds it, which random batches never give, so that the encoder backward
+    // cuts it into pieces; against the CPU.
     Batch skewed = batch;
     for (size_t i = 0; i < skewed.inputs.size(); ++i)
       if (i % 8 != 0) skewed.inputs[i] = 7 % config.vocab_size;
@@ -280,15 +271,11 @@ int run(const Args& a) {
     cpu.forward_backward(skewed.inputs.data(), skewed.targets.data(), B, T, 1.0f);
     const std::vector<float> cpu_skewed(cpu.gradients(), cpu.gradients() + n);
     const int chain = B * T - (B * T + 7) / 8;
-    for (EncoderBackward how : {EncoderBackward::kChains, EncoderBackward::kPieces}) {
-      SpeedSwitches speed;
-      speed.encoder_backward = how;
-      auto variant = make_cuda(config, a, 1, attention, params, speed);
-      check_gradients(report,
-                      fmt::format("grad on a skewed batch (a chain of {} positions, {} pieces) with {}", chain,
-                                  (chain + kEncoderPieceRows - 1) / kEncoderPieceRows, speed_switches_summary(speed)),
-                      config, cuda_gradients(*variant, skewed, B, T), cpu_skewed, false);
-    }
+    auto skewed_run = make_cuda(config, a, 1, attention, params);
+    check_gradients(report,
+                    fmt::format("grad on a skewed batch (a chain of {} positions, {} pieces)", chain,
+                                (chain + kEncoderPieceRows - 1) / kEncoderPieceRows),
+                    config, cuda_gradients(*skewed_run, skewed, B, T), cpu_skewed, false);
     if (attention == AttentionKind::kCudnn) {
       auto variant = make_cuda(config, a, 1, AttentionKind::kFallback, params);
       check_gradients(report, "grad with the fallback attention", config, cuda_gradients(*variant, batch, B, T),

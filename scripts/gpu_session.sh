@@ -26,9 +26,10 @@
 #      (the order reversed in the second round): ms/step, tok/s, MFU, peak memory, the losses after
 #      the same steps, and a row per pair "ours defaults vs llm.c ...: N.NNNx tokens/s, ..."
 #   4. our settings: one run per performance setting (-r 0/1/2, every value of every speed switch of
-#      llmc/cuda/speed_switches.def, all of them on, LLMC_ATTENTION=fallback), same shape and
-#      weights: ms/step, tok/s, peak memory, the loss after the same steps; the fastest that keeps
-#      the loss within 1% is marked
+#      llmc/cuda/speed_switches.def, LLMC_CUDA_GRAPHS=on at -b 8 beside -b 8 without it,
+#      LLMC_ATTENTION=fallback, --fp8 1 and every FP8 switch on), same shape and weights: ms/step,
+#      tok/s, peak memory, the loss after the same steps; the fastest that keeps the loss within 1%
+#      is marked
 #   5. where the time goes: a d12 run with LLMC_PROFILE=on (CUDA events around every kernel, GEMM
 #      and cuDNN call: llmc/cuda/launch_profile.h), the top 15 of its table; then one d12 run's
 #      kernels under ncu (gpu__time_duration), the top 15
@@ -303,12 +304,14 @@ fi
 
 # ---- 4. our settings ----
 # NAME|VARIABLES|FLAGS, the baseline (the defaults) first. Then every other value of every speed switch
-# (llmc/cuda/speed_switches.def), one at a time and all levers on at once, at -r 0: no switch allows
-# less recompute, some allow no more (LLMC_GELU=epilogues), so they compare with the -r 0 row. Then
-# FP8, and the switches that act only with it (LLMC_FP8_*), which compare with its first row.
+# (llmc/cuda/speed_switches.def), one at a time, at -r 0: no switch allows less recompute, some allow
+# no more (LLMC_GELU=epilogues), so they compare with the -r 0 row. CUDA graphs save host launch time,
+# which weighs most where micro-steps are short: LLMC_CUDA_GRAPHS=on again at -b 8 (-d keeps B*T
+# tokens a step, 8 micro-steps), beside -b 8 without it. Then FP8, and the switches that act only
+# with it (LLMC_FP8_*), which compare with its first row.
 settings=("defaults (-r auto)||" "-r 0||-r 0" "-r 2||-r 2" "-r 1||-r 1")
 fp8_settings=()
-while read -r variable values _; do
+while read -r variable values; do
   IFS='|' read -r -a choices <<<"$values"
   for value in "${choices[@]:1}"; do
     case $variable in
@@ -317,13 +320,13 @@ while read -r variable values _; do
     esac
   done
 done < <(speed_switch_rows)
-settings+=("-r 0 every lever on|$(all_levers_on_env)|-r 0" "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
-# FP8 matmuls (docs/cuda-trainer.md "FP8 matmuls"): with the defaults and at -r 1 (the defaults hold
-# the levers that helped on a GPU, docs/gpu-runs.md; FP8 runs the GELU as kernels, which write the
-# FP8 copies, so it takes no GELU epilogues), to compare with the defaults' and the -r 1 rows; then
-# each FP8 switch alone and every FP8 lever on at once.
+settings+=("-r 0 -b 8||-r 0 -b 8" "-r 0 -b 8 LLMC_CUDA_GRAPHS=on|LLMC_CUDA_GRAPHS=on|-r 0 -b 8"
+  "LLMC_ATTENTION=fallback|LLMC_ATTENTION=fallback|-r 1")
+# FP8 matmuls (docs/cuda-trainer.md "FP8 matmuls"): with the defaults and at -r 1 (FP8 runs the GELU
+# as kernels, which write the FP8 copies, so it takes no GELU epilogues), to compare with the
+# defaults' and the -r 1 rows; then each FP8 switch alone and every FP8 switch on at once.
 settings+=("--fp8 1||--fp8 1" "-r 1 --fp8 1||-r 1 --fp8 1" "${fp8_settings[@]}"
-  "--fp8 1 every FP8 lever on|$(fp8_levers_on_env)|--fp8 1")
+  "--fp8 1 every FP8 switch on|$(fp8_switches_on_env)|--fp8 1")
 sweep_steps=20
 sweep_runs=()
 if [ -n "$corpus" ] && wanted sweep; then

@@ -1,15 +1,16 @@
 // AdamW with fp32 master weights, rounded to nearest into floatX: versions checked against
 // llmc/cpu/adamw.h over a GPT-2 124M-sized parameter buffer, then timed; also checked over 4,104
-// parameters (a partial last block) and 1,003 (not whole vectors: adamw_update takes the scalar path).
-// The multi-tensor launch (v3) runs over the parameters cut into slices, some that decay and some
-// that do not, some misaligned (the scalar path): checked against the CPU on each slice and bit for
-// bit against one adamw_update launch per slice (LLMC_ADAMW=per-tensor), each half of a thread's
-// state loaded in turn; v4, the trainer's order, with every load first, the same way (so bit for
-// bit v3 too); v5, v4 recording the largest |parameter written| of each W into FP8 amax slots
+// parameters (a partial last block) and 1,003 (not whole vectors: its last slice goes by elements).
+// v1, an element per thread over the buffer as one tensor that decays, is the baseline. The
+// trainer's multi-tensor kernel (v4, every load of a thread before its first store) runs over the
+// parameters cut into slices, some that decay and some that do not, some misaligned (by elements):
+// checked against the CPU on each slice, its floatX parameters the master rounded to nearest, and
+// bit for bit over a second launch; v3, each half of a thread's state loaded in turn, the same way
+// and bit for bit v4; v5, v4 recording the largest |parameter written| of each W into FP8 amax slots
 // (LLMC_FP8_WEIGHT_AMAX=adamw): the first slice as Ws of a third (or a half) of it, a block's
 // vectors over several Ws (an atomic a thread), the third slice, element by element, as one W (an
-// atomic a block); the same bits as v4, and each W's amax the largest |floatX parameter| of its
-// values, exactly.
+// atomic a block); the same way, bit for bit v4, and each W's amax the largest |floatX parameter|
+// of its values, exactly.
 // The versions: kVersions below (or --help).
 #include <algorithm>
 #include <cmath>
@@ -56,7 +57,7 @@ std::vector<llmc::OptimizerSlice<Real>> cut(size_t n, Real* params, float* maste
 }
 
 // The parameters, gradients and optimizer state of n parameters, and the CPU's answers: over one
-// tensor that decays (v1, v2) and over v3's slices (sliced_*).
+// tensor that decays (v1) and over the slices of v3 to v5 (sliced_*).
 struct Data {
   size_t n;
   floatX *params, *grads;
@@ -66,20 +67,23 @@ struct Data {
   std::vector<float> sliced_params_ref, sliced_m_ref, sliced_v_ref;
 };
 
+// An element per thread, any n and alignment: the per-element code (llmc::adamw_element) that the
+// multi-tensor kernel runs on a slice that does not go by vectors, over one tensor.
+__global__ void adamw_scalar_kernel(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n,
+                                    llmc::AdamWArgs a) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) llmc::adamw_element(params, master, grads, m, v, i, a);
+}
+
 void v1(Data& d, int block) {
   block = block ? block : 256;
   const llmc::AdamWArgs a = llmc::adamw_args(kStep, kHyper, kStep.weight_decay);
-  llmc::launch<llmc::adamw_scalar_kernel<floatX>>(llmc::ceil_div(static_cast<long long>(d.n), block), block, 0, 0,
-                                                  d.params, d.master, d.grads, d.m, d.v, d.n, a);
+  llmc::launch<adamw_scalar_kernel>(llmc::ceil_div(static_cast<long long>(d.n), block), block, 0, 0, d.params,
+                                    d.master, d.grads, d.m, d.v, d.n, a);
   CUDA_CHECK_LAST();
 }
 
-void v2(Data& d, int) {
-  float* const state[] = {d.m, d.v};
-  llmc::adamw_update(slice(d.n, d.params, d.master, d.grads, state), kStep, kHyper, 0);
-}
-
-// v3's slices of the device buffers, and the same as one slice (the buffers' bases).
+// The slices of v3 to v5 in the device buffers.
 std::vector<llmc::OptimizerSlice<floatX>> device_slices(Data& d, float* const* state) {
   return cut(d.n, d.params, d.master, d.grads, state);
 }
@@ -127,6 +131,13 @@ void reset(Data& d) {
   CUDA_CHECK(cudaMemset(d.fp8_state, 0, kAmaxTensors * llmc::kFp8FloatsPerTensor * sizeof(float)));
 }
 
+// The floatX parameters are the new master values rounded to nearest.
+bool check_rounded(const std::string& tag, const std::vector<float>& master, const std::vector<float>& params_low) {
+  std::vector<float> rounded(master.size());
+  for (size_t i = 0; i < master.size(); ++i) rounded[i] = float(floatX(master[i]));
+  return bench::check_identical(tag + " params = master rounded to nearest", params_low, rounded);
+}
+
 // master, m, v and the floatX parameters against the CPU; the parameters are the new master values
 // rounded to nearest; a second step from the same state gives the same bits.
 bool check(Data& d, const Version& v, const std::string& tag, int block) {
@@ -139,9 +150,7 @@ bool check(Data& d, const Version& v, const std::string& tag, int block) {
   ok &= bench::check(tag + " m", bench::from_device(d.m, n), d.m_ref, 1e-5);
   ok &= bench::check(tag + " v", bench::from_device(d.v, n), d.v_ref, 1e-5);
   ok &= bench::check(tag + " params (floatX)", params_low, d.params_ref, 1e-2);
-  std::vector<float> rounded(n);
-  for (size_t i = 0; i < n; ++i) rounded[i] = float(floatX(master[i]));
-  ok &= bench::check_identical(tag + " params = master rounded to nearest", params_low, rounded);
+  ok &= check_rounded(tag, master, params_low);
   reset(d);
   v.launch(d, block);
   ok &= bench::check_identical(tag + " params (floatX)", bench::from_device(d.params, n), params_low);
@@ -156,20 +165,18 @@ std::vector<std::vector<float>> step_outputs(Data& d, const std::function<void(D
           bench::from_device(d.params, d.n)};
 }
 
-// Against the CPU on each slice, then bit for bit against one adamw_update launch per slice.
+// Against the CPU on each slice; the floatX parameters the new master values rounded to nearest;
+// then every output bit for bit v4's, the trainer's (for v4 itself: a second launch).
 bool check_slices(Data& d, const Version& v, const std::string& tag, int block) {
   const auto got = step_outputs(d, [&](Data& data) { v.launch(data, block); });
   bool ok = bench::check(tag + " master", got[0], d.sliced_params_ref, 1e-5);
   ok &= bench::check(tag + " m", got[1], d.sliced_m_ref, 1e-5);
   ok &= bench::check(tag + " v", got[2], d.sliced_v_ref, 1e-5);
   ok &= bench::check(tag + " params (floatX)", got[3], d.sliced_params_ref, 1e-2);
-  const auto per_tensor = step_outputs(d, [](Data& data) {
-    float* const state[] = {data.m, data.v};
-    for (const auto& s : device_slices(data, state)) llmc::adamw_update(s, kStep, kHyper, 0);
-  });
+  ok &= check_rounded(tag, got[0], got[3]);
+  const auto trainer = step_outputs(d, [](Data& data) { multi_tensor<llmc::AdamWLoads::kFirst>(data, 0); });
   const char* names[] = {" master", " m", " v", " params (floatX)"};
-  for (int i = 0; i < 4; ++i)
-    ok &= bench::check_identical(tag + names[i] + " = one launch per slice", got[i], per_tensor[i]);
+  for (int i = 0; i < 4; ++i) ok &= bench::check_identical(tag + names[i] + " = v4's", got[i], trainer[i]);
   return ok;
 }
 
@@ -206,13 +213,12 @@ bool check_amax(Data& d, const Version& v, const std::string& tag, int block) {
 }
 
 const std::vector<Version> kVersions = {
-    {"v1", "llmc/cuda/adamw.cuh scalar kernel: an element per thread (the fallback for odd sizes)",
+    {"v1", "an element per thread over one tensor (llmc::adamw_element, the multi-tensor kernel's odd-size path)",
      {256, 128, 512, 1024}, v1, check, cost},
-    {"v2", "llmc/cuda/adamw.cuh vector kernel: 16 bytes of params/grads and of each fp32 state per thread", {}, v2,
-     check, cost},
     {"v3",
-     "llmc/cuda/adamw.cuh multi-tensor kernel (LLMC_ADAMW=multi-tensor): every slice in one launch, a table of "
-     "slices by value; each half of a thread's state loaded, updated and stored in turn (llmc::AdamWLoads::kInTurn)",
+     "llmc/cuda/adamw.cuh multi-tensor kernel: every slice in one launch, a table of slices by value, 16 bytes of "
+     "params/grads and of each fp32 state per thread; each half of a thread's state loaded, updated and stored in "
+     "turn (llmc::AdamWLoads::kInTurn)",
      {}, multi_tensor<llmc::AdamWLoads::kInTurn>, check_slices, cost},
     {"v4",
      "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst, the trainer's): one wait for "

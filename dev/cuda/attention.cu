@@ -7,10 +7,9 @@
 // dQ, dK), each 2*B*NH*T*T*HS, counted at half for the causal mask. cuDNN's backward also
 // recomputes Q K^T; that work is not counted.
 //
-// cuDNN's backward in three versions, one per speed switch value that changes it: cudnn_bwd (the
-// defaults), cudnn_bwd_auto_clear (LLMC_CUDNN_DQ_CLEAR=auto: the dQ accumulator cleared only where
-// the loaded cuDNN needs it) and cudnn_bwd_deterministic (LLMC_CUDNN_BACKWARD=deterministic, also
-// checked bit-identical over two runs). The versions: kVersions below (or --help).
+// cuDNN's backward in two versions, one per LLMC_CUDNN_BACKWARD graph: cudnn_bwd (the default) and
+// cudnn_bwd_deterministic (also checked bit-identical over two runs). The versions: kVersions below
+// (or --help).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -100,12 +99,12 @@ struct Inputs {
 };
 
 #if defined(LLMC_CUDNN_LIBRARY)
-// cuDNN's attention built for one backward version's switches, and the workspace it needs.
+// cuDNN's attention built for one backward version's graph, and the workspace it needs.
 struct CudnnGraph {
   llmc::CudnnAttention attn;
   char* ws = nullptr;
   size_t ws_bytes = 0;
-  CudnnGraph(llmc::CudnnBackward backward, llmc::CudnnDqClear dq_clear, const Shape& s) : attn(backward, dq_clear) {
+  CudnnGraph(llmc::CudnnBackward backward, const Shape& s) : attn(backward) {
     ws_bytes = std::max(attn.forward_workspace_bytes(s.B, s.T, s.NH, s.HS, true),
                         attn.backward_workspace_bytes(s.B, s.T, s.NH, s.HS));
     fmt::print("cudnn workspace B={}: {:.1f} MiB\n", s.B, ws_bytes / 1048576.0);
@@ -169,8 +168,7 @@ struct Data {
 };
 
 void fallback_fwd(Data& d, int) {
-  llmc::attention_forward(d.ctx, d.out, d.att, d.buf, d.qkv, d.s.B, d.s.T, d.s.NH * d.s.HS, d.s.NH,
-                          llmc::FastMath::kOff, 0);
+  llmc::attention_forward(d.ctx, d.out, d.att, d.buf, d.qkv, d.s.B, d.s.T, d.s.NH * d.s.HS, d.s.NH, 0);
   d.att_written = true;
 }
 
@@ -212,36 +210,34 @@ bench::Cost fallback_bwd_cost(const Data& d) {
 }
 
 #if defined(LLMC_CUDNN_LIBRARY)
-// The graph of a backward version's switches, built (and its workspace allocated) when first used.
-template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+// A backward version's graph, built (and its workspace allocated) when first used.
+template <llmc::CudnnBackward kGraph>
 CudnnGraph& graph_of(Data& d, const std::string& version) {
   std::unique_ptr<CudnnGraph>& g = d.graphs[version];
-  if (!g) g = std::make_unique<CudnnGraph>(kGraph, kDqClear, d.s);
+  if (!g) g = std::make_unique<CudnnGraph>(kGraph, d.s);
   return *g;
 }
 
-// The forward writes the out and stats every backward reads; cudnn_fwd is the defaults' graph's.
-template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+// The forward writes the out and stats every backward reads; cudnn_fwd is the default graph's.
+template <llmc::CudnnBackward kGraph>
 void cudnn_fwd_of(Data& d, const std::string& version) {
-  CudnnGraph& g = graph_of<kGraph, kDqClear>(d, version);
+  CudnnGraph& g = graph_of<kGraph>(d, version);
   g.attn.forward(d.out16, d.stats, d.qkv16, d.s.B, d.s.T, d.s.NH, d.s.HS, true, g.ws, g.ws_bytes, 0);
 }
-void cudnn_fwd(Data& d, int) {
-  cudnn_fwd_of<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>(d, "cudnn_bwd");
-}
+void cudnn_fwd(Data& d, int) { cudnn_fwd_of<llmc::CudnnBackward::kDefault>(d, "cudnn_bwd"); }
 
-// A backward version, for its graph's switches: the launch, and the check.
-template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+// A backward version, for its graph: the launch, and the check.
+template <llmc::CudnnBackward kGraph>
 struct CudnnBwd {
   std::string version;
   void operator()(Data& d, int) const {
-    CudnnGraph& g = graph_of<kGraph, kDqClear>(d, version);
+    CudnnGraph& g = graph_of<kGraph>(d, version);
     g.attn.backward(d.dqkv16, d.dout16, d.qkv16, d.out16, d.stats, d.s.B, d.s.T, d.s.NH, d.s.HS, g.ws, g.ws_bytes, 0);
   }
   // Its graph's forward, then the backward checked; the deterministic graph also bit-identical over
   // two runs.
   bool operator()(Data& d, const Version& v, const std::string&, int block) const {
-    cudnn_fwd_of<kGraph, kDqClear>(d, version);
+    cudnn_fwd_of<kGraph>(d, version);
     bench::poison(d.dqkv16, d.n_qkv() * sizeof(bf16));
     v.launch(d, block);
     const std::vector<float> first = bench::from_device(d.dqkv16, d.n_qkv());
@@ -290,10 +286,10 @@ bench::Cost cudnn_bwd_cost(const Data& d) {
   return {2.0 * (2 * d.n_qkv() + 2 * d.n_out()) + 4.0 * d.n_rows(), causal_flops(d.s, 4)};
 }
 
-// A backward version: its name, and the switches its graph is built with.
-template <llmc::CudnnBackward kGraph, llmc::CudnnDqClear kDqClear>
+// A backward version: its name, and the graph it is built with.
+template <llmc::CudnnBackward kGraph>
 Version cudnn_bwd_version(const std::string& name, const std::string& what) {
-  const CudnnBwd<kGraph, kDqClear> bwd{name};
+  const CudnnBwd<kGraph> bwd{name};
   return {name, what, {}, bwd, cudnn_failures_reported(bwd), cudnn_bwd_cost};
 }
 #endif
@@ -307,12 +303,8 @@ const std::vector<Version> kVersions = {
 #if defined(LLMC_CUDNN_LIBRARY)
     {"cudnn_fwd", "llmc/cuda/cudnn_attention.h: cuDNN's fused flash attention (bf16)", {}, cudnn_fwd,
      cudnn_failures_reported(check_cudnn_fwd), cudnn_fwd_cost},
-    cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAlways>("cudnn_bwd",
-                                                                                  "its backward (the defaults)"),
-    cudnn_bwd_version<llmc::CudnnBackward::kDefault, llmc::CudnnDqClear::kAuto>(
-        "cudnn_bwd_auto_clear",
-        "cudnn_bwd with the dQ accumulator cleared only where needed (LLMC_CUDNN_DQ_CLEAR=auto)"),
-    cudnn_bwd_version<llmc::CudnnBackward::kDeterministic, llmc::CudnnDqClear::kAlways>(
+    cudnn_bwd_version<llmc::CudnnBackward::kDefault>("cudnn_bwd", "its backward (the default graph)"),
+    cudnn_bwd_version<llmc::CudnnBackward::kDeterministic>(
         "cudnn_bwd_deterministic", "cudnn_bwd, deterministic (LLMC_CUDNN_BACKWARD=deterministic)"),
 #endif
 };

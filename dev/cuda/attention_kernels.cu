@@ -39,10 +39,7 @@ void unpermute_dqkv(Data& d, int) {
   llmc::unpermute_dqkv(d.dqkv, d.q, d.k, d.v, d.s.B, d.s.T, d.s.NH, d.s.HS, 0);
 }
 void permute_heads(Data& d, int) { llmc::permute_heads(d.q, d.tokens, d.s.B, d.s.T, d.s.NH, d.s.HS, true, 0); }
-template <llmc::FastMath kFast>
-void softmax_fwd(Data& d, int) {
-  llmc::causal_softmax_forward(d.scores, d.preatt, d.s.rows(), d.s.T, d.scale, kFast, 0);
-}
+void softmax_fwd(Data& d, int) { llmc::causal_softmax_forward(d.scores, d.preatt, d.s.rows(), d.s.T, d.scale, 0); }
 void softmax_bwd(Data& d, int) {
   llmc::causal_softmax_backward(d.scores, d.scores, d.att, d.s.rows(), d.s.T, d.scale, 0);
 }
@@ -112,10 +109,8 @@ const std::vector<Version> kVersions = {
     {"unpermute_dqkv", "dQ, dK, dV -> dqkv, its inverse", {}, unpermute_dqkv, check_unpermute_dqkv, qkv_cost},
     {"permute_heads", "(B, T, C) <-> (B, NH, T, HS), both directions (timed: to heads)", {}, permute_heads,
      check_permute_heads, heads_cost},
-    {"softmax_fwd", "causal softmax of the scores, a warp per row", {}, softmax_fwd<llmc::FastMath::kOff>,
+    {"softmax_fwd_fast", "causal softmax of the scores, a warp per row: scale carries log2(e), exp2f", {}, softmax_fwd,
      check_softmax_fwd, softmax_cost},
-    {"softmax_fwd_fast", "softmax_fwd with fast math (LLMC_FAST_MATH=on): scale carries log2(e), exp2f", {},
-     softmax_fwd<llmc::FastMath::kOn>, check_softmax_fwd, softmax_cost},
     {"softmax_bwd", "its backward, in place over the score gradients (as attention_backward runs it)", {},
      softmax_bwd, check_softmax_bwd, softmax_bwd_cost},
 };

@@ -1,9 +1,7 @@
 // Fused softmax + cross-entropy + gradient: versions checked against llmc/cpu/classifier.h, then
-// timed. The versions: kVersions below (or --help). Also checked: v2 to v11 with write_dlogits off
-// (validation) give the same losses and leave the logits alone; v4 and v5 (one-read) give v2's and
-// v3's bits, and v6 to v11 (more vectors in flight, checks per vector) v3's.
-#include <cstring>
-
+// timed. The versions: kVersions below (or --help). Also checked: the trainer's kernel (v10) with
+// write_dlogits off (validation) gives the same losses and leaves the logits alone. (v2 to v9 and
+// v11 were the trainer's variants that a GPU measured and the trainer dropped: docs/gpu-runs.md.)
 #include "dev/cuda/versions.cuh"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cuda/classifier.cuh"
@@ -45,9 +43,6 @@ struct Data {
   int* targets;
   float* losses;
   std::vector<float> logits0, losses_ref, dlogits_ref;
-  // The two-read kernel's outputs (outputs_of), accurate and fast, once v2 and v3 have run: what
-  // v4 to v9 must equal bit for bit.
-  std::vector<float> two_read[2];
 };
 
 float dloss_of(const Shape& s) { return kLossScale / s.N; }
@@ -58,14 +53,9 @@ void v1(Data& d, int block) {
   CUDA_CHECK_LAST();
 }
 
-using Checks = llmc::ClassifierChecks;
-
-// The production kernel: a 1024-thread block per row, no block-size parameter.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads = llmc::ClassifierLoads::kOne,
-          Checks kChecks = Checks::kPerColumn>
-void fused(Data& d, int) {
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, kFast, 0, kPass,
-                         kLoads, kChecks);
+// The trainer's kernel: a 1024-thread block per row, no block-size parameter.
+void v10(Data& d, int) {
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, 0);
 }
 
 // Fewest bytes: logits read once and written once, targets read, losses written. (Timed repeats
@@ -102,84 +92,30 @@ bool check_losses_and_dlogits(Data& d, const Version& v, const std::string& tag,
   return check_outputs(d, outputs_of(d, v.launch, block), tag);
 }
 
-// The production kernel in the validation form (write_dlogits off): the same losses, logits left
+// The trainer's kernel in the validation form (write_dlogits off): the same losses, logits left
 // alone.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads,
-          Checks kChecks = Checks::kPerColumn>
 bool check_forward_only(Data& d, const std::string& tag) {
   const size_t NV = static_cast<size_t>(d.s.N) * d.s.Vp;
   bench::poison(d.losses, d.s.N * sizeof(float));
-  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, kFast, 0, kPass,
-                         kLoads, kChecks);
+  llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), false, 0);
   bool ok = bench::check(tag + " forward-only losses", bench::from_device(d.losses, d.s.N), d.losses_ref, 1e-5);
   ok &= bench::check(tag + " forward-only logits untouched", bench::from_device(d.logits, NV), d.logits0, 1e-12);
   return ok;
 }
 
-template <llmc::FastMath kFast>
-bool check_two_read(Data& d, const Version& v, const std::string& tag, int block) {
-  d.two_read[int(kFast)] = outputs_of(d, v.launch, block);
-  bool ok = check_outputs(d, d.two_read[int(kFast)], tag);
-  ok &= check_forward_only<kFast, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kOne>(d, tag);
+bool check_trainer(Data& d, const Version& v, const std::string& tag, int block) {
+  bool ok = check_losses_and_dlogits(d, v, tag, block);
+  ok &= check_forward_only(d, tag);
   return ok;
-}
-
-// One-read, more vectors in flight, or checks per vector: v2's checks, and the same bits as the
-// two-read kernel with one vector in flight and checks per column (the same arithmetic in the same
-// order), also where a row is too long for shared memory and the two-read kernel runs instead.
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads, Checks kChecks>
-bool check_same_bits(Data& d, const Version& v, const std::string& tag, int block) {
-  const std::vector<float> one = outputs_of(d, v.launch, block);
-  std::vector<float>& two = d.two_read[int(kFast)];
-  if (two.empty()) two = outputs_of(d, fused<kFast, llmc::ClassifierPass::kTwoRead>, 0);
-  bool ok = check_outputs(d, one, tag);
-  const bool same = one.size() == two.size() && std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0;
-  const bool fits = d.s.Vp <= llmc::fused_classifier_one_read_max_columns();
-  const char* ran = kPass == llmc::ClassifierPass::kTwoRead ? "two-read"
-                    : fits ? "the row in shared memory"
-                           : "too long for shared memory: the two-read kernel ran";
-  fmt::print("{}  {} losses and dlogits bit for bit the two-read kernel's with one vector in flight ({})\n",
-             same ? "PASS" : "FAIL", tag, ran);
-  ok &= same;
-  ok &= check_forward_only<kFast, kPass, kLoads, kChecks>(d, tag);
-  return ok;
-}
-
-// A version of the production kernel that must give v2's or v3's bits (check_same_bits).
-template <llmc::FastMath kFast, llmc::ClassifierPass kPass, llmc::ClassifierLoads kLoads,
-          Checks kChecks = Checks::kPerColumn>
-Version same_bits_version(const char* name, const char* what) {
-  return {name, what, {}, fused<kFast, kPass, kLoads, kChecks>, check_same_bits<kFast, kPass, kLoads, kChecks>, cost};
 }
 
 const std::vector<Version> kVersions = {
     {"v1", "a block per row, scalar loads, three passes (max, sum, write) with two block reductions",
      {256, 128, 512, 1024}, v1, check_losses_and_dlogits, cost},
-    {"v2", "llmc/cuda/classifier.cuh: a block per row, 16-byte vectors, online max/sum in one pass, the row read twice",
-     {}, fused<llmc::FastMath::kOff, llmc::ClassifierPass::kTwoRead>,
-     check_two_read<llmc::FastMath::kOff>, cost},
-    {"v3", "v2 with fast math (LLMC_FAST_MATH=on): exp2f of the pre-scaled logits, __expf rescales", {},
-     fused<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead>,
-     check_two_read<llmc::FastMath::kOn>, cost},
-    same_bits_version<llmc::FastMath::kOff, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>(
-        "v4", "v2 with LLMC_CLASSIFIER_PASS=one-read: the first pass copies the row to shared memory, the second "
-              "reads the copy (v2 where the row does not fit)"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne>(
-        "v5", "v4 with fast math (LLMC_FAST_MATH=on)"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kTwo>(
-        "v6", "v3 with LLMC_CLASSIFIER_LOADS=2: each thread loads its next two vectors, then computes on them"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kFour>(
-        "v7", "v3 with LLMC_CLASSIFIER_LOADS=4 (64 registers, one block an SM)"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kTwo>(
-        "v8", "v5 with LLMC_CLASSIFIER_LOADS=2"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kFour>(
-        "v9", "v5 with LLMC_CLASSIFIER_LOADS=4"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kTwoRead, llmc::ClassifierLoads::kOne,
-                      Checks::kPerVector>(
-        "v10", "v3 with LLMC_CLASSIFIER_CHECKS=per-vector (the trainer's default): a vector of real columns only "
-               "(and, writing the gradient, not the target's) computed without per-column checks"),
-    same_bits_version<llmc::FastMath::kOn, llmc::ClassifierPass::kOneRead, llmc::ClassifierLoads::kOne,
-                      Checks::kPerVector>("v11", "v5 with LLMC_CLASSIFIER_CHECKS=per-vector"),
+    {"v10", "llmc/cuda/classifier.cuh, the trainer's: a block per row, 16-byte vectors, online max/sum in one "
+            "pass, the row read twice, fast exponentials; a vector of real columns only (and, writing the gradient, "
+            "not the target's) computed without per-column checks",
+     {}, v10, check_trainer, cost},
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
@@ -190,10 +126,10 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const size_t NV = static_cast<size_t>(N) * Vp;
   std::vector<float> logits = bench::random_vector(NV, 31, -4.0f, 4.0f);
   std::vector<int> targets = bench::random_ints(N, V, 32);
-  // In odd rows the logits lie far below 0 but for the first of each of the first thread's vectors
-  // (0, 1024, 2048, ...): 0 (the target, the max), -0.37, -0.74, ... The row's sum of exponentials
-  // is then mostly that thread's, and the loss, log(sum) + 0 - 0, shows its last bits, which the
-  // order of that thread's vectors decides (the bit-for-bit checks above).
+  // In odd rows the logits lie far below 0 but for the first thread's vectors (0, 1024, 2048, ...):
+  // 0 (the target, the max), -0.0625, -0.125, ... The row's sum of exponentials is then mostly that
+  // thread's, so any of its vectors lost or counted twice shows in the loss, log(sum) + 0 - 0; the
+  // target's vector, of real columns only, takes the checked path where the others skip it.
   constexpr int S = llmc::Packed128<floatX>::size;
   for (int n = 1; n < N; n += 2) {
     targets[n] = 0;
@@ -228,15 +164,8 @@ bool run(const bench::Args& args) {
   ok &= run_shape(args, {12, 1003, 1024}, false);
   // An odd number of vectors, more than threads: some threads hold two (bf16) or three (fp32).
   ok &= run_shape(args, {2, 9001, 9016}, false);
-  // Five vectors for some threads, four for the others (bf16): with two or four in flight, batches
-  // that end early.
+  // Five vectors for some threads, four for the others (bf16).
   ok &= run_shape(args, {2, 40001, 40008}, false);
-  // One-read's longest row, which fills the shared memory a block may opt in to, and one vector
-  // more, which runs the two-read kernel instead.
-  const int longest = llmc::fused_classifier_one_read_max_columns();
-  constexpr int S = llmc::Packed128<floatX>::size;
-  ok &= run_shape(args, {1, longest - 5, longest}, false);
-  ok &= run_shape(args, {1, longest + 3, longest + S}, false);
   return ok;
 }
 

@@ -10,12 +10,9 @@
 #include "llmc/cuda/gelu.cuh"
 #include "llmc/cuda/global_norm.cuh"
 #include "llmc/cuda/layernorm.cuh"
+#include "llmc/cuda/layernorm_forward.cuh"
 
 static_assert(sizeof(llmc::floatX) == sizeof(float), "ENABLE_FP32 must select fp32 activations");
-
-// adamw_update also names the CPU oracle's (llmc/cpu/adamw.h, which llmc/cuda/adamw.cuh includes).
-using CudaAdamWUpdate = void (*)(const llmc::OptimizerSlice<llmc::floatX>&, const llmc::OptimizerStep&,
-                                 const llmc::AdamWHyper&, cudaStream_t);
 
 int main() {
   const void* launchers[] = {
@@ -23,11 +20,14 @@ int main() {
       reinterpret_cast<const void*>(&llmc::encoder_backward),
       reinterpret_cast<const void*>(&llmc::layernorm_forward),
       reinterpret_cast<const void*>(&llmc::fused_residual_layernorm_forward),
+      reinterpret_cast<const void*>(&llmc::encoder_layernorm_forward),
+      reinterpret_cast<const void*>(&llmc::layernorm_forward_staged),
+      reinterpret_cast<const void*>(&llmc::fused_residual_layernorm_forward_staged),
       reinterpret_cast<const void*>(&llmc::layernorm_backward),
       reinterpret_cast<const void*>(&llmc::gelu_forward),
       reinterpret_cast<const void*>(&llmc::gelu_backward),
       reinterpret_cast<const void*>(&llmc::fused_classifier),
-      reinterpret_cast<const void*>(static_cast<CudaAdamWUpdate>(&llmc::adamw_update)),
+      reinterpret_cast<const void*>(&llmc::adamw_update_slices),
       reinterpret_cast<const void*>(&llmc::global_norm_squared<float>),
       reinterpret_cast<const void*>(&llmc::global_norm_squared<llmc::floatX>),
   };

@@ -2,7 +2,9 @@
 // llmc/cpu/encoder.h, then timed.
 // The versions: kVersions below (or --help).
 // Besides random tokens, a skewed batch where one token fills 7 positions of 8 (a frequent token's
-// long chain, as "," or end-of-text make in real text), which random tokens never give.
+// long chain, as "," or end-of-text make in real text), which random tokens never give: the small
+// random batches leave every token whole (a block each), the skewed ones have the chain cut into
+// pieces, so that the trainer's backward (bwd3) runs both of its paths.
 #include <chrono>
 
 #include "dev/cuda/versions.cuh"
@@ -56,11 +58,12 @@ __global__ void encoder_backward_wpe_naive(floatX* dwpe, const floatX* dout, int
   dwpe[i] = floatX(float(dwpe[i]) + acc);
 }
 
-// One shape's inputs, outputs and CPU answers; the bucket tables both backward layouts read.
+// One shape's inputs, outputs and CPU answers; the bucket table the backward versions read (bwd1
+// its tokens, offsets and positions alone, not the piece ends).
 struct Data {
   Shape s;
-  llmc::EncoderBuckets buckets, pieces;  // chains (bwd1, bwd2); cut into pieces (bwd3)
-  int *tokens, *buckets_dev, *pieces_dev;
+  llmc::EncoderBuckets buckets;
+  int *tokens, *buckets_dev;
   float* piece_sums;
   floatX *wte, *wpe, *dout, *out, *dwte, *dwpe;
   std::vector<float> dwte0, dwpe0, out_ref, dwte_ref, dwpe_ref;
@@ -85,12 +88,9 @@ void bwd1(Data& d, int) {
   CUDA_CHECK_LAST();
 }
 
-// The trainer's backward on the chains (bwd2) or the pieces (bwd3): the layout of the buckets
-// chooses the kernels.
-template <bool kPieces>
-void bwd_buckets(Data& d, int) {
-  llmc::encoder_backward(d.dwte, d.dwpe, d.piece_sums, d.dout, kPieces ? d.pieces_dev : d.buckets_dev,
-                         kPieces ? d.pieces : d.buckets, d.s.B, d.s.T, d.s.C, 77, 0);
+// The trainer's backward: whether any bucket is cut into pieces (num_cut) chooses its kernels.
+void bwd3(Data& d, int) {
+  llmc::encoder_backward(d.dwte, d.dwpe, d.piece_sums, d.dout, d.buckets_dev, d.buckets, d.s.B, d.s.T, d.s.C, 77, 0);
 }
 
 // Bytes: every output row written once; per position one wte row read, wpe read once.
@@ -143,14 +143,10 @@ const std::vector<Version> kVersions = {
     {"fwd2", "llmc/cuda/encoder.cuh: a thread per 16-byte vector", {}, fwd2, check_forward, forward_cost},
     {"bwd1", "host buckets; a thread per (token, channel), scalar, positions summed serially", {}, bwd1,
      check_backward, backward_cost},
-    {"bwd2",
-     "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=chains): a block per token, 16-byte vectors, positions split "
-     "over groups",
-     {}, bwd_buckets<false>, check_backward, backward_cost},
     {"bwd3",
-     "llmc/cuda/encoder.cuh (LLMC_ENCODER_BACKWARD=pieces): tokens with more than kEncoderPieceRows positions cut "
-     "into pieces summed by a block each, then added in order",
-     {}, bwd_buckets<true>, check_backward, backward_cost},
+     "llmc/cuda/encoder.cuh: a block per token, 16-byte vectors, positions split over groups; tokens with more than "
+     "kEncoderPieceRows positions cut into pieces summed by a block each, then added in order",
+     {}, bwd3, check_backward, backward_cost},
 };
 
 // Checks (and, when `timed`, times) every selected version at shape s.
@@ -177,11 +173,9 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const auto start = std::chrono::steady_clock::now();
   d.buckets = llmc::build_encoder_buckets(tokens.data(), B * T, Vp);
   const double bucket_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  d.pieces = llmc::build_encoder_buckets(tokens.data(), B * T, Vp, llmc::EncoderBackward::kPieces);
 
   d.tokens = bench::to_device_ints(tokens);
   d.buckets_dev = bench::to_device_ints(d.buckets.packed);
-  d.pieces_dev = bench::to_device_ints(d.pieces.packed);
   d.piece_sums =
       bench::to_device<float>(std::vector<float>(llmc::encoder_piece_sums_floats(size_t(B) * T, size_t(C)) + 1, 0.0f));
   d.wte = bench::to_device<floatX>(wte);
@@ -192,21 +186,25 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   d.dwpe = bench::to_device<floatX>(d.dwpe0);
 
   bool ok = bench::check_versions(args, kVersions, d, tag);
-  // The skewed batch must have been cut (a check that it exercises the pieces at all).
-  if (s.skewed && d.pieces.num_cut == 0) {
+  // A check that bwd3 runs both paths at all: the skewed batch cut into pieces, the small random
+  // ones left whole (the timed shapes may be either).
+  if (s.skewed && d.buckets.num_cut == 0) {
     fmt::print("FAIL {}: the skewed batch left no token cut into pieces\n", tag);
+    ok = false;
+  }
+  if (!s.skewed && !timed && d.buckets.num_cut != 0) {
+    fmt::print("FAIL {}: the random batch has a token cut into pieces\n", tag);
     ok = false;
   }
   if (timed && !args.check_only && ok) {
     fmt::print("B={} T={} C={}{}: {} distinct tokens, {} cut into {} pieces; host bucket build {:.3f} ms (not in the "
                "timings)\n",
-               B, T, C, s.skewed ? " skewed" : "", d.buckets.num_buckets, d.pieces.num_cut, d.pieces.num_pieces,
+               B, T, C, s.skewed ? " skewed" : "", d.buckets.num_buckets, d.buckets.num_cut, d.buckets.num_pieces,
                bucket_ms);
     bench::time_versions(args, kVersions, d, tag);
   }
 
-  bench::free_device({d.tokens, d.buckets_dev, d.pieces_dev, d.piece_sums, d.wte, d.wpe, d.dout, d.out, d.dwte,
-                      d.dwpe});
+  bench::free_device({d.tokens, d.buckets_dev, d.piece_sums, d.wte, d.wpe, d.dout, d.out, d.dwte, d.dwpe});
   return ok;
 }
 

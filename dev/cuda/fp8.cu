@@ -284,27 +284,21 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_separate = bench::to_device<floatX>(std::vector<float>(bias_n, 1.0f));
   floatX* d_bias_separate = bench::to_device<floatX>(std::vector<float>(bias_cols, 0.0f));
   floatX* d_bias_fused = bench::to_device<floatX>(std::vector<float>(bias_cols, 0.0f));
-  for (llmc::FastMath fast : {llmc::FastMath::kOff, llmc::FastMath::kOn}) {
-    const std::string form = fast == llmc::FastMath::kOn ? " (fast math)" : "";
-    expect("gelu forward" + form, d_out, n,
-           [&](const llmc::Fp8Sink& s) { llmc::gelu_forward(d_out, d_inp, n, fast, 0, s); }, __NV_E4M3);
-    expect("gelu backward" + form, d_out, n,
-           [&](const llmc::Fp8Sink& s) { llmc::gelu_backward(d_out, d_inp, d_dout, n, fast, 0, s); }, __NV_E5M2);
-    bench::upload(d_bias_separate, std::vector<float>(bias_cols, 0.0f));
-    bench::upload(d_bias_fused, std::vector<float>(bias_cols, 0.0f));
-    llmc::gelu_backward(d_separate, d_inp, d_dout, bias_n, fast, 0);
-    llmc::matmul_bias_grad(d_bias_separate, d_bias_scratch, d_separate, bias_rows, bias_cols, 0);
-    const std::string fused_name = "gelu backward with the bias sums" + form;
-    expect(fused_name, d_out, bias_n, [&](const llmc::Fp8Sink& s) {
-      llmc::gelu_backward_bias_grad(d_out, d_inp, d_dout, d_bias_fused, d_bias_scratch, bias_rows, bias_cols, fast, 0,
-                                    s);
-    }, __NV_E5M2);
-    const bool same_out = bench::from_device(d_out, bias_n) == bench::from_device(d_separate, bias_n);
-    const bool same_bias = bench::from_device(d_bias_fused, bias_cols) == bench::from_device(d_bias_separate, bias_cols);
-    fmt::print("{}  {}{}: output and bias sums bit for bit gelu_backward's and matmul_bias_grad's\n",
-               same_out && same_bias ? "PASS" : "FAIL", tag, fused_name);
-    ok &= same_out && same_bias;
-  }
+  expect("gelu forward", d_out, n, [&](const llmc::Fp8Sink& s) { llmc::gelu_forward(d_out, d_inp, n, 0, s); },
+         __NV_E4M3);
+  expect("gelu backward", d_out, n,
+         [&](const llmc::Fp8Sink& s) { llmc::gelu_backward(d_out, d_inp, d_dout, n, 0, s); }, __NV_E5M2);
+  llmc::gelu_backward(d_separate, d_inp, d_dout, bias_n, 0);
+  llmc::matmul_bias_grad(d_bias_separate, d_bias_scratch, d_separate, bias_rows, bias_cols, 0);
+  const std::string fused_name = "gelu backward with the bias sums";
+  expect(fused_name, d_out, bias_n, [&](const llmc::Fp8Sink& s) {
+    llmc::gelu_backward_bias_grad(d_out, d_inp, d_dout, d_bias_fused, d_bias_scratch, bias_rows, bias_cols, 0, s);
+  }, __NV_E5M2);
+  const bool same_out = bench::from_device(d_out, bias_n) == bench::from_device(d_separate, bias_n);
+  const bool same_bias = bench::from_device(d_bias_fused, bias_cols) == bench::from_device(d_bias_separate, bias_cols);
+  fmt::print("{}  {}{}: output and bias sums bit for bit gelu_backward's and matmul_bias_grad's\n",
+             same_out && same_bias ? "PASS" : "FAIL", tag, fused_name);
+  ok &= same_out && same_bias;
   bench::free_device({d_bias_scratch, d_separate, d_bias_separate, d_bias_fused});
 
   const size_t rows_c = size_t(kRows) * kChannels;
@@ -318,18 +312,22 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_b = bench::to_device<floatX>(b);
   floatX* d_ln = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
   floatX* d_res = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
-  for (llmc::LayerNormForwardPath path : {llmc::LayerNormForwardPath::kShared, llmc::LayerNormForwardPath::kRegisters}) {
-    const std::string form = path == llmc::LayerNormForwardPath::kRegisters ? " (registers)" : "";
-    expect("layernorm forward" + form, d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-      llmc::layernorm_forward(path, d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
-    }, __NV_E4M3);
-    expect("fused residual layernorm forward" + form, d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-      llmc::fused_residual_layernorm_forward(path, d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows,
-                                             kChannels, 0, s);
-    }, __NV_E4M3);
-  }
+  // The registers kernel, and the staged one that rows too wide for it run.
+  expect("layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::layernorm_forward(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
+  }, __NV_E4M3);
+  expect("fused residual layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::fused_residual_layernorm_forward(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels, 0, s);
+  }, __NV_E4M3);
+  expect("layernorm forward (staged)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::layernorm_forward_staged(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
+  }, __NV_E4M3);
+  expect("fused residual layernorm forward (staged)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::fused_residual_layernorm_forward_staged(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels,
+                                                  0, s);
+  }, __NV_E4M3);
   // The LayerNorm backward's residual gradient (LLMC_FP8_RESIDUAL_CAST=layernorm), added to what the
-  // buffer held, as the trainer's is: its copy is of the sums it stores. Two-pass and fused.
+  // buffer held, as the trainer's is: its copy is of the sums it stores.
   float* d_mean = nullptr;
   float* d_rstd = nullptr;
   float* d_scratch = nullptr;
@@ -338,34 +336,24 @@ bool check_fused(size_t n, const std::string& tag) {
   CUDA_CHECK(cudaMalloc(&d_rstd, kRows * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&d_scratch, scratch_floats * sizeof(float)));
   CUDA_CHECK(cudaMemset(d_scratch, 0, scratch_floats * sizeof(float)));
-  llmc::layernorm_forward(llmc::LayerNormForwardPath::kShared, d_ln, d_mean, d_rstd, d_x, d_w, d_b, kRows, kChannels, 0);
+  llmc::layernorm_forward(d_ln, d_mean, d_rstd, d_x, d_w, d_b, kRows, kChannels, 0);
   floatX* d_dw = bench::to_device<floatX>(std::vector<float>(kChannels, 0.0f));
   floatX* d_db = bench::to_device<floatX>(std::vector<float>(kChannels, 0.0f));
-  for (bool fused : {false, true})
-    expect(std::string("layernorm backward") + (fused ? " (fused)" : ""), d_res, rows_c, [&](const llmc::Fp8Sink& s) {
-      llmc::layernorm_backward(d_res, d_dw, d_db, d_scratch, d_y, d_x, d_w, d_mean, d_rstd, kRows, kChannels, fused, 0,
-                               nullptr, s);
-    }, __NV_E5M2);
+  expect("layernorm backward", d_res, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::layernorm_backward(d_res, d_dw, d_db, d_scratch, d_y, d_x, d_w, d_mean, d_rstd, kRows, kChannels, 0, s);
+  }, __NV_E5M2);
   // The fused classifier's gradient pass (LLMC_FP8_LM_HEAD=on): its copy is of the dlogits it stores
-  // over the logits, the padding's zeros included. Two-read and one-read, one vector and four in
-  // flight (LLMC_CLASSIFIER_LOADS).
+  // over the logits, the padding's zeros included.
   const size_t logit_count = size_t(kClassRows) * kPaddedVocab;
   const auto logits = bench::round_through<floatX>(bench::random_vector(logit_count, 47, -4.0f, 4.0f));
   floatX* d_logits = bench::to_device<floatX>(logits);
   int* d_targets = bench::to_device_ints(bench::random_ints(kClassRows, kVocab, 48));
   float* d_losses = bench::to_device<float>(std::vector<float>(kClassRows, 0.0f));
-  using Checks = llmc::ClassifierChecks;
-  for (llmc::ClassifierPass pass : {llmc::ClassifierPass::kTwoRead, llmc::ClassifierPass::kOneRead})
-    for (llmc::ClassifierLoads loads : {llmc::ClassifierLoads::kOne, llmc::ClassifierLoads::kFour})
-      for (Checks checks : {Checks::kPerColumn, Checks::kPerVector})
-        expect(fmt::format("fused classifier{}{}{}", pass == llmc::ClassifierPass::kOneRead ? " (one-read)" : "",
-                           loads == llmc::ClassifierLoads::kFour ? " (four loads)" : "",
-                           checks == Checks::kPerVector ? " (checks per vector)" : ""),
-               d_logits, logit_count, [&](const llmc::Fp8Sink& s) {
-                 bench::upload(d_logits, logits);
-                 llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab,
-                                        1.0f / kClassRows, true, llmc::FastMath::kOn, 0, pass, loads, checks, s);
-               }, __NV_E5M2);
+  expect("fused classifier", d_logits, logit_count, [&](const llmc::Fp8Sink& s) {
+    bench::upload(d_logits, logits);
+    llmc::fused_classifier(d_logits, d_losses, d_targets, kClassRows, kVocab, kPaddedVocab, 1.0f / kClassRows, true, 0,
+                           s);
+  }, __NV_E5M2);
   bench::free_device({d_inp, d_dout, d_out, d_q, d_x, d_y, d_w, d_b, d_ln, d_res, d_mean, d_rstd, d_scratch, d_dw, d_db,
                       d_logits, d_targets, d_losses});
   return ok;

@@ -10,14 +10,15 @@ namespace {
 
 constexpr size_t kSmallN = size_t(2) * 50 * 4 * 96;  // a small model's: a partial last block
 
+// A thread per element, scalar loads: the vector kernels' functions (the sigmoid form) element by element.
 __global__ void gelu_forward_naive(floatX* out, const floatX* inp, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = floatX(llmc::gelu_value<false>(float(inp[i])));
+  if (i < n) out[i] = floatX(llmc::gelu_value(float(inp[i])));
 }
 
 __global__ void gelu_backward_naive(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) dinp[i] = floatX(llmc::gelu_derivative<false>(float(inp[i])) * float(dout[i]));
+  if (i < n) dinp[i] = floatX(llmc::gelu_derivative(float(inp[i])) * float(dout[i]));
 }
 
 // The inputs, the outputs and the CPU's answers for n elements. `dinp` is where the backward
@@ -41,12 +42,11 @@ void fwd1(Data& d, int block) {
 
 // The production kernels (llmc/cuda/gelu.cuh), a 16-byte vector per thread; block 0 is the
 // trainer's launch.
-template <bool kFast>
 void fwd_vectors(Data& d, int block) {
-  if (block == 0) return llmc::gelu_forward(d.out, d.inp, d.n, kFast ? llmc::FastMath::kOn : llmc::FastMath::kOff, 0);
+  if (block == 0) return llmc::gelu_forward(d.out, d.inp, d.n, 0);
   llmc::require_whole_vectors("gelu_forward", "size", d.n);
-  llmc::launch<llmc::gelu_forward_kernel<floatX, kFast>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0,
-                                                         0, d.out, d.inp, d.n, llmc::Fp8Sink{});
+  llmc::launch<llmc::gelu_forward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
+                                                  d.out, d.inp, d.n, llmc::Fp8Sink{});
   CUDA_CHECK_LAST();
 }
 
@@ -56,13 +56,11 @@ void bwd1(Data& d, int block) {
   CUDA_CHECK_LAST();
 }
 
-template <bool kFast>
 void bwd_vectors(Data& d, int block) {
-  if (block == 0)
-    return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, kFast ? llmc::FastMath::kOn : llmc::FastMath::kOff, 0);
+  if (block == 0) return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, 0);
   llmc::require_whole_vectors("gelu_backward", "size", d.n);
-  llmc::launch<llmc::gelu_backward_kernel<floatX, kFast>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block,
-                                                          0, 0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, nullptr);
+  llmc::launch<llmc::gelu_backward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
+                                                   d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, nullptr);
   CUDA_CHECK_LAST();
 }
 
@@ -70,10 +68,10 @@ void bwd_vectors(Data& d, int block) {
 // only, and fcproj's weight gradient reads this).
 void bwd_gelu_out(Data& d, int block) {
   if (block == 0)
-    return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, llmc::FastMath::kOn, 0, llmc::Fp8Sink{}, d.gelu_out);
+    return llmc::gelu_backward(d.dinp, d.inp, d.dout, d.n, 0, llmc::Fp8Sink{}, d.gelu_out);
   llmc::require_whole_vectors("gelu_backward", "size", d.n);
-  llmc::launch<llmc::gelu_backward_kernel<floatX, true>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0,
-                                                         0, d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, d.gelu_out);
+  llmc::launch<llmc::gelu_backward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
+                                                   d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, d.gelu_out);
   CUDA_CHECK_LAST();
 }
 
@@ -104,13 +102,12 @@ bool check_backward(Data& d, const Version& v, const std::string& tag, int block
   return ok;
 }
 
-// bwd4: check_backward's dinp, and gelu(inp) as the forward kernel (fwd3, the same fast math)
-// stores it, bit for bit.
+// bwd4: check_backward's dinp, and gelu(inp) as the forward kernel (fwd3) stores it, bit for bit.
 bool check_backward_gelu_out(Data& d, const Version& v, const std::string& tag, int block) {
   bench::poison(d.gelu_out, d.n * sizeof(floatX));
   const bool ok = check_backward(d, v, tag, block);
   const std::vector<float> written = bench::from_device(d.gelu_out, d.n);
-  fwd_vectors<true>(d, 0);
+  fwd_vectors(d, 0);
   const std::vector<float> forward = bench::from_device(d.out, d.n);
   size_t differ = 0;
   for (size_t i = 0; i < d.n; ++i) differ += written[i] != forward[i];
@@ -121,15 +118,12 @@ bool check_backward_gelu_out(Data& d, const Version& v, const std::string& tag, 
 const std::vector<int> kBlocks = {0, 64, 128, 256, 512, 1024};
 const std::vector<Version> kVersions = {
     {"fwd1", "a thread per element, scalar loads", {256, 64, 128, 512, 1024}, fwd1, check_forward, forward_cost},
-    {"fwd2", "llmc/cuda/gelu.cuh: a thread per 16-byte vector", kBlocks, fwd_vectors<false>, check_forward,
-     forward_cost},
-    {"fwd3", "fwd2 with fast math (LLMC_FAST_MATH=on): the sigmoid form, exp2f and __fdividef", kBlocks,
-     fwd_vectors<true>, check_forward, forward_cost},
+    {"fwd3", "llmc/cuda/gelu.cuh: a thread per 16-byte vector, the sigmoid form (exp2f and __fdividef)", kBlocks,
+     fwd_vectors, check_forward, forward_cost},
     {"bwd1", "a thread per element, scalar, out of place", {256, 64, 128, 512, 1024}, bwd1, check_backward,
      backward_cost},
-    {"bwd2", "llmc/cuda/gelu.cuh: 16-byte vectors, in place (checked so; timed out of place, the same traffic)",
-     kBlocks, bwd_vectors<false>, check_backward, backward_cost},
-    {"bwd3", "bwd2 with fast math (LLMC_FAST_MATH=on)", kBlocks, bwd_vectors<true>, check_backward, backward_cost},
+    {"bwd3", "llmc/cuda/gelu.cuh: 16-byte vectors, in place (checked so; timed out of place, the same traffic)",
+     kBlocks, bwd_vectors, check_backward, backward_cost},
     {"bwd4", "bwd3 also writing gelu(inp), as the forward kernel would (LLMC_FP8_GELU=epilogue)", kBlocks,
      bwd_gelu_out, check_backward_gelu_out, backward_gelu_out_cost},
 };

@@ -30,8 +30,8 @@ using namespace matmul_bench;
 // bf16 outputs carry ~3 significant digits; the FP32 build holds the 1e-4 parity bar.
 constexpr double kTol = std::is_same<floatX, float>::value ? 1e-4 : 1e-2;
 
-// The bias gradient's second pass as the trainer ran it before LLMC_BIAS_GRAD: one thread per
-// column adds every slice's partial sum in slice order, on ceil(OC / 256) blocks.
+// The bias gradient's second pass as the trainer first ran it: one thread per column adds every
+// slice's partial sum in slice order, on ceil(OC / 256) blocks.
 __global__ void bias_grad_serial_finish(floatX* dbias, const float* partial, int slices, int OC) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= OC) return;
@@ -42,20 +42,19 @@ __global__ void bias_grad_serial_finish(floatX* dbias, const float* partial, int
 
 void matmul_bias_grad_serial(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC) {
   constexpr int kCols = llmc::kWarpSize * llmc::Packed128<floatX>::size;
-  float* partial = llmc::scratch_partials(scratch);
   const dim3 grid(llmc::ceil_div(OC, kCols), llmc::bias_grad_slices(BT));
   using Rows = llmc::StoredRows<floatX>;
   llmc::launch<llmc::bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(llmc::kWarpSize, llmc::kBiasWarps), 0, 0,
-                                                             partial, Rows{dout}, BT, OC, llmc::Fp8Sink{});
+                                                             scratch, Rows{dout}, BT, OC, llmc::Fp8Sink{});
   CUDA_CHECK_LAST();
-  llmc::launch<bias_grad_serial_finish>(llmc::ceil_div(OC, 256), 256, 0, 0, dbias, partial, llmc::bias_grad_slices(BT),
+  llmc::launch<bias_grad_serial_finish>(llmc::ceil_div(OC, 256), 256, 0, 0, dbias, scratch, llmc::bias_grad_slices(BT),
                                         OC);
   CUDA_CHECK_LAST();
 }
 
 // One shape's reference, buffers and cuBLASLt context, and what the checks leave for the timings:
-// the timed searches' contexts (each searched once, then timed with its choice), the FP8 operands
-// (absent where the build or the shape has no FP8 GEMM) and whether cuBLASLt has the BGRADB epilogue.
+// the timed searches' contexts (each searched once, then timed with its choice) and the FP8 operands
+// (absent where the build or the shape has no FP8 GEMM).
 struct Data {
   const Shape& s;
   const Reference& r;
@@ -63,7 +62,6 @@ struct Data {
   llmc::BlasContext& ctx;
   std::optional<llmc::BlasContext> fwd_search{}, dweight_search{};
   std::optional<Fp8Operands> fp8{};
-  bool bias_epilogue = true;
 };
 
 template <bool kBias>
@@ -76,7 +74,7 @@ void fwd(Data& d, int) {
 template <bool kEpilogue>
 void fwd_gelu(Data& d, int) {
   llmc::matmul_forward_gelu(d.ctx, d.buf.out, d.buf.aux, d.buf.inp, d.buf.weight, d.buf.bias, d.s.BT, d.s.C, d.s.OC,
-                            kEpilogue, llmc::FastMath::kOff, 0);
+                            kEpilogue, 0);
 }
 
 llmc::MatmulBackward plain_backward(const Data& d) {
@@ -93,17 +91,22 @@ void bwd_dinp_dgelu(Data& d, int) {
   llmc::matmul_backward_input(d.ctx, p, 0);
 }
 
-// The same, also adding dinp's column sums to dpre_bias: by the DGELU_BGRAD epilogue, or by the
-// GELU backward kernel and the bias-gradient kernels, or (kFused) the latter computing the former.
-template <bool kEpilogue, bool kFused = false>
-void bwd_dinp_dgelu_bias(Data& d, int) {
+// The GELU backward kernel's input gradient, also adding its column sums to dpre_bias: by the
+// bias-gradient kernels reading dinp again (LLMC_FP8_FC_BIAS_GRAD=kernels: the fc layer's own
+// matmul_backward sums it), or (kFused, dbias_pre_gelu) by those kernels computing the GELU backward
+// on the vectors they sum.
+template <bool kFused>
+llmc::MatmulBackward gelu_bias_backward(const Data& d) {
   llmc::MatmulBackward p = plain_backward(d);
   p.pre_gelu = d.buf.pre_gelu_in;
-  p.dgelu_epilogue = kEpilogue;
   p.bias_scratch = d.buf.bias_scratch;
-  p.dbias_pre_gelu = d.buf.dpre_bias;
-  p.bias_in_gelu_backward = kFused;
-  llmc::matmul_backward_input(d.ctx, p, 0);
+  if (kFused) p.dbias_pre_gelu = d.buf.dpre_bias;
+  return p;
+}
+template <bool kFused>
+void bwd_dinp_gelu_bias(Data& d, int) {
+  llmc::matmul_backward_input(d.ctx, gelu_bias_backward<kFused>(d), 0);
+  if (!kFused) llmc::matmul_bias_grad(d.buf.dpre_bias, d.buf.bias_scratch, d.buf.dinp, d.s.BT, d.s.C, 0);
 }
 
 void bwd_dweight(Data& d, int) {
@@ -119,14 +122,6 @@ void dbias_kernel(Data& d, int) {
 void dbias_kernel_fp8(Data& d, int) {
   llmc::matmul_bias_grad(d.buf.dbias, d.buf.bias_scratch, d.buf.dout, d.s.BT, d.s.OC, 0, d.fp8->dout_by_bias());
 }
-
-// false: cuBLASLt has no BGRADB epilogue for this GEMM (nothing was launched).
-bool dbias_epilogue_launch(Data& d) {
-  const llmc::MatmulBackward p{.dweight = d.buf.dweight, .dbias = d.buf.dbias, .bias_scratch = d.buf.bias_scratch,
-                               .dout = d.buf.dout, .inp = d.buf.inp, .BT = d.s.BT, .C = d.s.C, .OC = d.s.OC};
-  return llmc::matmul_backward_weight_bias_epilogue(d.ctx, p, 0);
-}
-void dbias_epilogue(Data& d, int) { dbias_epilogue_launch(d); }
 
 void fwd_bias_timed(Data& d, int) {
   llmc::matmul_forward(*d.fwd_search, d.buf.out, d.buf.inp, d.buf.weight, d.buf.bias, d.s.BT, d.s.C, d.s.OC, 0);
@@ -182,16 +177,12 @@ template <bool kEpilogue>
 bench::Cost dgelu_cost(const Data& d) {
   return {dinp_cost(d).bytes + kE * d.s.n_in() * (kEpilogue ? 1 : 3), gemm_flops(d)};
 }
-template <bool kEpilogue>
 bench::Cost dgelu_bias_cost(const Data& d) {
-  return {dgelu_cost<kEpilogue>(d).bytes + kE * ((kEpilogue ? 0.0 : d.s.n_in()) + 3.0 * d.s.C), gemm_flops(d)};
+  return {dgelu_cost<false>(d).bytes + kE * (d.s.n_in() + 3.0 * d.s.C), gemm_flops(d)};
 }
 bench::Cost dweight_cost(const Data& d) { return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w()), gemm_flops(d)}; }
 bench::Cost dbias_cost(const Data& d) { return {kE * (d.s.n_out() + 2.0 * d.s.OC), 0.0}; }
 bench::Cost dbias_fp8_cost(const Data& d) { return {dbias_cost(d).bytes + double(d.s.n_out()), 0.0}; }
-bench::Cost dbias_epilogue_cost(const Data& d) {
-  return {kE * (d.s.n_out() + d.s.n_in() + 2 * d.s.n_w() + 3.0 * d.s.OC), gemm_flops(d)};
-}
 bench::Cost fwd_fp8_cost(const Data& d) { return {double(d.s.n_in() + d.s.n_w()) + kE * d.s.n_out(), gemm_flops(d)}; }
 bench::Cost fwd_gelu_fp8_cost(const Data& d) {
   return {double(d.s.n_in() + d.s.n_w()) + (1 + kE) * d.s.n_out(), gemm_flops(d)};
@@ -245,6 +236,22 @@ bool check_dinp_bias(Data& d, const Version& v, const std::string& tag, int bloc
   ok &= bench::check(accumulated(v, d, " dbias of the GELU's layer"), bench::from_device(d.buf.dpre_bias, d.s.C),
                      d.r.dpre_bias, kTol);
   return ok;
+}
+
+// check_dinp_bias; and dbias_pre_gelu where the DGELU epilogue would run, which cannot sum it,
+// refused before anything runs.
+bool check_dinp_gelu_fused_bias(Data& d, const Version& v, const std::string& tag, int block) {
+  const bool ok = check_dinp_bias(d, v, tag, block);
+  llmc::MatmulBackward p = gelu_bias_backward<true>(d);
+  p.dgelu_epilogue = true;
+  bool refused = false;
+  try {
+    llmc::matmul_backward_input(d.ctx, p, 0);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  fmt::print("{}  {}  with the DGELU epilogue: refused\n", refused ? "PASS" : "FAIL", tag);
+  return ok && refused;
 }
 
 // The accumulating weight gradient: reset to the random initial gradient, checked after one launch
@@ -319,22 +326,6 @@ bool check_dbias_fp8(Data& d, const Version& v, const std::string& tag, int bloc
   return ok && differ == 0 && recorded == amax;
 }
 
-// Where cuBLASLt has no BGRADB epilogue for the GEMM the trainer takes the kernels (dbias_kernel):
-// reported, not failed, and not timed.
-bool check_dbias_epilogue(Data& d, const Version& v, const std::string& tag, int) {
-  bench::upload(d.buf.dweight, d.r.dweight0);
-  bench::upload(d.buf.dbias, d.r.dbias0);
-  d.bias_epilogue = dbias_epilogue_launch(d);
-  if (!d.bias_epilogue) {
-    fmt::print("UNSUPPORTED  {}  cuBLASLt has no BGRADB epilogue for this GEMM\n", tag);
-    return true;
-  }
-  bool ok =
-      bench::check(accumulated(v, d, " dweight"), bench::from_device(d.buf.dweight, d.s.n_w()), d.r.dweight, kTol);
-  ok &= bench::check(accumulated(v, d, " dbias"), bench::from_device(d.buf.dbias, d.s.OC), d.r.dbias, kTol);
-  return ok;
-}
-
 // The FP8 GEMMs against the CPU layer run on the very values the FP8 copies hold, so only the
 // accumulation and the output's rounding differ. Where there are no FP8 operands, run() has said so.
 bool check_fwd_fp8(Data& d, const Version& v, const std::string& tag, int block) {
@@ -405,7 +396,6 @@ bool check_dweight_fp8(Data& d, const Version& v, const std::string& tag, int bl
 }
 
 bool has_fp8(const Data& d) { return d.fp8.has_value(); }
-bool has_bias_epilogue(const Data& d) { return d.bias_epilogue; }
 
 const std::vector<Version> kVersions = {
     {"fwd", "no epilogue", {}, fwd<false>, check_out, forward_cost},
@@ -419,24 +409,22 @@ const std::vector<Version> kVersions = {
      dgelu_cost<true>},
     {"bwd_dinp_gelu_kernel", "the input gradient, then the GELU backward kernel", {}, bwd_dinp_dgelu<false>,
      check_dinp, dgelu_cost<false>},
-    {"bwd_dinp_dgelu_bgrad",
-     "bwd_dinp_dgelu with DGELU_BGRAD: dinp's column sums added to the fc bias gradient (LLMC_BIAS_GRAD=layernorm)",
-     {}, bwd_dinp_dgelu_bias<true>, check_dinp_bias, dgelu_bias_cost<true>},
-    {"bwd_dinp_gelu_kernel_bgrad", "bwd_dinp_gelu_kernel, then the bias-gradient kernels on dinp (the fallback)", {},
-     bwd_dinp_dgelu_bias<false>, check_dinp_bias, dgelu_bias_cost<false>},
+    {"bwd_dinp_gelu_kernel_bgrad",
+     "bwd_dinp_gelu_kernel, then the bias-gradient kernels on dinp: the fc bias gradient as "
+     "LLMC_FP8_FC_BIAS_GRAD=kernels sums it",
+     {}, bwd_dinp_gelu_bias<false>, check_dinp_bias, dgelu_bias_cost},
     {"bwd_dinp_gelu_fused_bgrad",
      "bwd_dinp_gelu_kernel_bgrad in one pass: the bias-gradient kernels run the GELU backward on the vectors they "
      "sum (LLMC_FP8_FC_BIAS_GRAD=gelu-backward)",
-     {}, bwd_dinp_dgelu_bias<false, true>, check_dinp_bias, dgelu_cost<false>},
+     {}, bwd_dinp_gelu_bias<true>, check_dinp_gelu_fused_bias, dgelu_cost<false>},
     {"bwd_dweight", "the weight gradient, accumulating", {}, bwd_dweight, check_dweight, dweight_cost},
-    {"dbias_serial", "the slice kernel, then a thread per column adding every slice in turn (before LLMC_BIAS_GRAD)",
-     {}, dbias_serial, check_dbias, dbias_cost},
-    {"dbias_kernel", "slices summed by 32 warps per 32 columns, deterministic (LLMC_BIAS_GRAD=kernels)", {},
+    {"dbias_serial",
+     "the slice kernel, then a thread per column adding every slice in turn (the trainer's earlier second pass)", {},
+     dbias_serial, check_dbias, dbias_cost},
+    {"dbias_kernel", "llmc/cuda/matmul.cuh: slices summed by 32 warps per 32 columns, deterministic", {},
      dbias_kernel, check_dbias, dbias_cost},
     {"dbias_kernel_fp8", "dbias_kernel also writing dout's E5M2 copy as it reads it (LLMC_FP8_DQKV_CAST=bias-grad)",
      {}, dbias_kernel_fp8, check_dbias_fp8, dbias_fp8_cost, has_fp8},
-    {"dbias_epilogue", "the dweight GEMM's BGRADB epilogue into scratch, then added (LLMC_BIAS_GRAD=epilogue)", {},
-     dbias_epilogue, check_dbias_epilogue, dbias_epilogue_cost, has_bias_epilogue},
     {"fwd_bias_timed", "fwd_bias with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {}, fwd_bias_timed,
      check_fwd_bias_timed, forward_cost},
     {"bwd_dweight_timed", "bwd_dweight with the timed search's algorithm (LLMC_GEMM_SEARCH=timed)", {},

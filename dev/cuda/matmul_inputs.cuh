@@ -33,8 +33,8 @@ struct Shape {
 struct Reference {
   std::vector<float> inp, weight, bias, dout, pre_gelu_in, dweight0, dbias0;
   std::vector<float> out_nobias, out_bias, out_gelu, dinp, dinp_dgelu, dweight, dbias;
-  // The bias gradient (C) of the layer whose output the GELU took: before, and plus the column sums
-  // of dinp_dgelu (LLMC_BIAS_GRAD=layernorm's fc bias).
+  // The bias gradient (C) of the layer whose output the GELU took (the fc layer's): before, and plus
+  // the column sums of dinp_dgelu.
   std::vector<float> dpre_bias0, dpre_bias;
 };
 

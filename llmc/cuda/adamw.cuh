@@ -3,9 +3,8 @@
 // rounded to nearest. They are a function of the master copy alone, so a checkpoint (which holds
 // the master copy) restores them exactly, and every rank's copy of a ZeRO-1 shard is the same. The
 // updates far below bf16's resolution accumulate in the master copy. Weight decay is per tensor:
-// the caller launches once per tensor slice with its decay (LLMC_ADAMW=per-tensor), or once for all
-// of a rank's slices with a table of them (LLMC_ADAMW=multi-tensor). Both run the same per-element
-// code on the same elements with the same scalars, so they give the same bits.
+// one launch updates every tensor slice a rank owns, from a table of the slices that says which
+// of them decay.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -50,7 +49,7 @@ __device__ inline float adamw_element(Real* params, float* master, const Real* g
 }
 
 // Which of a thread's loads may wait for its stores (adamw_vector). A bf16 vector of 8 parameters
-// has its fp32 state (m, v, master) in two 16-byte halves. kFirst, the kernels' order: every load
+// has its fp32 state (m, v, master) in two 16-byte halves. kFirst, the trainer's order: every load
 // of both halves is issued before the first store, so a thread waits for memory once. kInTurn: each
 // half is loaded, updated and stored before the next half is loaded; the compiler keeps that order,
 // since a store to m may be the memory a later load of v reads, so a thread waits twice. The same
@@ -100,30 +99,14 @@ __device__ inline float adamw_vector(Real* params, float* master, const Real* gr
   return largest;
 }
 
-// One element per thread: works for any n and alignment.
-template <class Real>
-__global__ void adamw_scalar_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
-                                    AdamWArgs a) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) adamw_element(params, master, grads, m, v, i, a);
-}
-
-// One 16-byte vector of parameters/gradients per thread.
-template <class Real>
-__global__ void adamw_vector_kernel(Real* params, float* master, const Real* grads, float* m, float* v, size_t n,
-                                    AdamWArgs a) {
-  const size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
-  if (i < n) adamw_vector(params, master, grads, m, v, i, a);
-}
-
 // The multi-tensor launch's table: each slice's place in the parameters and gradients (counted
 // from element 0 of those buffers) and in the state (from the owned range's first element, as
 // master, m and v are), its length, its first block (the blocks of the slices before it, a prefix
-// sum), whether it decays and whether it goes by vectors (as adamw_update would decide for it
-// alone), and where the largest |parameter written| goes, if anywhere (Fp8WeightAmaxSink). It
-// travels by value, as a kernel parameter (4 KiB at most): a rank's owned range is one piece of
-// the flat buffer, so it cuts each of the kNumParamTensors tensors at most once, and the table
-// needs no device memory (and no row in the memory plan).
+// sum), whether it decays and whether it goes by vectors (adamw_vectorizable), and where the largest
+// |parameter written| goes, if anywhere (Fp8WeightAmaxSink). It travels by value, as a kernel
+// parameter (4 KiB at most): a rank's owned range is one piece of the flat buffer, so it cuts each
+// of the kNumParamTensors tensors at most once, and the table needs no device memory (and no row in
+// the memory plan).
 struct AdamWSlice {
   size_t param_offset, state_offset, n;
   unsigned first_block;
@@ -140,11 +123,12 @@ struct AdamWSliceTable {
 static_assert(sizeof(AdamWSliceTable) + sizeof(AdamWArgs) + 5 * sizeof(void*) <= 4096,
               "a kernel's parameters are at most 4 KiB");
 
-constexpr int kAdamWBlock = 256;  // threads per block, both launches: the same elements per thread
+constexpr int kAdamWBlock = 256;  // threads per block
 
 // Every slice of the table in one grid: block b belongs to the last slice whose first block is at
 // most b (the slices are few and the table sits in the constant bank, so a linear walk), and then
-// does what adamw_vector_kernel or adamw_scalar_kernel would do as that slice's block b - first.
+// updates, as that slice's block b - first, a 16-byte vector a thread (adamw_vector) or, where the
+// slice does not go by vectors, an element (adamw_element).
 // A slice with amax slots (LLMC_FP8_WEIGHT_AMAX=adamw: a whole tensor of FP8 weights) records its
 // Ws' amaxes, the largest |bf16 value written| of each W (Fp8WeightAmaxSink): one atomic per block
 // for a block within one W (every block, when a W's values are a multiple of the block's), else
@@ -204,28 +188,11 @@ inline unsigned adamw_blocks(const OptimizerSlice<floatX>& slice, bool vector) {
   return static_cast<unsigned>((slice.n + per_block - 1) / per_block);
 }
 
-// One AdamW step over a slice whose state tensors 0 and 1 are m and v. slice.master may be null,
-// in which case the parameters hold the master values themselves (the FP32 build).
-inline void adamw_update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, const AdamWHyper& hyper,
-                         cudaStream_t stream) {
-  const AdamWArgs a = adamw_args(step, hyper, slice.weight_decay);
-  float* m = slice.state_at(0);
-  float* v = slice.state_at(1);
-  const bool vector = adamw_vectorizable(slice);
-  const int blocks = static_cast<int>(adamw_blocks(slice, vector));
-  if (vector) {
-    launch<adamw_vector_kernel<floatX>>(blocks, kAdamWBlock, 0, stream, slice.params, slice.master, slice.grads, m, v,
-                                        slice.n, a);
-  } else {
-    launch<adamw_scalar_kernel<floatX>>(blocks, kAdamWBlock, 0, stream, slice.params, slice.master, slice.grads, m, v,
-                                        slice.n, a);
-  }
-  CUDA_CHECK_LAST();
-}
-
-// The same step over `count` slices in one launch. The slices come from one set of buffers
-// (optimizer_slice of the same `buffers`: the same params, grads, master and state bases), each
-// with weight decay either the step's or 0; `base` is that set (its n and weight decay unused).
+// One AdamW step over `count` slices in one launch, their state tensors 0 and 1 m and v. The
+// slices come from one set of buffers (optimizer_slice of the same `buffers`: the same params,
+// grads, master and state bases), each with weight decay either the step's or 0; `base` is that set
+// (its n and weight decay unused). base.master may be null, in which case the parameters hold the
+// master values themselves (the FP32 build).
 // amax: null, or for each slice where its Ws' amaxes go (Fp8WeightAmaxSink; slots null: nowhere).
 // loads: AdamWLoads, the same bits either way.
 inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,

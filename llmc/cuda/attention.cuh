@@ -85,12 +85,11 @@ __global__ void permute_heads_kernel(Real* heads, Real* tokens, int B, int T, in
 // ---- causal softmax, one warp per score row, fp32 math ----
 
 // att[row][j] = softmax_j(scale * preatt[row][j]) over j <= t (t = row % T), 0 for j > t. The
-// exponents are kept in the base's units (llmc/cuda/fast_math.cuh): with fast math, scale carries
-// log2(e), so each exponential is one FFMA and ex2.approx.
-template <class Real, bool kFast>
+// exponents are kept in base 2 (llmc/cuda/fast_math.cuh): scale carries log2(e), so each
+// exponential is one FFMA and ex2.approx.
+template <class Real>
 __global__ void causal_softmax_forward_kernel(Real* att, const Real* preatt, int rows, int T, float scale) {
-  using Exp = ExpBase<kFast>;
-  scale *= Exp::kUnit;
+  scale *= FastExp::kUnit;
   const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
@@ -101,10 +100,10 @@ __global__ void causal_softmax_forward_kernel(Real* att, const Real* preatt, int
   for (int j = lane; j <= t; j += kWarpSize) m = fmaxf(m, scale * static_cast<float>(in[j]));
   m = warp_reduce_max(m);
   float s = 0.0f;
-  for (int j = lane; j <= t; j += kWarpSize) s += Exp::power(scale * static_cast<float>(in[j]) - m);
+  for (int j = lane; j <= t; j += kWarpSize) s += FastExp::power(scale * static_cast<float>(in[j]) - m);
   const float inv = 1.0f / warp_reduce_sum(s);
   for (int j = lane; j < T; j += kWarpSize)
-    out[j] = Real(j <= t ? Exp::power(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
+    out[j] = Real(j <= t ? FastExp::power(scale * static_cast<float>(in[j]) - m) * inv : 0.0f);
 }
 
 // With p = att row and g = d(att) row: d(preatt)[j] = scale * p[j] (g[j] - sum_i p[i] g[i]) for
@@ -152,14 +151,10 @@ inline void permute_heads(floatX* heads, floatX* tokens, int B, int T, int NH, i
   CUDA_CHECK_LAST();
 }
 
-// rows = B * NH * T score rows of length T, eight rows (warps) per block; fast_math: LLMC_FAST_MATH's
-// exponentials.
+// rows = B * NH * T score rows of length T, eight rows (warps) per block.
 inline void causal_softmax_forward(floatX* att, const floatX* preatt, int rows, int T, float scale,
-                                   FastMath fast_math, cudaStream_t stream) {
-  with_fast_math(fast_math, [&](auto fast) {
-    launch<causal_softmax_forward_kernel<floatX, decltype(fast)::value>>(ceil_div(rows, 8), 256, 0, stream, att,
-                                                                          preatt, rows, T, scale);
-  });
+                                   cudaStream_t stream) {
+  launch<causal_softmax_forward_kernel<floatX>>(ceil_div(rows, 8), 256, 0, stream, att, preatt, rows, T, scale);
   CUDA_CHECK_LAST();
 }
 
@@ -201,8 +196,7 @@ inline void attention_require_shape(const char* who, int C, int NH) {
 
 // out (B, T, C) and att (B, NH, T, T, kept for the backward) from qkv (B, T, 3C).
 inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const AttentionBuffers& buf,
-                              const floatX* qkv, int B, int T, int C, int NH, FastMath fast_math,
-                              cudaStream_t stream) {
+                              const floatX* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
   attention_require_shape("attention_forward", C, NH);
   const int HS = C / NH;
   const long long tt = (long long)T * T, th = (long long)T * HS;
@@ -210,7 +204,7 @@ inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const 
   permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
   // preatt = Q K^T (unscaled; the softmax applies 1/sqrt(HS) in fp32).
   gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false, stream);
-  causal_softmax_forward(att, buf.scratch, B * NH * T, T, 1.0f / sqrtf(float(HS)), fast_math, stream);
+  causal_softmax_forward(att, buf.scratch, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
   gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false, stream);
   permute_heads(buf.vaccum, out, B, T, NH, HS, false, stream);
 }

@@ -10,7 +10,7 @@
 //                                           layer the next LN is lnf)
 // then the classifier (cuda_backend_classifier.cu): logits = lnf wte^T, the fused
 // softmax/cross-entropy, which overwrites the logits with their gradient, and its backward GEMMs
-// into d(lnf), all rows at once or in chunks of rows (LLMC_CLASSIFIER). The backward pass mirrors
+// into d(lnf), in chunks of rows. The backward pass mirrors
 // the layers from lnf down; the running gradient of the residual stream (dres) collects each
 // LayerNorm backward and flows through the residual adds unchanged.
 //
@@ -132,7 +132,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     // (B=1 at the longest T), built now, so that the plan holds the real size. A graph cuDNN rejects
     // here is rejected before anything is allocated, so the plain attention can take over.
     try {
-      cudnn = std::make_unique<CudnnAttention>(opt.speed.cudnn_backward, opt.speed.cudnn_dq_clear);
+      cudnn = std::make_unique<CudnnAttention>(opt.speed.cudnn_backward);
       const int HS = C / NH;
       size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
       bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
@@ -171,7 +171,7 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     CUDA_CHECK(cudaEventCreateWithFlags(&buckets_copied[s], cudaEventDisableTiming));
   }
   blas = std::make_unique<BlasContext>(blas_workspace, buffers->plan().find(BufferId::kBlasWorkspace)->bytes());
-  // The encoder backward's piece sums (LLMC_ENCODER_BACKWARD=pieces) take turns with the fc/qkv
+  // The encoder backward's piece sums take turns with the fc/qkv
   // gradient in d_big: 8*BT*C/(K+1) bytes at most against its 4*BT*C elements.
   if (encoder_piece_sums_floats(max_bt, size_t(C)) * sizeof(float) > buffers->plan().find(BufferId::kDbig)->bytes())
     throw std::logic_error("CUDA backend: the encoder backward's piece sums do not fit in the fc/qkv gradient buffer");
@@ -183,8 +183,6 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
   optimizer_state.resize(optimizer.state_names.size());
   for (float* tensor : optimizer_state) CUDA_CHECK(cudaMemsetAsync(tensor, 0, owned.size() * sizeof(float), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars, 0, buffers->plan().find(BufferId::kScalars)->bytes(), stream));
-  // The fused LayerNorm backward's completion counter starts at 0; the kernels leave it there.
-  CUDA_CHECK(cudaMemsetAsync(scratch, 0, kScratchCounterFloats * sizeof(float), stream));
   // Alive until the synchronization below, which the copy from it must precede.
   const std::vector<float> fp8_initial = fp8_state ? fp8_layout.initial_state() : std::vector<float>();
   if (fp8_state)
@@ -266,7 +264,7 @@ void CudaBackend::Impl::stage_tokens(const int* inputs, const int* targets, int 
 // Called once the forward pass is queued, so the host groups positions by token while the GPU
 // works; returns the buckets (the backward pass needs their counts).
 EncoderBuckets CudaBackend::Impl::stage_buckets(const int* inputs, int BT) {
-  EncoderBuckets buckets = build_encoder_buckets(inputs, BT, cfg.vocab_size, opt.speed.encoder_backward);
+  EncoderBuckets buckets = build_encoder_buckets(inputs, BT, cfg.vocab_size);
   CUDA_CHECK(cudaEventSynchronize(buckets_copied[slot]));
   std::memcpy(buckets_host[slot], buckets.packed.data(), buckets.packed.size() * sizeof(int));
   CUDA_CHECK(cudaMemcpyAsync(buckets_dev, buckets_host[slot], buckets.packed.size() * sizeof(int),
@@ -289,7 +287,7 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
     return;
   }
 #endif
-  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, opt.speed.fast_math, stream);
+  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, stream);
 }
 
 // dqkv (d_big) from d(atty) (d_ln).
@@ -300,7 +298,7 @@ void CudaBackend::Impl::attention_backward(int l, int B, int T) {
   if (cudnn_attention()) {
     const int HS = C / NH;
     // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself, where the
-    // loaded cuDNN needs it (LLMC_CUDNN_DQ_CLEAR).
+    // loaded cuDNN does not.
     ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
     const TimedRegion timed(stream, [] { return std::string("cuDNN attention backward"); });
     cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats_of(l), B, T, NH, HS,
@@ -346,8 +344,7 @@ void CudaBackend::Impl::forward(int B, int T) {
   // --fp8 1: the kernels that produce each linear layer's input also write its FP8 copy (fp8_sink;
   // the attention output, from cuDNN, is cast on its own), which the layer's GEMM reads.
   if (opt.fp8) cast_fp8_weights();
-  const LayerNormForwardPath ln_path = opt.speed.layernorm_forward;
-  encoder_layernorm_forward(ln_path, residual, ln1_of(0), ln1_mean, ln1_rstd, tokens_dev, param(kWte), param(kWpe),
+  encoder_layernorm_forward(residual, ln1_of(0), ln1_mean, ln1_rstd, tokens_dev, param(kWte), param(kWpe),
                             param(kLn1w, 0), param(kLn1b, 0), B, T, C, stream,
                             fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, 0));
   for (int l = 0; l < L; ++l) {
@@ -360,7 +357,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     attention_forward(l, B, T);
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, LinearLayer::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
     linear_forward(LinearLayer::kAttproj, l, branch, layer_atty, BT);
-    fused_residual_layernorm_forward(ln_path, layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
+    fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
                                      slot_of(ln2_rstd, l, 1), res_in, branch, param(kLn2w, l), param(kLn2b, l), BT, C,
                                      stream, fp8_sink(Fp8Role::kInput, LinearLayer::kFc, l));
     if (gelu_by_backward() && fp8_gemms(LinearLayer::kFc)) {
@@ -372,22 +369,22 @@ void CudaBackend::Impl::forward(int B, int T) {
                               opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
     } else if (opt.fp8) {
       linear_forward(LinearLayer::kFc, l, layer_fch, ln2_of(l), BT);
-      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream,
+      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream,
                    fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l));
     } else {
       const LinearLayerSpec& fc = spec(LinearLayer::kFc);
       matmul_forward_gelu(*blas, gelu_of(l), layer_fch, ln2_of(l), weight_of(fc.id, l), bias_of(fc.id, l), BT,
-                          int(fc.in), int(fc.out), opt.speed.gelu == GeluPath::kEpilogues, opt.speed.fast_math, stream);
+                          int(fc.in), int(fc.out), opt.speed.gelu == GeluPath::kEpilogues, stream);
     }
     linear_forward(LinearLayer::kFcproj, l, branch, gelu_of(l), BT);
     floatX* res_out = slot_of(residual, l + 1, Cs);
     if (l + 1 < L) {
-      fused_residual_layernorm_forward(ln_path, res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
+      fused_residual_layernorm_forward(res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
                                        slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
                                        param(kLn1b, l + 1), BT, C, stream,
                                        fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, l + 1));
     } else {
-      fused_residual_layernorm_forward(ln_path, res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
+      fused_residual_layernorm_forward(res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
                                        param(kLnfb), BT, C, stream, fp8_sink(Fp8Role::kInput, LinearLayer::kLmHead, 0));
     }
   }
@@ -406,20 +403,9 @@ void CudaBackend::Impl::backward(int B, int T) {
   const size_t Cs = size_t(C);
   CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
   const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
-  const bool bias_grad_epilogue = opt.speed.bias_grad == BiasGradPath::kEpilogue;
-  // LLMC_BIAS_GRAD=layernorm(-fc-kernels): fcproj's output gradient is d(residual[l+1]), attproj's
-  // d(res2), which the LayerNorm backward that reads each stream (the next layer's ln1 or lnf, and
-  // ln2) leaves in dres: that LayerNorm sums its columns into the bias gradient. With `layernorm`
-  // fc's comes with the fcproj input gradient (matmul_backward_input).
-  const bool ln_bias = opt.speed.bias_grad == BiasGradPath::kLayerNorm ||
-                       opt.speed.bias_grad == BiasGradPath::kLayerNormFcKernels;
-  // With --fp8 1 and LLMC_FP8_FC_BIAS_GRAD=gelu-backward fc's comes with the GELU backward kernel.
+  // With --fp8 1 and LLMC_FP8_FC_BIAS_GRAD=gelu-backward the fc bias gradient comes with the GELU
+  // backward kernel; otherwise the fc layer's own bias-gradient kernels sum it.
   const bool fc_bias_in_gelu_backward = opt.fp8 && opt.speed.fp8_fc_bias_grad == Fp8FcBiasGrad::kGeluBackward;
-  const bool fc_bias_with_dgelu = opt.speed.bias_grad == BiasGradPath::kLayerNorm || fc_bias_in_gelu_backward;
-  const auto bias_unless_ln = [&](floatX* dbias) { return ln_bias ? nullptr : dbias; };
-  const auto bias_if_ln = [&](floatX* dbias) { return ln_bias ? dbias : nullptr; };
-  const bool ln_fused = opt.speed.layernorm_backward == LayerNormBackwardPath::kFused;
-  const LayerNormBackwardPrefetch ln_prefetch = opt.speed.layernorm_backward_prefetch;
   // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: the fc layer's written
   // by the GELU backward kernel that produces it; dqkv's by matmul_backward, cast on its own or, with
   // LLMC_FP8_DQKV_CAST=bias-grad, by the qkv bias gradient's kernel as it reads dqkv; the
@@ -434,56 +420,46 @@ void CudaBackend::Impl::backward(int B, int T) {
     return fp8_from_ln ? Fp8Sink{} : fp8_sink(Fp8Role::kGradient, linear, l);
   };
   layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, ln_fused, stream, bias_if_ln(bias_grad_of(LinearLayer::kFcproj, L - 1)),
-                     residual_fp8(LinearLayer::kFcproj, L - 1), ln_prefetch);
+                     lnf_rstd, BT, C, stream, residual_fp8(LinearLayer::kFcproj, L - 1));
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
     floatX* layer_fch = slot_of(fch, l, 4 * Cs);
     // With LLMC_FP8_GELU=epilogue the GELU backward kernel writes it (inp_by_gelu_backward).
-    if (opt.recompute >= 1 && !gelu_by_backward())
-      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, opt.speed.fast_math, stream);
+    if (opt.recompute >= 1 && !gelu_by_backward()) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream);
     if (opt.recompute >= 2)
-      layernorm_forward(opt.speed.layernorm_forward, ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l),
-                        param(kLn2b, l), BT, C, stream);
+      layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).
     linear_backward(LinearLayer::kFcproj, l,
-                    {.dinp = d_big, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kFcproj, l)),
-                     .bias_scratch = scratch, .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
-                     .dgelu_epilogue = dgelu_epilogue, .fast_math = opt.speed.fast_math,
-                     .bias_grad_epilogue = bias_grad_epilogue,
+                    {.dinp = d_big, .dbias = bias_grad_of(LinearLayer::kFcproj, l), .bias_scratch = scratch,
+                     .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
+                     .dgelu_epilogue = dgelu_epilogue,
                      .dinp_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kFc, l),
                      .dout_fp8 = projection_dout_fp8(LinearLayer::kFcproj, l),
-                     .dbias_pre_gelu = fc_bias_with_dgelu ? bias_grad_of(LinearLayer::kFc, l) : nullptr,
-                     .bias_in_gelu_backward = fc_bias_in_gelu_backward,
+                     .dbias_pre_gelu = fc_bias_in_gelu_backward ? bias_grad_of(LinearLayer::kFc, l) : nullptr,
                      .inp_by_gelu_backward = gelu_by_backward()});
     linear_backward(LinearLayer::kFc, l,
-                    {.dinp = d_ln, .dbias = fc_bias_with_dgelu ? nullptr : bias_grad_of(LinearLayer::kFc, l),
-                     .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT,
-                     .bias_grad_epilogue = bias_grad_epilogue});
+                    {.dinp = d_ln, .dbias = fc_bias_in_gelu_backward ? nullptr : bias_grad_of(LinearLayer::kFc, l),
+                     .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT});
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
-                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, ln_fused, stream,
-                       bias_if_ln(bias_grad_of(LinearLayer::kAttproj, l)), residual_fp8(LinearLayer::kAttproj, l),
-                       ln_prefetch);
+                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream,
+                       residual_fp8(LinearLayer::kAttproj, l));
     linear_backward(LinearLayer::kAttproj, l,
-                    {.dinp = d_ln, .dbias = bias_unless_ln(bias_grad_of(LinearLayer::kAttproj, l)),
-                     .bias_scratch = scratch, .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
-                     .bias_grad_epilogue = bias_grad_epilogue,
+                    {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kAttproj, l), .bias_scratch = scratch,
+                     .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
                      .dout_fp8 = projection_dout_fp8(LinearLayer::kAttproj, l)});
     attention_backward(l, B, T);
     if (opt.recompute >= 2)
-      layernorm_forward(opt.speed.layernorm_forward, ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l),
-                        param(kLn1b, l), BT, C, stream);
+      layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
     linear_backward(LinearLayer::kQkv, l,
                     {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kQkv, l), .bias_scratch = scratch,
-                     .dout = d_big, .inp = ln1_of(l), .BT = BT, .bias_grad_epilogue = bias_grad_epilogue,
+                     .dout = d_big, .inp = ln1_of(l), .BT = BT,
                      .dout_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l),
                      .dout_fp8_by_bias_grad = dqkv_fp8_by_bias_grad});
-    // Below layer 0 the stream is the encoder's output, which has no bias.
+    // Below layer 0 the stream is the encoder's output, which no GEMM reads: no FP8 copy.
     layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
-                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, ln_fused, stream,
-                       l > 0 ? bias_if_ln(bias_grad_of(LinearLayer::kFcproj, l - 1)) : nullptr,
-                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{}, ln_prefetch);
+                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream,
+                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{});
     // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
     // buckets overlap the backward pass over NCCL only.
 #if defined(LLMC_NCCL_LIBRARY)

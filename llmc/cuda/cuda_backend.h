@@ -37,7 +37,7 @@ struct CudaBackendOptions {
   // throwing. train_gpt2cu allows it unless LLMC_ATTENTION=cudnn forces cuDNN.
   bool attention_fallback = false;
   SpeedSwitches speed;  // llmc/cuda/speed_switches.def; train_gpt2cu reads them from the environment
-  // LLMC_CLASSIFIER=chunked's rows per chunk; test_gpt2cu lowers it so that its small batches span
+  // The classifier's rows per chunk; test_gpt2cu lowers it so that its small batches span
   // several chunks.
   int classifier_chunk_rows = kClassifierChunkRows;
   // LLMC_PROFILE=on (llmc/cuda/launch_profile.h): time every launch, GEMM and cuDNN call of the

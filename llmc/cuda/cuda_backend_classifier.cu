@@ -7,8 +7,8 @@
 // the logits from lnf's E4M3 copy, which the final LayerNorm forward wrote for all B*T rows, and
 // d(lnf) from the E5M2 copy of the chunk's d(logits), which the fused classifier writes.
 //
-// The logits buffer holds logits_chunk_rows rows (logits_rows, llmc/cuda/memory_plan.h): all B*T
-// with LLMC_CLASSIFIER=whole, at most kClassifierChunkRows with chunked. Each chunk of rows is done
+// The logits buffer holds logits_chunk_rows rows (logits_rows, llmc/cuda/memory_plan.h): B*T, or
+// kClassifierChunkRows (fewer where a test asks) where B*T is more. Each chunk of rows is done
 // with before the next one overwrites the buffer: in training its logits GEMM, the fused classifier
 // (the chunk's losses, and its logits overwritten with their gradient), the input-gradient GEMM
 // (d(lnf) of its rows, into d_ln) and the weight-gradient GEMM (beta = 1: the chunks add up in wte's
@@ -54,8 +54,7 @@ void CudaBackend::Impl::logits_forward(int row0, int rows) {
 // operand buffer's start), which the LM head's input-gradient GEMM reads.
 void CudaBackend::Impl::classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits) {
   fused_classifier(logits, losses + row0, tokens_dev + BT + row0, rows, cfg.vocab_size, cfg.padded_vocab_size, dloss,
-                   write_dlogits, opt.speed.fast_math, stream, opt.speed.classifier_pass, opt.speed.classifier_loads,
-                   opt.speed.classifier_checks,
+                   write_dlogits, stream,
                    write_dlogits ? fp8_sink(Fp8Role::kGradient, LinearLayer::kLmHead, 0) : Fp8Sink{});
 }
 
@@ -97,7 +96,7 @@ void CudaBackend::next_token_logits(const int* tokens, int T, float* logits) {
   std::copy(tokens, tokens + T, padded.begin());
   d.stage_tokens(padded.data(), nullptr, 1, Tp);
   d.forward(1, Tp);
-  // The logits of the chunk that holds row T-1 only: all Tp rows with LLMC_CLASSIFIER=whole.
+  // The logits of the chunk that holds row T-1 only.
   const int row = T - 1, row0 = row / d.logits_chunk_rows * d.logits_chunk_rows;
   d.logits_forward(row0, std::min(d.logits_chunk_rows, Tp - row0));
   const std::vector<float> values = floatx_to_host(d.logits + size_t(row - row0) * d.cfg.padded_vocab_size,

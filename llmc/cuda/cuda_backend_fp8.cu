@@ -76,9 +76,7 @@ void CudaBackend::Impl::cast_fp8_weights() {
 }
 
 std::vector<Fp8WeightAmaxSink> CudaBackend::Impl::make_fp8_adamw_sinks() const {
-  if (!opt.fp8 || opt.speed.fp8_weight_amax != Fp8WeightAmax::kAdamW || opt.speed.adamw != AdamWLaunch::kMultiTensor ||
-      owned.size() != num_params)
-    return {};
+  if (!opt.fp8 || opt.speed.fp8_weight_amax != Fp8WeightAmax::kAdamW || owned.size() != num_params) return {};
   std::vector<Fp8WeightAmaxSink> sinks(owned_slices.size());
   for (const LinearLayerSpec& linear : linears) {
     if (!fp8_layout.scales(linear.id)) continue;

@@ -110,7 +110,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   OptimizerSpec optimizer;                // opt.optimizer's
   std::vector<float*> optimizer_state;    // its state tensors: the first optimizer.state_names.size() of m, v
   size_t max_bt = 0;  // max_batch * max_seq_len
-  int logits_chunk_rows = 0;  // the logits buffer's rows: max_bt, or fewer with LLMC_CLASSIFIER=chunked
+  int logits_chunk_rows = 0;  // the logits buffer's rows: a chunk of the max_bt rows
   PeakFlops peak;     // what MFU is counted against (CudaBackend::peak)
   cudaStream_t stream = nullptr;
   MemoryPlanInputs plan_inputs;  // the plan allocated from (cuDNN's workspace as cuDNN asked for it)
@@ -277,7 +277,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   void cast_fp8_weights();
   // Where the multi-tensor AdamW records each owned slice's FP8 weight amaxes (Fp8WeightAmaxSink,
   // one per owned_slices entry); empty where it does not (LLMC_FP8_WEIGHT_AMAX=cast, no --fp8 1,
-  // a per-tensor AdamW, or a rank that owns a part of the parameters only).
+  // or a rank that owns a part of the parameters only).
   std::vector<Fp8WeightAmaxSink> make_fp8_adamw_sinks() const;
   // Forgets an amax AdamW recorded for weights that changed since (set_parameters).
   void drop_fp8_weight_amax();

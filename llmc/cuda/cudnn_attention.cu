@@ -352,9 +352,7 @@ void build_backward(Plan& p, const Layout& L, CudnnBackward mode) {
 // collect_tensors_in_workspace_node: the frontend memsets dQ_accum only when
 // get_backend_version() < 90600 ("prior to cuDNN 9.6.0, dQ_accum needed to be memset by frontend").
 constexpr size_t kCudnnClearsDqAccumulator = 90600;
-bool dq_accumulator_needs_clearing(CudnnDqClear dq_clear) {
-  return dq_clear == CudnnDqClear::kAlways || cudnnGetVersion() < kCudnnClearsDqAccumulator;
-}
+bool dq_accumulator_needs_clearing() { return cudnnGetVersion() < kCudnnClearsDqAccumulator; }
 
 }  // namespace
 
@@ -427,9 +425,9 @@ struct CudnnAttention::Impl {
   }
 };
 
-CudnnAttention::CudnnAttention(CudnnBackward backward, CudnnDqClear dq_clear) : impl_(std::make_unique<Impl>()) {
+CudnnAttention::CudnnAttention(CudnnBackward backward) : impl_(std::make_unique<Impl>()) {
   impl_->backward_mode = backward;
-  impl_->clear_dq_accumulator = dq_accumulator_needs_clearing(dq_clear);
+  impl_->clear_dq_accumulator = dq_accumulator_needs_clearing();
   cudnn_check(cudnnCreate(&impl_->handle), "create handle");
 }
 
@@ -474,8 +472,8 @@ void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, co
   void* dq_accum = extra;
   void* softmax_sum = extra + cudnn_softmax_sum_offset(rows, size_t(HS), dq_accumulator);
   // The engine adds every key block's dQ contribution into dq_accum, which must start at zero:
-  // cuDNN before 9.6 relies on the caller for it (dq_accumulator_needs_clearing), and
-  // LLMC_CUDNN_DQ_CLEAR=always clears it whatever the version, one memset of B*T*C floats.
+  // cuDNN before 9.6 relies on the caller for it (dq_accumulator_needs_clearing), one memset of
+  // B*T*C floats.
   if (dq_accumulator && impl_->clear_dq_accumulator) {
     const cudaError_t cleared = cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), stream);
     if (cleared != cudaSuccess)

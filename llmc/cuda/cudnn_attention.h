@@ -15,9 +15,8 @@ namespace llmc {
 
 class CudnnAttention {
  public:
-  // backward: which backward graph (LLMC_CUDNN_BACKWARD); dq_clear: when the default graph's fp32
-  // dQ accumulator is cleared (LLMC_CUDNN_DQ_CLEAR).
-  CudnnAttention(CudnnBackward backward, CudnnDqClear dq_clear);
+  // backward: which backward graph (LLMC_CUDNN_BACKWARD).
+  explicit CudnnAttention(CudnnBackward backward);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
@@ -34,8 +33,8 @@ class CudnnAttention {
                bool is_training, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
   // dqkv (B, T, 3C), overwritten, from dout (B, T, C) and the forward's qkv, out and stats. The
-  // workspace needs no preparation (the fp32 dQ accumulator inside it is cleared here, or by cuDNN
-  // itself: dq_clear).
+  // workspace needs no preparation (the fp32 dQ accumulator inside it is cleared here where the
+  // loaded cuDNN does not clear it itself).
   void backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const __nv_bfloat16* out,
                 const float* stats, int B, int T, int NH, int HS, void* workspace, size_t workspace_bytes,
                 cudaStream_t stream);

@@ -166,15 +166,4 @@ __device__ inline P* vector_address(P* p) {
   return p;
 }
 
-// Asks for the cache line that holds p to be brought into L2 ahead of the loads that will read it
-// (prefetch.global.L2: no register waits for it, no fault is taken); the emulated GPU, which has
-// no cache, does nothing.
-__device__ inline void prefetch_l2(const void* p) {
-#if defined(LLMC_CUDA_EMULATOR)
-  (void)p;
-#else
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-}
-
 }  // namespace llmc

@@ -3,9 +3,9 @@
 //
 // The backward pass is deterministic without atomics: the host groups the B*T positions by token
 // once per batch (EncoderBuckets), and one thread block per distinct token adds that token's
-// dout rows in a fixed order, so every dwte row has exactly one writer. With
-// LLMC_ENCODER_BACKWARD=pieces the frequent tokens' long chains are cut into pieces summed in
-// parallel, whose sums are then added in piece order: a fixed order still.
+// dout rows in a fixed order, so every dwte row has exactly one writer. A frequent token's long
+// chain is cut into pieces summed in parallel, whose sums are then added in piece order: a fixed
+// order still.
 #pragma once
 #include <algorithm>
 #include <numeric>
@@ -16,7 +16,6 @@
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/random.cuh"
-#include "llmc/cuda/speed_switches.h"
 
 namespace llmc {
 
@@ -52,9 +51,8 @@ inline void encoder_forward(floatX* out, const int* tokens, const floatX* wte, c
 //   [0, n)                  the distinct tokens, most frequent first (long buckets start early),
 //   [n, 2n+1)               offsets: bucket k's positions are positions[offsets[k] .. offsets[k+1]),
 //   [2n+1, 2n+1+B*T)        positions b*T+t, ascending within each bucket,
-// and with EncoderBackward::kPieces, for the first m buckets (those with more than K =
-// kEncoderPieceRows positions, which come first), cut into pieces of K positions (the last one
-// shorter):
+// and for the first m buckets (those with more than K = kEncoderPieceRows positions, which come
+// first), cut into pieces of K positions (the last one shorter):
 //   [2n+1+B*T, 2n+1+B*T+m)  piece ends: bucket k's pieces are [piece_ends[k-1], piece_ends[k])
 //                           (from 0 for k = 0), piece j of them starting at position j*K of it.
 // The whole stays within 3*B*T+1 ints (the planned buffer): with m >= 1 cut buckets of more than K
@@ -77,8 +75,7 @@ struct EncoderBucketView {
         piece_ends(positions + BT) {}
 };
 
-inline EncoderBuckets build_encoder_buckets(const int* tokens, int BT, int vocab_size,
-                                            EncoderBackward how = EncoderBackward::kChains) {
+inline EncoderBuckets build_encoder_buckets(const int* tokens, int BT, int vocab_size) {
   std::vector<int> order(BT);
   std::iota(order.begin(), order.end(), 0);
   for (int i = 0; i < BT; ++i)
@@ -110,12 +107,10 @@ inline EncoderBuckets build_encoder_buckets(const int* tokens, int BT, int vocab
     for (int j = 0; j < runs[k].size; ++j) positions[filled++] = order[runs[k].begin + j];
   }
   offsets[n] = filled;
-  if (how == EncoderBackward::kPieces) {
-    for (int k = 0; k < n && runs[k].size > kEncoderPieceRows; ++k) {
-      out.num_pieces += ceil_div(runs[k].size, kEncoderPieceRows);
-      out.packed.push_back(out.num_pieces);
-      ++out.num_cut;
-    }
+  for (int k = 0; k < n && runs[k].size > kEncoderPieceRows; ++k) {
+    out.num_pieces += ceil_div(runs[k].size, kEncoderPieceRows);
+    out.packed.push_back(out.num_pieces);
+    ++out.num_cut;
   }
   return out;
 }
@@ -163,8 +158,8 @@ __device__ void add_to_wte_row(Real* dwte, int token, int v, int C, const float 
   store128(dwte + row, w);
 }
 
-// LLMC_ENCODER_BACKWARD=chains: one block per bucket. threadIdx.x walks the row's 16-byte vectors;
-// the blockDim.y groups split the bucket's positions (sum_dout_rows).
+// A batch with no bucket cut into pieces: one block per bucket. threadIdx.x walks the row's 16-byte
+// vectors; the blockDim.y groups split the bucket's positions (sum_dout_rows).
 template <class Real>
 __global__ void encoder_backward_wte_kernel(Real* dwte, const Real* dout, const int* buckets, int num_buckets, int BT,
                                             int C, unsigned seed) {
@@ -180,8 +175,8 @@ __global__ void encoder_backward_wte_kernel(Real* dwte, const Real* dout, const 
   }
 }
 
-// LLMC_ENCODER_BACKWARD=pieces, first pass: blocks [0, num_pieces) sum one piece of a cut bucket
-// each into its row of piece_sums (C floats); the others take the uncut buckets whole, exactly as
+// With cut buckets, first pass: blocks [0, num_pieces) sum one piece of a cut bucket each into its
+// row of piece_sums (C floats); the others take the uncut buckets whole, exactly as
 // encoder_backward_wte_kernel does (the same sums, the same rounding).
 template <class Real>
 __global__ void encoder_backward_wte_pieces_kernel(Real* dwte, float* piece_sums, const Real* dout,
@@ -225,8 +220,8 @@ __global__ void encoder_backward_wte_pieces_kernel(Real* dwte, float* piece_sums
   }
 }
 
-// LLMC_ENCODER_BACKWARD=pieces, second pass: block (x, k) adds cut bucket k's piece sums in piece
-// order, one thread per 16-byte vector of the row, into dwte[token] with the chains' rounding.
+// With cut buckets, second pass: block (x, k) adds cut bucket k's piece sums in piece order, one
+// thread per 16-byte vector of the row, into dwte[token] with the uncut buckets' rounding.
 template <class Real>
 __global__ void encoder_backward_wte_piece_sums_kernel(Real* dwte, const float* piece_sums, const int* buckets,
                                                        int num_buckets, int BT, int C, unsigned seed) {
@@ -267,9 +262,9 @@ __global__ void encoder_backward_wpe_kernel(Real* dwpe, const Real* dout, int B,
 }
 
 // dwte[tok] += dout rows of that token; dwpe[t] += sum_b dout[b,t]. `buckets` is the device copy of
-// build_encoder_buckets(tokens, B*T, V, how).packed, `counts` that EncoderBuckets (its sizes only).
-// With cut buckets (EncoderBackward::kPieces), piece_sums holds encoder_piece_sums_floats(B*T, C)
-// floats of scratch. bf16 results are stochastically rounded from (seed, index).
+// build_encoder_buckets(tokens, B*T, V).packed, `counts` that EncoderBuckets (its sizes only).
+// With cut buckets, piece_sums holds encoder_piece_sums_floats(B*T, C) floats of scratch. bf16
+// results are stochastically rounded from (seed, index).
 inline void encoder_backward(floatX* dwte, floatX* dwpe, float* piece_sums, const floatX* dout, const int* buckets,
                              const EncoderBuckets& counts, int B, int T, int C, unsigned seed, cudaStream_t stream) {
   require_whole_vectors("encoder_backward", "channels", C);

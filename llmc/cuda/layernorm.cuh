@@ -1,25 +1,20 @@
-// LayerNorm on the GPU (eps kLayerNormEps, biased variance), forward with saved fp32 mean/rstd, a forward
-// fused with the residual add that precedes every LayerNorm after the first, and the backward pass.
+// LayerNorm on the GPU (eps kLayerNormEps, biased variance): the staged forward kernel, and the
+// backward pass. The trainer's forward is layernorm_forward.cuh's, which runs the staged kernel only
+// for rows too wide to hold in registers.
 //
-// Forward: one warp per row; the row is staged once in shared memory so global memory is read
-// once, then mean, variance (two-pass, from the staged copy) and the output follow.
+// Staged forward: one warp per row; the row is staged once in shared memory so global memory is
+// read once, then mean, variance (two-pass, from the staged copy) and the output follow; optionally
+// fused with the residual add that precedes every LayerNorm after the first.
 // Backward: one warp per row for dinp; dweight/dbias are summed per warp in shared memory (each
 // lane owns fixed channels, so no atomics), then per block in warp order into fp32 partials, then
-// over blocks in block order, by a second tiny kernel or (fused) by the main kernel's last block to
-// finish: bit-reproducible for a given (N, C), and the same bits either way. Optionally the column
-// sums of the residual gradient it writes go the same way into a linear layer's bias gradient
-// (LLMC_BIAS_GRAD=layernorm: that layer's output gradient is exactly this residual gradient).
+// over blocks in block order by a second tiny kernel: bit-reproducible for a given (N, C).
 #pragma once
 #include <algorithm>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
 
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
-#include "llmc/cuda/speed_switches.h"
 #include "llmc/gpt2_constants.h"
 
 namespace llmc {
@@ -112,10 +107,9 @@ inline int layernorm_forward_warps(int C) {
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
 
-// out, inp: N x C with C a multiple of 8; mean, rstd: N floats or null; fp8: where out's FP8 copy
-// goes, if anywhere.
-inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                              const floatX* bias, int N, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
+// layernorm_forward (layernorm_forward.cuh) in the staged kernel.
+inline void layernorm_forward_staged(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                                     const floatX* bias, int N, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
   launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out, nullptr,
@@ -123,11 +117,11 @@ inline void layernorm_forward(floatX* out, float* mean, float* rstd, const float
   CUDA_CHECK_LAST();
 }
 
-// residual_out = a + b; out = LayerNorm(residual_out). residual_out may alias a or b.
-inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, float* mean, float* rstd,
-                                             const floatX* a, const floatX* b, const floatX* weight,
-                                             const floatX* bias, int N, int C, cudaStream_t stream,
-                                             const Fp8Sink& fp8 = {}) {
+// fused_residual_layernorm_forward (layernorm_forward.cuh) in the staged kernel.
+inline void fused_residual_layernorm_forward_staged(floatX* residual_out, floatX* out, float* mean, float* rstd,
+                                                    const floatX* a, const floatX* b, const floatX* weight,
+                                                    const floatX* bias, int N, int C, cudaStream_t stream,
+                                                    const Fp8Sink& fp8 = {}) {
   const int warps = layernorm_forward_warps(C);
   const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
   launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out,
@@ -135,84 +129,30 @@ inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, 
   CUDA_CHECK_LAST();
 }
 
-// The backward grid is fixed by (N, C) and whether it carries a bias gradient alone (at most
-// kLayerNormBackwardMaxBlocks, or kLayerNormBackwardMaxBlocksWithBias, kernel_scratch.h), so the
-// summation order (and the result) is too. Each warp keeps `sums` per-channel sums in shared memory:
-// dweight and dbias, and with a bias gradient the residual gradient's column sums.
-inline int layernorm_backward_sums(bool with_bias) { return with_bias ? 3 : 2; }
-
-inline int layernorm_backward_warps(int C, bool with_bias) {
+// The backward grid is fixed by (N, C) (at most kLayerNormBackwardMaxBlocks, kernel_scratch.h), so
+// the summation order (and the result) is too. Each warp keeps 2*C per-channel sums in shared
+// memory: dweight's, then dbias's.
+inline int layernorm_backward_warps(int C) {
   require_whole_vectors("layernorm_backward", "channels", C);
-  const int per_warp = layernorm_backward_sums(with_bias) * C * static_cast<int>(sizeof(float));
+  const int per_warp = 2 * C * static_cast<int>(sizeof(float));
   return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
 }
 
-inline int layernorm_backward_blocks(int N, int C, bool with_bias) {
-  return std::min(ceil_div(N, layernorm_backward_warps(C, with_bias)),
-                  with_bias ? kLayerNormBackwardMaxBlocksWithBias : kLayerNormBackwardMaxBlocks);
+inline int layernorm_backward_blocks(int N, int C) {
+  return std::min(ceil_div(N, layernorm_backward_warps(C)), kLayerNormBackwardMaxBlocks);
 }
 
-// The three per-channel gradients LayerNorm backward sums over rows: output i of the
-// `sums` * C (partial i of a block) is dweight[i] for i < C, dbias[i - C] below 2C, and
-// dres_bias[i - 2C] (the residual gradient's column sums, when carried) above.
+// Shared layout per warp: the dweight and dbias sums, each stored as [k][vector] (channel v*S+k at
+// k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as many different
+// banks. Each block leaves its 2*C sums over its warps (dweight's, then dbias's) in its slot of
+// `partials`, for layernorm_backward_finish_kernel. With fp8.data, dinp's FP8 copy of each vector
+// as stored, its amax recorded per row (llmc/cuda/fp8.cuh).
 template <class Real>
-struct LayerNormGradSums {
-  Real* dweight;
-  Real* dbias;
-  Real* dres_bias;  // null: not carried
-  __device__ int outputs(int C) const { return (dres_bias ? 3 : 2) * C; }
-  __device__ Real* at(int i, int C) const {
-    return i < C ? dweight + i : i < 2 * C ? dbias + (i - C) : dres_bias + (i - 2 * C);
-  }
-};
-
-// Each output += the sum over blocks of its partials, in block order from 0.0f; for outputs first,
-// first + stride, ..., first + (kOutputs - 1) stride below outputs(C), each with its own accumulator
-// so that their loads are independent. The partials are read at L2 (__ldcg): the fused kernel's
-// last block reads what other blocks wrote during the same kernel, which an SM's L1 may not hold
-// coherently.
-template <int kOutputs, class Real>
-__device__ void layernorm_backward_add_partials(const LayerNormGradSums<Real>& g, const float* partials, int blocks,
-                                                int C, int first, int stride) {
-  const int outputs = g.outputs(C);
-  if (first >= outputs) return;
-  float total[kOutputs] = {};
-  for (int blk = 0; blk < blocks; ++blk) {
-    const float* block_partial = partials + static_cast<size_t>(blk) * outputs;
-#pragma unroll
-    for (int j = 0; j < kOutputs; ++j)
-      if (first + j * stride < outputs) total[j] += __ldcg(block_partial + first + j * stride);
-  }
-#pragma unroll
-  for (int j = 0; j < kOutputs; ++j) {
-    const int i = first + j * stride;
-    if (i >= outputs) break;
-    Real* dst = g.at(i, C);
-    *dst = Real(float(*dst) + total[j]);
-  }
-}
-
-// Outputs the fused kernel's last block sums at once, per thread.
-constexpr int kLayerNormFinishOutputs = 8;
-
-// Shared layout per warp: the dweight, dbias (and dres_bias) sums, each stored as [k][vector]
-// (channel v*S+k at k*vectors+v) so that the kWarpSize lanes, which own consecutive vectors, hit as
-// many different banks. dres_bias sums dinp as stored (rounded to Real), after this LayerNorm's
-// contribution is added: the bias gradient kernels' sum of the same tensor, in another order.
-// kFused: the block that finishes last (counted in scratch_counter(scratch) after a __threadfence,
-// the programming guide's last-block pattern) also adds every block's partials to the outputs,
-// exactly as layernorm_backward_finish_kernel does, then sets the counter back to 0 for the next call.
-// With fp8.data, dinp's FP8 copy of each vector as stored, its amax recorded per row (llmc/cuda/fp8.cuh).
-// kPrefetch (LLMC_LAYERNORM_BACKWARD_PREFETCH): at a row's start each lane asks for its vectors of
-// dout, inp and dinp, of this row or of its next one, to be brought into L2.
-template <class Real, bool kFused, LayerNormBackwardPrefetch kPrefetch>
-__device__ inline void layernorm_backward_rows(Real* dinp, const LayerNormGradSums<Real>& grads, float* scratch,
-                                               const Real* dout, const Real* inp, const Real* weight,
-                                               const float* mean, const float* rstd, int N, int C,
-                                               const Fp8Sink& fp8) {
+__global__ void layernorm_backward_kernel(Real* dinp, float* partials, const Real* dout, const Real* inp,
+                                          const Real* weight, const float* mean, const float* rstd, int N, int C,
+                                          Fp8Sink fp8) {
   constexpr int S = Packed128<Real>::size;
-  const int outputs = grads.outputs(C);
-  const bool carry = grads.dres_bias != nullptr;
+  const int outputs = 2 * C;
   float* sums = dynamic_shared<float>();  // [warps][outputs]
   const int warps = blockDim.x / kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
@@ -220,28 +160,12 @@ __device__ inline void layernorm_backward_rows(Real* dinp, const LayerNormGradSu
   const int vectors = C / S;
   float* dw_sum = sums + static_cast<size_t>(warp) * outputs;
   float* db_sum = dw_sum + C;
-  float* dr_sum = db_sum + C;  // only with carry
   for (int v = lane; v < vectors; v += kWarpSize)
 #pragma unroll
-    for (int k = 0; k < S; ++k) {
-      dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
-      if (carry) dr_sum[k * vectors + v] = 0.0f;
-    }
+    for (int k = 0; k < S; ++k) dw_sum[k * vectors + v] = db_sum[k * vectors + v] = 0.0f;
 
-  const int row_step = gridDim.x * warps;
-  for (int row = blockIdx.x * warps + warp; row < N; row += row_step) {
+  for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
     const long long base = static_cast<long long>(row) * C;
-    if constexpr (kPrefetch != LayerNormBackwardPrefetch::kOff) {
-      const int ahead = kPrefetch == LayerNormBackwardPrefetch::kRow ? row : row + row_step;
-      if (ahead < N) {
-        const long long ahead_base = static_cast<long long>(ahead) * C;
-        for (int v = lane; v < vectors; v += kWarpSize) {
-          prefetch_l2(dout + ahead_base + v * S);
-          prefetch_l2(inp + ahead_base + v * S);
-          prefetch_l2(dinp + ahead_base + v * S);
-        }
-      }
-    }
     const float m = mean[row];
     const float s = rstd[row];
     float sum_g = 0.0f, sum_gx = 0.0f;
@@ -272,7 +196,6 @@ __device__ inline void layernorm_backward_rows(Real* dinp, const LayerNormGradSu
         di[k] = Real(float(di[k]) + s * (g - mean_g - xhat * mean_gx));
         dw_sum[k * vectors + v] += float(d[k]) * xhat;
         db_sum[k * vectors + v] += float(d[k]);
-        if (carry) dr_sum[k * vectors + v] += float(di[k]);
       }
       store128(dinp + base + v * S, di);
       if (fp8.data) amax = fmaxf(amax, fp8_store_vector(fp8, size_t(base + v * S), di));
@@ -280,100 +203,46 @@ __device__ inline void layernorm_backward_rows(Real* dinp, const LayerNormGradSu
     if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
   }
   __syncthreads();
-  float* partials = scratch_partials(scratch);
   float* block_partial = partials + static_cast<size_t>(blockIdx.x) * outputs;
   for (int i = threadIdx.x; i < outputs; i += blockDim.x) {
-    const int which = i / C;  // 0: dweight, 1: dbias, 2: dres_bias
+    const int which = i / C;  // 0: dweight, 1: dbias
     const int c = i % C;
     const int slot = which * C + (c % S) * vectors + c / S;
     float total = 0.0f;
     for (int w = 0; w < warps; ++w) total += sums[static_cast<size_t>(w) * outputs + slot];
     block_partial[i] = total;
   }
-  if constexpr (kFused) {
-    // This block's partials reach every SM before its count does.
-    __threadfence();
-    // Every thread is done with the per-warp sums, so their first word says whether this block is
-    // the last: no static shared memory on top of the sums, which fill the default 48 KiB at C=768
-    // (a launch asking for more fails).
-    __syncthreads();
-    if (threadIdx.x == 0) sums[0] = atomicAdd(scratch_counter(scratch), 1u) == gridDim.x - 1 ? 1.0f : 0.0f;
-    __syncthreads();
-    if (sums[0] == 0.0f) return;
-    // Every other block's count, hence (by its fence) its partials, came before this block's.
-    __threadfence();
-    for (int first = threadIdx.x; first < outputs; first += blockDim.x * kLayerNormFinishOutputs)
-      layernorm_backward_add_partials<kLayerNormFinishOutputs>(grads, partials, gridDim.x, C, first, blockDim.x);
-    if (threadIdx.x == 0) atomicExch(scratch_counter(scratch), 0u);
-  }
 }
 
-template <class Real, bool kFused>
-__global__ void layernorm_backward_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
-                                          const Real* inp, const Real* weight, const float* mean, const float* rstd,
-                                          int N, int C, Fp8Sink fp8) {
-  layernorm_backward_rows<Real, kFused, LayerNormBackwardPrefetch::kOff>(dinp, grads, scratch, dout, inp, weight, mean,
-                                                                         rstd, N, C, fp8);
-}
-
-// With a prefetch: held to the registers (64) of the four 8-warp blocks an SM that the unfused kernel
-// has without it (the fused one has three either way).
-template <class Real, bool kFused, LayerNormBackwardPrefetch kPrefetch>
-__global__ void LLMC_LAUNCH_BOUNDS(8 * kWarpSize, kFused ? 3 : 4)
-    layernorm_backward_prefetch_kernel(Real* dinp, LayerNormGradSums<Real> grads, float* scratch, const Real* dout,
-                                       const Real* inp, const Real* weight, const float* mean, const float* rstd,
-                                       int N, int C, Fp8Sink fp8) {
-  layernorm_backward_rows<Real, kFused, kPrefetch>(dinp, grads, scratch, dout, inp, weight, mean, rstd, N, C, fp8);
-}
-
-// Each output += the sum over blocks of its partials, in block order. One output per thread.
+// Output i of the 2*C (dweight[i] below C, dbias[i - C] from C on) += the sum over `blocks` of the
+// blocks' partial i, in block order from 0.0f: one output per thread. Each partial is read once, at
+// L2 (__ldcg).
 template <class Real>
-__global__ void layernorm_backward_finish_kernel(LayerNormGradSums<Real> grads, const float* partials, int blocks,
-                                                 int C) {
-  layernorm_backward_add_partials<1>(grads, partials, blocks, C, blockIdx.x * blockDim.x + threadIdx.x,
-                                     gridDim.x * blockDim.x);
+__global__ void layernorm_backward_finish_kernel(Real* dweight, Real* dbias, const float* partials, int blocks, int C) {
+  const int outputs = 2 * C;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= outputs) return;
+  float total = 0.0f;
+  for (int blk = 0; blk < blocks; ++blk) total += __ldcg(partials + static_cast<size_t>(blk) * outputs + i);
+  Real* dst = i < C ? dweight + i : dbias + (i - C);
+  *dst = Real(float(*dst) + total);
 }
 
-// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout; with dres_bias (else null),
-// also dres_bias += sum_n dinp, the column sums of dinp as this call leaves it; with fp8.data, dinp's
-// FP8 copy as this call leaves it (--fp8 1: the next GEMM's output gradient). scratch is the
-// gradient partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h), its
-// counter at 0. fused: the main kernel's last block adds the partials (one launch, the same bits)
-// rather than a second kernel. prefetch: LLMC_LAYERNORM_BACKWARD_PREFETCH (the same results).
+// dinp += dLN/dinp; dweight += sum_n dout * xhat; dbias += sum_n dout; with fp8.data, dinp's FP8
+// copy as this call leaves it (--fp8 1: the next GEMM's output gradient). scratch is the gradient
+// partial-sums scratch, layernorm_backward_scratch_floats(C) floats (kernel_scratch.h).
 inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int N,
-                               int C, bool fused, cudaStream_t stream, floatX* dres_bias = nullptr,
-                               const Fp8Sink& fp8 = {},
-                               LayerNormBackwardPrefetch prefetch = LayerNormBackwardPrefetch::kOff) {
-  const bool with_bias = dres_bias != nullptr;
-  const int warps = layernorm_backward_warps(C, with_bias);
-  const int blocks = layernorm_backward_blocks(N, C, with_bias);
-  const int outputs = layernorm_backward_sums(with_bias) * C;
+                               int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
+  const int warps = layernorm_backward_warps(C);
+  const int blocks = layernorm_backward_blocks(N, C);
+  const int outputs = 2 * C;
   const size_t shared = static_cast<size_t>(warps) * outputs * sizeof(float);
-  const LayerNormGradSums<floatX> grads{dweight, dbias, dres_bias};
-  const auto launch_kernel = [&](auto fused_kernel, auto ahead) {
-    constexpr bool kFused = decltype(fused_kernel)::value;
-    constexpr LayerNormBackwardPrefetch kPrefetch = decltype(ahead)::value;
-    if constexpr (kPrefetch == LayerNormBackwardPrefetch::kOff)
-      launch<layernorm_backward_kernel<floatX, kFused>>(blocks, warps * kWarpSize, shared, stream, dinp, grads,
-                                                        scratch, dout, inp, weight, mean, rstd, N, C, fp8);
-    else
-      launch<layernorm_backward_prefetch_kernel<floatX, kFused, kPrefetch>>(
-          blocks, warps * kWarpSize, shared, stream, dinp, grads, scratch, dout, inp, weight, mean, rstd, N, C, fp8);
-    CUDA_CHECK_LAST();
-  };
-  const auto with_prefetch = [&](auto fused_kernel) {
-    using P = LayerNormBackwardPrefetch;
-    with_value_instance<P::kOff, P::kRow, P::kNextRow>(prefetch, "layernorm_backward: LLMC_LAYERNORM_BACKWARD_PREFETCH",
-                                                       [&](auto ahead) { launch_kernel(fused_kernel, ahead); });
-  };
-  if (fused) {
-    with_prefetch(std::true_type{});
-    return;
-  }
-  with_prefetch(std::false_type{});
-  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, grads,
-                                                   scratch_partials(scratch), blocks, C);
+  launch<layernorm_backward_kernel<floatX>>(blocks, warps * kWarpSize, shared, stream, dinp, scratch, dout, inp,
+                                            weight, mean, rstd, N, C, fp8);
+  CUDA_CHECK_LAST();
+  launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, dweight, dbias, scratch,
+                                                   blocks, C);
   CUDA_CHECK_LAST();
 }
 

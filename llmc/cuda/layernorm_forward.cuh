@@ -1,5 +1,5 @@
-// LayerNorm forward with each warp's row held in registers (LLMC_LAYERNORM_FORWARD=registers), and
-// the dispatch between it and layernorm.cuh's staged kernel (=shared). registers is the default.
+// LayerNorm forward, the trainer's: each warp's row held in registers, or, for rows too wide for
+// that, layernorm.cuh's staged kernel.
 //
 // The staged kernel reads a row once from global memory, but writes it to shared memory and reads
 // it back twice, and, because the residual it stores may alias its inputs, cannot issue the next
@@ -18,7 +18,6 @@
 #pragma once
 #include "llmc/cuda/encoder.cuh"
 #include "llmc/cuda/layernorm.cuh"
-#include "llmc/cuda/speed_switches.h"
 
 namespace llmc {
 
@@ -135,28 +134,27 @@ void launch_layernorm_forward_registers(int vectors, int warps, floatX* out, flo
   CUDA_CHECK_LAST();
 }
 
-// layernorm_forward (layernorm.cuh) by `path`: the staged kernel, or the registers kernel where
-// the row fits it.
-inline void layernorm_forward(LayerNormForwardPath path, floatX* out, float* mean, float* rstd, const floatX* inp,
-                              const floatX* weight, const floatX* bias, int N, int C, cudaStream_t stream,
-                              const Fp8Sink& fp8 = {}) {
+// out, inp: N x C with C a multiple of 8; mean, rstd: N floats or null (inference); fp8: where
+// out's FP8 copy goes, if anywhere (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
+inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                              const floatX* bias, int N, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
   const int vectors = layernorm_register_vectors(C);
-  if (path == LayerNormForwardPath::kShared || vectors == 0) {
-    layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream, fp8);
+  if (vectors == 0) {
+    layernorm_forward_staged(out, mean, rstd, inp, weight, bias, N, C, stream, fp8);
     return;
   }
   launch_layernorm_forward_registers<LayerNormSource::kInput>(vectors, 0, out, nullptr, mean, rstd, inp, nullptr,
                                                               nullptr, 1, weight, bias, N, C, stream, fp8);
 }
 
-// fused_residual_layernorm_forward (layernorm.cuh) by `path`.
-inline void fused_residual_layernorm_forward(LayerNormForwardPath path, floatX* residual_out, floatX* out,
-                                             float* mean, float* rstd, const floatX* a, const floatX* b,
-                                             const floatX* weight, const floatX* bias, int N, int C,
-                                             cudaStream_t stream, const Fp8Sink& fp8 = {}) {
+// residual_out = a + b; out = LayerNorm(residual_out). residual_out may alias a or b.
+inline void fused_residual_layernorm_forward(floatX* residual_out, floatX* out, float* mean, float* rstd,
+                                             const floatX* a, const floatX* b, const floatX* weight,
+                                             const floatX* bias, int N, int C, cudaStream_t stream,
+                                             const Fp8Sink& fp8 = {}) {
   const int vectors = layernorm_register_vectors(C);
-  if (path == LayerNormForwardPath::kShared || vectors == 0) {
-    fused_residual_layernorm_forward(residual_out, out, mean, rstd, a, b, weight, bias, N, C, stream, fp8);
+  if (vectors == 0) {
+    fused_residual_layernorm_forward_staged(residual_out, out, mean, rstd, a, b, weight, bias, N, C, stream, fp8);
     return;
   }
   launch_layernorm_forward_registers<LayerNormSource::kResidual>(vectors, 0, out, residual_out, mean, rstd, a, b,
@@ -164,15 +162,15 @@ inline void fused_residual_layernorm_forward(LayerNormForwardPath path, floatX* 
 }
 
 // The encoder forward (residual_out = wte[tokens] + wpe[positions], B x T rows) and layer 0's
-// LayerNorm of it by `path`: two launches (encoder_forward, then the staged kernel), or one.
-inline void encoder_layernorm_forward(LayerNormForwardPath path, floatX* residual_out, floatX* out, float* mean,
-                                      float* rstd, const int* tokens, const floatX* wte, const floatX* wpe,
-                                      const floatX* weight, const floatX* bias, int B, int T, int C,
-                                      cudaStream_t stream, const Fp8Sink& fp8 = {}) {
+// LayerNorm of it: one launch, or, for rows too wide for the registers kernel, two (encoder_forward,
+// then the staged kernel).
+inline void encoder_layernorm_forward(floatX* residual_out, floatX* out, float* mean, float* rstd, const int* tokens,
+                                      const floatX* wte, const floatX* wpe, const floatX* weight, const floatX* bias,
+                                      int B, int T, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
   const int vectors = layernorm_register_vectors(C);
-  if (path == LayerNormForwardPath::kShared || vectors == 0) {
+  if (vectors == 0) {
     encoder_forward(residual_out, tokens, wte, wpe, B, T, C, stream);
-    layernorm_forward(out, mean, rstd, residual_out, weight, bias, B * T, C, stream, fp8);
+    layernorm_forward_staged(out, mean, rstd, residual_out, weight, bias, B * T, C, stream, fp8);
     return;
   }
   launch_layernorm_forward_registers<LayerNormSource::kEmbedding>(vectors, 0, out, residual_out, mean, rstd, wte, wpe,

@@ -1,8 +1,7 @@
 // Fully connected layers y = x W^T + b (W is OC x C, the checkpoint layout) through cuBLASLt, with
 // the bias, GELU and GELU-backward folded into the GEMM epilogues, and the bias gradient from
-// deterministic kernels or the weight-gradient GEMM's BGRADB epilogue (or, for the layer before a
-// GELU, the input-gradient GEMM's DGELU_BGRAD epilogue). See
-// docs/kernels-matmul-attention.md for the layout mapping.
+// deterministic kernels (for the layer before a GELU, optionally those kernels running the GELU
+// backward: gelu_backward_bias_grad). See docs/kernels-matmul-attention.md for the layout mapping.
 //
 // cuBLASLt is column-major. A row-major (R x K) matrix X is the same bytes as the column-major
 // (K x R) matrix X_c = X^T, so every row-major product is issued as its transpose:
@@ -36,7 +35,7 @@ struct LtGemm {
   bool transpose_a = false, transpose_b = false;
   int lda = 0, ldb = 0, ldd = 0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  void* bias = nullptr;  // the epilogue's bias vector: an input for *_BIAS, the output for BGRADB
+  void* bias = nullptr;  // the *_BIAS epilogues' bias vector
   void* aux = nullptr;   // the GELU pre-activation, m x n: written by GELU_AUX_BIAS, read by DGELU
   int aux_ld = 0;        // aux's leading dimension
   bool accumulate = false;
@@ -74,7 +73,6 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
     case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: name += " gelu_aux_bias"; break;
     case CUBLASLT_EPILOGUE_DGELU: name += " dgelu"; break;
-    case CUBLASLT_EPILOGUE_DGELU_BGRAD: name += " dgelu_bgrad"; break;
     default: name += " epilogue " + std::to_string(int(g.epilogue)); break;
   }
   return g.accumulate ? name + " +=" : name;
@@ -102,8 +100,8 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof(g.epilogue)));
   if (g.bias) {
-    // The bias (an input, or BGRADB's output) in D's type: for GEMMs that are neither int8 nor fp8,
-    // the only type cublasLt.h documents for it (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE).
+    // The bias in D's type: for GEMMs that are neither int8 nor fp8, the only type cublasLt.h
+    // documents for it (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE).
     const int32_t bias_type = type;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
     CUBLAS_CHECK(
@@ -243,11 +241,10 @@ inline void matmul_forward_fp8_gelu(BlasContext& ctx, const Fp8Sink& out8, float
 // approximation). pre_gelu is what matmul_backward needs. With `epilogue`, cuBLASLt's GELU_AUX_BIAS
 // epilogue computes both in one pass, out from the fp32 pre-activation; otherwise (or where
 // cuBLASLt offers no such epilogue) a bias GEMM writes pre_gelu and the GELU kernel computes out
-// from it as stored, exactly as a recompute in the backward pass does (gelu_forward, in the form
-// fast_math picks).
+// from it as stored, exactly as a recompute in the backward pass does (gelu_forward).
 inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu, const floatX* inp,
                                 const floatX* weight, const floatX* bias, int BT, int C, int OC, bool epilogue,
-                                FastMath fast_math, cudaStream_t stream) {
+                                cudaStream_t stream) {
   if (epilogue) {
     LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
     g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -257,7 +254,7 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
     if (try_lt_gemm(ctx, g, stream)) return;
   }
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
-  gelu_forward(out, pre_gelu, size_t(BT) * OC, fast_math, stream);
+  gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
 }
 
 // The arguments of a fully connected layer's backward (matmul_backward), where the forward was
@@ -278,10 +275,6 @@ struct MatmulBackward {
   int BT = 0, C = 0, OC = 0;
   // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
   bool dgelu_epilogue = false;
-  // The GELU backward kernel's form (LLMC_FAST_MATH), where it runs.
-  FastMath fast_math = FastMath::kOff;
-  // dbias through the weight-gradient GEMM's BGRADB epilogue rather than the bias-gradient kernels.
-  bool bias_grad_epilogue = false;
   // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
   // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
   Fp8Matrix dout8{}, weight_t8{};
@@ -289,18 +282,16 @@ struct MatmulBackward {
   // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
   Fp8Sink dinp_fp8{};
   // --fp8 1: dout's FP8 copy (what dout8 then reads), cast on its own, or with dout_fp8_by_bias_grad
-  // written by the bias-gradient kernels as they read dout, where they run (dbias set, not by the
-  // BGRADB epilogue). Null data: the caller's producer wrote it.
+  // written by the bias-gradient kernels as they read dout, where they run (dbias set). Null data:
+  // the caller's producer wrote it.
   Fp8Sink dout_fp8{};
   bool dout_fp8_by_bias_grad = false;
-  // With pre_gelu: the bias gradient (C) of the layer whose output pre_gelu was (the fc layer's),
-  // accumulated with the column sums of dinp, the pre-activation's gradient, by
-  // matmul_backward_input; needs bias_scratch. Null: the caller sums it (the fc layer's own
-  // matmul_backward).
+  // The bias gradient (C) of the layer whose output pre_gelu was (the fc layer's), accumulated with
+  // the column sums of dinp, the pre-activation's gradient, by the GELU backward kernel as it writes
+  // them (gelu_backward_bias_grad), rather than by the bias-gradient kernels reading dinp again. Needs
+  // bias_scratch and the GELU backward kernel: pre_gelu without the DGELU epilogue (dgelu_epilogue
+  // false, or dinp_fp8 set: --fp8 1). Null: the caller sums it (the fc layer's own matmul_backward).
   floatX* dbias_pre_gelu = nullptr;
-  // With dbias_pre_gelu, where the GELU backward runs as a kernel: the kernel sums the columns as it
-  // writes them (gelu_backward_bias_grad) rather than the bias-gradient kernels reading dinp again.
-  bool bias_in_gelu_backward = false;
   // With pre_gelu and the GELU backward as a kernel (--fp8 1): inp, gelu(pre_gelu), is not stored
   // yet (LLMC_FP8_GELU=epilogue: the forward kept it in FP8 only); the GELU backward kernel writes
   // it as it reads pre_gelu, and the weight gradient runs after the input gradient.
@@ -308,26 +299,26 @@ struct MatmulBackward {
 };
 
 // Defined below, with the bias-gradient kernels.
-inline floatX* epilogue_bias_sums(float* bias_scratch);
-inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream);
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
                              const Fp8Sink& dout_fp8 = {});
 inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
-                                    float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
-                                    const Fp8Sink& dinp_fp8 = {}, floatX* gelu_out = nullptr);
+                                    float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8 = {},
+                                    floatX* gelu_out = nullptr);
 
 // dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
-// dgelu_epilogue and cuBLASLt offers one for these types, otherwise by the GELU backward kernel, in
-// place. With dbias_pre_gelu also dbias_pre_gelu += the column sums of that dinp: by the
-// DGELU_BGRAD epilogue (one sum per row of the column-major C x BT result, over its BT columns)
-// where cuBLASLt offers it, otherwise by the bias-gradient kernels reading dinp (or, with
-// bias_in_gelu_backward, computing it: gelu_backward_bias_grad). Reads only dinp, dout, weight,
-// pre_gelu, dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, fast_math,
-// bias_in_gelu_backward and the FP8 fields of `p`.
+// dgelu_epilogue (and not dinp_fp8, which it cannot write) and cuBLASLt offers one for these types,
+// otherwise by the GELU backward kernel, in place; with dbias_pre_gelu that kernel also sums dinp's
+// columns into it. Reads only dinp, dout, inp (with inp_by_gelu_backward), weight, pre_gelu,
+// dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, inp_by_gelu_backward and the FP8 fields
+// of `p`.
 inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   if (p.inp_by_gelu_backward && (!p.pre_gelu || !p.dinp_fp8.data))
     throw std::invalid_argument("matmul_backward_input: inp_by_gelu_backward needs the GELU backward kernel "
                                 "(pre_gelu, under --fp8 1)");
+  const bool try_dgelu_epilogue = p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data;
+  if (p.dbias_pre_gelu && (!p.pre_gelu || try_dgelu_epilogue))
+    throw std::invalid_argument("matmul_backward_input: dbias_pre_gelu needs the GELU backward kernel (pre_gelu, "
+                                "without the DGELU epilogue, which cannot sum the bias gradient)");
   LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
            .ldd = p.C};
   if (p.dout8.data) {
@@ -339,36 +330,21 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     g.a8 = p.weight_t8;
     g.b8 = p.dout8;
   }
-  const bool pre_gelu_bias = p.pre_gelu && p.dbias_pre_gelu;
-  bool dgelu_by_epilogue = false;
-  if (p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data) {
+  if (try_dgelu_epilogue) {
     LtGemm dgelu = g;
     dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
     dgelu.aux = const_cast<floatX*>(p.pre_gelu);
     dgelu.aux_ld = p.C;
-    if (pre_gelu_bias) {
-      LtGemm bgrad = dgelu;
-      bgrad.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD;
-      bgrad.bias = epilogue_bias_sums(p.bias_scratch);
-      if (try_lt_gemm(ctx, bgrad, stream)) {
-        add_epilogue_bias_sums(p.dbias_pre_gelu, p.bias_scratch, p.C, stream);
-        return;
-      }
-    }
-    dgelu_by_epilogue = try_lt_gemm(ctx, dgelu, stream);
+    if (try_lt_gemm(ctx, dgelu, stream)) return;
   }
-  if (!dgelu_by_epilogue) {
-    lt_gemm(ctx, g, stream);
-    floatX* gelu_out = p.inp_by_gelu_backward ? const_cast<floatX*>(p.inp) : nullptr;
-    if (pre_gelu_bias && p.bias_in_gelu_backward) {
-      gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, p.fast_math,
-                              stream, p.dinp_fp8, gelu_out);
-      return;
-    }
-    if (p.pre_gelu)
-      gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, p.fast_math, stream, p.dinp_fp8, gelu_out);
-  }
-  if (pre_gelu_bias) matmul_bias_grad(p.dbias_pre_gelu, p.bias_scratch, p.dinp, p.BT, p.C, stream);
+  lt_gemm(ctx, g, stream);
+  if (!p.pre_gelu) return;
+  floatX* gelu_out = p.inp_by_gelu_backward ? const_cast<floatX*>(p.inp) : nullptr;
+  if (p.dbias_pre_gelu)
+    gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, stream,
+                            p.dinp_fp8, gelu_out);
+  else
+    gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, stream, p.dinp_fp8, gelu_out);
 }
 
 // The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
@@ -405,14 +381,14 @@ struct StoredRows {
   const T* dout;
   __device__ Packed128<T> operator()(size_t at) const { return load128cs(dout + at); }
 };
-template <class T, bool kFast>
+template <class T>
 struct GeluBackwardRows {
   T* dinp;
   const T* pre_gelu;
   const T* dout;
   T* gelu_out;
   __device__ Packed128<T> operator()(size_t at) const {
-    return gelu_backward_vector<T, kFast>(dinp, pre_gelu, dout, at, gelu_out);
+    return gelu_backward_vector<T>(dinp, pre_gelu, dout, at, gelu_out);
   }
 };
 
@@ -482,12 +458,11 @@ inline void bias_grad_sums(floatX* dbias, float* scratch, Rows rows, int BT, int
                            const Fp8Sink& fp8) {
   require_whole_vectors("matmul_bias_grad", "output channels", size_t(OC));
   constexpr int kCols = kWarpSize * Packed128<floatX>::size;
-  float* partial = scratch_partials(scratch);
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
-  launch<bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, partial, rows, BT, OC,
+  launch<bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, scratch, rows, BT, OC,
                                                  fp8);
   CUDA_CHECK_LAST();
-  bias_grad_finish(dbias, partial, BT, OC, stream);
+  bias_grad_finish(dbias, scratch, BT, OC, stream);
 }
 
 // dbias (OC) += column sums of dout (BT x OC), and with dout_fp8.data dout's FP8 copy. OC must be a
@@ -503,52 +478,14 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
 // dinp_fp8.data), amax and dbias, bit for bit, as gelu_backward then matmul_bias_grad on its
 // output: the same values, summed in the same order.
 inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
-                                    float* scratch, int BT, int OC, FastMath fast_math, cudaStream_t stream,
-                                    const Fp8Sink& dinp_fp8, floatX* gelu_out) {
-  with_fast_math(fast_math, [&](auto fast) {
-    bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX, decltype(fast)::value>{dinp, pre_gelu, dout, gelu_out}, BT,
-                   OC, stream, dinp_fp8);
-  });
+                                    float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8,
+                                    floatX* gelu_out) {
+  bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX>{dinp, pre_gelu, dout, gelu_out}, BT, OC, stream, dinp_fp8);
 }
 
-// dbias += sums, one per output channel.
-template <class T>
-__global__ void bias_grad_add_kernel(T* dbias, const T* sums, int OC) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c < OC) dbias[c] = T(static_cast<float>(dbias[c]) + static_cast<float>(sums[c]));
-}
-
-// Where a BGRAD epilogue writes its OC sums: the scratch, in floatX (D's type, the only one cuBLASLt
-// documents for them). The epilogue overwrites its output and gradients accumulate over micro-steps,
-// so add_epilogue_bias_sums then adds them to dbias.
-inline floatX* epilogue_bias_sums(float* bias_scratch) {
-  return reinterpret_cast<floatX*>(scratch_partials(bias_scratch));
-}
-inline void add_epilogue_bias_sums(floatX* dbias, float* bias_scratch, int OC, cudaStream_t stream) {
-  launch<bias_grad_add_kernel<floatX>>(ceil_div(OC, 256), 256, 0, stream, dbias, epilogue_bias_sums(bias_scratch), OC);
-  CUDA_CHECK_LAST();
-}
-
-// dweight += dout^T inp and dbias += column sums of dout, both from the weight-gradient GEMM: its
-// BGRADB epilogue reduces op(B) = dout (BT x OC, the GEMM's k x n) over k, one sum per output
-// channel, as it streams dout through the GEMM, instead of the two kernels reading dout again; the
-// sums go through the scratch (epilogue_bias_sums). The sums' order is cuBLASLt's (fixed for a given
-// algorithm and shape).
-// False, having launched nothing, when cuBLASLt has no such epilogue for this GEMM.
-inline bool matmul_backward_weight_bias_epilogue(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  LtGemm g = weight_grad_gemm(p.dweight, p.dout, p.inp, p.BT, p.C, p.OC);
-  g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-  g.bias = epilogue_bias_sums(p.bias_scratch);
-  if (!try_lt_gemm(ctx, g, stream)) return false;
-  add_epilogue_bias_sums(p.dbias, p.bias_scratch, p.OC, stream);
-  return true;
-}
-
-// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight and, when
-// dbias is set, dbias: from the weight-gradient GEMM's epilogue when bias_grad_epilogue and cuBLASLt
-// offers it (matmul_backward_weight_bias_epilogue), otherwise by matmul_bias_grad and
-// matmul_backward_weight; dout_fp8 before the input gradient reads it. With inp_by_gelu_backward
-// the input gradient first, which writes inp.
+// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight
+// (matmul_backward_weight) and, when dbias is set, dbias (matmul_bias_grad); dout_fp8 before the
+// input gradient reads it. With inp_by_gelu_backward the input gradient first, which writes inp.
 inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
   // The bias-gradient kernels would write dout's copy only after the input gradient read it.
   const bool input_first = p.inp_by_gelu_backward;
@@ -561,12 +498,11 @@ inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStrea
     cast_dout();
     matmul_backward_input(ctx, p, stream);
   }
-  const bool by_epilogue = p.dbias && p.bias_grad_epilogue && matmul_backward_weight_bias_epilogue(ctx, p, stream);
-  const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias && !by_epilogue;
+  const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias;
   if (!input_first && !fp8_by_bias_grad) cast_dout();
-  if (p.dbias && !by_epilogue)
+  if (p.dbias)
     matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, fp8_by_bias_grad ? p.dout_fp8 : Fp8Sink{});
-  if (!by_epilogue) matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
+  matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
   if (!input_first) matmul_backward_input(ctx, p, stream);
 }
 

@@ -32,10 +32,6 @@ MemoryPlanInputs with_recompute(MemoryPlanInputs in, int recompute) {
   in.recompute = recompute;
   return in;
 }
-MemoryPlanInputs with_classifier(MemoryPlanInputs in, ClassifierPath classifier) {
-  in.classifier = classifier;
-  return in;
-}
 // ZeRO-1 over `ranks` ranks, rank 0's chunk (the largest); several ranks talk over NCCL.
 MemoryPlanInputs with_zero1(MemoryPlanInputs in, int ranks) {
   in.partition = optimizer_partition(in.partition.num_elements(), 1, ranks, 0);
@@ -133,8 +129,6 @@ std::string fit_report(const MemoryPlanInputs& in, const MemoryPlan& plan, int r
                               b, in.batch)
                 : std::string("  not even -b 1 fits\n");
   if (in.recompute < 2) text += alternative("-r 2", with_recompute(in, 2), needed, available);
-  const MemoryPlanInputs chunked = with_classifier(in, ClassifierPath::kChunked);
-  if (logits_rows(chunked) < logits_rows(in)) text += alternative("LLMC_CLASSIFIER=chunked", chunked, needed, available);
   if (!in.partition.sharded) {
     if (ranks > 1) {
       text += alternative("-z 1", with_zero1(in, ranks), needed, available);

@@ -1,7 +1,7 @@
 // Whether a memory plan (llmc/cuda/memory_plan.h) fits a GPU, and what to change when it does not:
-// the largest -b that fits, and what -r 2, LLMC_CLASSIFIER=chunked and -z 1 would save. Used by the
-// dry run (train_gpt2cu --dry-run N) and by CudaBackend before its first allocation, so both give
-// the same figures and the same advice. Plain C++.
+// the largest -b that fits, and what -r 2 and -z 1 would save. Used by the dry run
+// (train_gpt2cu --dry-run N) and by CudaBackend before its first allocation, so both give the same
+// figures and the same advice. Plain C++.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -44,9 +44,8 @@ std::string format_bytes(size_t bytes);
 std::string describe_plan(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks);
 
 // "fits: ..." with the margin, or "does not fit: ..." with the figures (needed vs available), the
-// biggest buffers, the largest -b that fits and what -r 2, LLMC_CLASSIFIER=chunked (where it holds
-// fewer rows of logits) and -z 1 would save and whether they fit. `ranks` is the number of ranks,
-// for -z 1.
+// biggest buffers, the largest -b that fits and what -r 2 and -z 1 would save and whether they
+// fit. `ranks` is the number of ranks, for -z 1.
 std::string fit_report(const MemoryPlanInputs& inputs, const MemoryPlan& plan, int ranks, const MemoryBudget& budget);
 
 // -r auto: the least recompute in 0..most whose plan fits `budget`; `most` when none does (the fit

@@ -74,13 +74,13 @@ void check_plan_inputs(const MemoryPlanInputs& in) {
     throw std::invalid_argument("memory plan: FP8 matmuls (--fp8 1) need the bf16 build");
   if (in.classifier_chunk_rows <= 0)
     throw std::invalid_argument(
-        fmt::format("memory plan: LLMC_CLASSIFIER=chunked with chunks of {} rows: wants at least 1 row",
+        fmt::format("memory plan: classifier chunks of {} rows: wants at least 1 row",
                     in.classifier_chunk_rows));
 }
 
 size_t logits_rows(const MemoryPlanInputs& in) {
   const size_t bt = size_t(in.batch) * size_t(in.seq_len);
-  return in.classifier == ClassifierPath::kChunked ? std::min(bt, size_t(in.classifier_chunk_rows)) : bt;
+  return std::min(bt, size_t(in.classifier_chunk_rows));
 }
 
 namespace {
@@ -110,9 +110,9 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const char* gelu_depends = in.recompute >= 1 ? "B*T*4C (-r >= 1)"
                              : gelu_by_backward ? "B*T*4C (LLMC_FP8_GELU)"
                                                 : "L*B*T*4C";
-  // LLMC_CLASSIFIER=chunked: one chunk of rows of logits at a time.
+  // One chunk of rows of logits at a time.
   const size_t chunk_rows = logits_rows(in);
-  const char* logits_depends = chunk_rows < BT ? "chunk*Vp (LLMC_CLASSIFIER)" : "B*T*Vp";
+  const char* logits_depends = chunk_rows < BT ? "chunk*Vp" : "B*T*Vp";
   const size_t scores = B * NH * T * T;  // one layer's attention matrix (fallback)
   const Fp8Layout fp8(cfg, fp8_linears(cfg, in.fp8_lm_head));
   // The FP8 operand buffer: B*T rows of the layers' widest operand, or with the LM head in FP8 a
@@ -156,7 +156,6 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
 
 void take_speed_switches(MemoryPlanInputs& in, const SpeedSwitches& speed) {
   in.cudnn_backward = speed.cudnn_backward;
-  in.classifier = speed.classifier;
   in.fp8_lm_head = speed.fp8_lm_head == Fp8LmHead::kOn;
   in.fp8_gelu_epilogue = speed.fp8_gelu == Fp8Gelu::kEpilogue;
 }

@@ -76,10 +76,10 @@ constexpr size_t kCudnnEngineWorkspaceEstimate = size_t(16) << 20;
 // B*T*NH is odd (d48 has NH=25). The buffer holds L such slices.
 constexpr size_t att_stats_layer_floats(size_t bt, size_t num_heads) { return (bt * num_heads + 3) / 4 * 4; }
 
-// LLMC_CLASSIFIER=chunked's rows per chunk (ClassifierPath, llmc/cuda/speed_switches.h): d12 at
-// B=64 T=1024 runs four chunks through a logits buffer of a quarter of B*T*Vp. Each chunk's GEMMs
-// keep 16,384 rows (the M of the logits and input-gradient GEMMs, the K of wte's gradient), and the
-// read and write of wte's gradient that each chunk adds (4 Vp C bytes in bf16) come with
+// The classifier's rows per chunk (llmc/cuda/cuda_backend_classifier.cu): d12 at B=64 T=1024 runs
+// four chunks through a logits buffer of a quarter of B*T*Vp. Each chunk's GEMMs keep 16,384 rows
+// (the M of the logits and input-gradient GEMMs, the K of wte's gradient), and the read and write
+// of wte's gradient that each chunk adds (4 Vp C bytes in bf16) come with
 // 2 * 16384 * C * Vp FLOPs of that GEMM: a byte per 8,192 FLOPs, where a GPU's memory feeds a few
 // hundred, so that GEMM stays bound by its arithmetic.
 constexpr int kClassifierChunkRows = 16384;
@@ -115,13 +115,12 @@ struct MemoryPlanInputs {
   // With fp8, the GELU's bf16 output written by the backward, a layer at a time
   // (LLMC_FP8_GELU=epilogue): one layer's slot, as at -r >= 1.
   bool fp8_gelu_epilogue = false;
-  // LLMC_CLASSIFIER: the logits buffer holds all B*T rows, or (kChunked) classifier_chunk_rows.
-  ClassifierPath classifier = ClassifierPath::kChunked;
+  // The classifier's rows per chunk: the logits buffer holds at most this many of the B*T rows.
   int classifier_chunk_rows = kClassifierChunkRows;
 };
 
-// The rows of logits the buffer holds: B*T, or with LLMC_CLASSIFIER=chunked at most
-// classifier_chunk_rows; the backend runs the classifier in chunks of this many rows.
+// The rows of logits the buffer holds: B*T, at most classifier_chunk_rows; the backend runs the
+// classifier in chunks of this many rows.
 size_t logits_rows(const MemoryPlanInputs& inputs);
 
 // Rank 0's inputs for -z `zero_stage` over `ranks` ranks (rank 0's chunk is the largest, so its
@@ -170,8 +169,8 @@ struct MemoryPlan {
 void check_plan_inputs(const MemoryPlanInputs& inputs);
 // Checks the inputs (check_plan_inputs), then lists the buffers.
 MemoryPlan plan_memory(const MemoryPlanInputs& inputs);
-// The speed switches the plan depends on (cuDNN's backward graph, the classifier's chunks, the FP8
-// LM head and GELU epilogue), into `inputs`: the backend's plan and --dry-run's take them alike.
+// The speed switches the plan depends on (cuDNN's backward graph, the FP8 LM head and GELU
+// epilogue), into `inputs`: the backend's plan and --dry-run's take them alike.
 void take_speed_switches(MemoryPlanInputs& inputs, const SpeedSwitches& speed);
 
 const char* attention_kind_name(AttentionKind kind);

@@ -26,20 +26,12 @@ struct FieldAccess {
 };
 const std::vector<FieldAccess>& field_access() {
   static const std::vector<FieldAccess> access = {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) \
+#define LLMC_SPEED_SWITCH(type, field, variable, values, what) \
   {[](const SpeedSwitches& s) { return int(s.field); }, [](SpeedSwitches& s, int v) { s.field = type(v); }},
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
   };
   return access;
-}
-
-// The index of `lever` among `values`; a row whose lever is none of its values is a mistake in the
-// table, found when the table is first read.
-int index_of(const char* variable, const std::vector<std::string>& values, const char* lever) {
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] == lever) return int(i);
-  throw std::logic_error(fmt::format("speed_switches.def: {}'s lever '{}' is none of its values", variable, lever));
 }
 
 const SpeedSwitchRow& row_at(size_t row) {
@@ -53,12 +45,32 @@ const SpeedSwitchRow& row_at(size_t row) {
 
 const std::vector<SpeedSwitchRow>& speed_switch_rows() {
   static const std::vector<SpeedSwitchRow> rows = {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) \
-  {variable, split_values(values), index_of(variable, split_values(values), lever), what},
+#define LLMC_SPEED_SWITCH(type, field, variable, values, what) \
+  {variable, split_values(values), what},
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
   };
   return rows;
+}
+
+// Settled by GPU runs (docs/gpu-runs.md, docs/cuda-trainer.md): the path each left is the
+// trainer's only one.
+const std::vector<RetiredSpeedSwitch>& retired_speed_switches() {
+  static const std::vector<RetiredSpeedSwitch> retired = {
+      {"LLMC_BIAS_GRAD", "the bias gradients are summed by their own kernels"},
+      {"LLMC_FAST_MATH", "the classifier, the fallback softmax and GELU always use the fast exponentials"},
+      {"LLMC_CUDNN_DQ_CLEAR", "cuDNN's dQ accumulator is cleared only where the loaded cuDNN does not clear it"},
+      {"LLMC_LAYERNORM_BACKWARD", "LayerNorm backward always finishes its sums in a kernel of its own"},
+      {"LLMC_LAYERNORM_BACKWARD_PREFETCH", "LayerNorm backward never prefetches"},
+      {"LLMC_ENCODER_BACKWARD", "the encoder backward always sums a frequent token's positions in pieces"},
+      {"LLMC_CLASSIFIER", "the classifier always runs in chunks of rows"},
+      {"LLMC_CLASSIFIER_PASS", "the classifier always reads a row of logits from memory in both passes"},
+      {"LLMC_CLASSIFIER_LOADS", "each classifier thread always loads one vector at a time"},
+      {"LLMC_CLASSIFIER_CHECKS", "the classifier always checks once per vector"},
+      {"LLMC_ADAMW", "AdamW always runs as one launch for every parameter tensor"},
+      {"LLMC_LAYERNORM_FORWARD", "LayerNorm forward always holds its row in registers where it fits"},
+  };
+  return retired;
 }
 
 int speed_switch_value(const SpeedSwitches& s, size_t row) {
@@ -89,7 +101,12 @@ bool operator==(const SpeedSwitches& a, const SpeedSwitches& b) {
   return true;
 }
 
-SpeedSwitches speed_switches_from_env() {
+SpeedSwitches speed_switches_from_env(std::FILE* notices) {
+  for (const RetiredSpeedSwitch& r : retired_speed_switches()) {
+    const char* env = std::getenv(r.variable);
+    if (env != nullptr && *env != '\0' && notices != nullptr)
+      fmt::print(notices, "{}={}: this switch no longer exists ({}); ignored\n", r.variable, env, r.now);
+  }
   SpeedSwitches s;
   const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
   for (size_t row = 0; row < rows.size(); ++row) {
@@ -100,13 +117,6 @@ SpeedSwitches speed_switches_from_env() {
 }
 
 int max_recompute(const SpeedSwitches& s) { return s.gelu == GeluPath::kEpilogues ? 0 : 2; }
-
-SpeedSwitches all_levers_on() {
-  SpeedSwitches s;
-  const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
-  for (size_t row = 0; row < rows.size(); ++row) set_speed_switch(s, row, rows[row].lever);
-  return s;
-}
 
 std::string speed_switches_summary(const SpeedSwitches& s) {
   std::string out;

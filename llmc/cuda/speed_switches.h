@@ -3,6 +3,7 @@
 // C++, so that the unit tests and the host code can read them.
 #pragma once
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -16,40 +17,10 @@ namespace llmc {
 // output comes from the fp32 pre-activation, which a recompute cannot reproduce: it needs -r 0.
 enum class GeluPath { kMixed, kKernels, kEpilogues };
 
-// How the encoder backward adds up the dout rows of a token's positions into its dwte row
-// (LLMC_ENCODER_BACKWARD; llmc/cuda/encoder.cuh). kPieces, the default: a token with more than
-// kEncoderPieceRows positions (llmc/cuda/kernel_scratch.h) is cut into pieces of that many, summed
-// by one block each in parallel, and the piece sums are added in piece order: deterministic. kChains:
-// one block walks all of a token's positions, so a frequent token (",", "the", end-of-text) is one
-// long serial chain that bounds the kernel's time.
-enum class EncoderBackward { kPieces, kChains };
-
-// Exponentials (LLMC_FAST_MATH; llmc/cuda/fast_math.cuh). kOn, the default: the hardware's
-// ex2.approx of a pre-scaled argument (exp2f, __expf) and an approximate division (__fdividef) in
-// the fused classifier, the fallback attention's softmax and the GELU kernels, which are templates on
-// it, chosen per launch so that one binary times both. kOff: expf and tanhf, within 2 ulp.
-enum class FastMath { kOn, kOff };
-
-// cuDNN's attention backward and its fp32 dQ accumulator (LLMC_CUDNN_DQ_CLEAR;
-// llmc/cuda/cudnn_attention.cu). kAuto, the default: cleared only when the loaded cuDNN is older
-// than the version that clears it itself. kAlways: cleared before every backward.
-enum class CudnnDqClear { kAuto, kAlways };
-
 // cuDNN's attention backward graph (LLMC_CUDNN_BACKWARD). kDefault: dQ accumulated in fp32 across
 // key blocks, in whatever order the blocks finish. kDeterministic: dQ = dS K as its own product,
 // which cuDNN computes with a dS workspace of B*NH*T*T bf16 values, the same bits on every run.
 enum class CudnnBackward { kDefault, kDeterministic };
-
-// How the bias gradients of the fully connected layers are summed (LLMC_BIAS_GRAD). kKernels, the
-// default: two deterministic kernels over dout (fixed 64-row slices, then the slices in a fixed
-// order). kEpilogue: cuBLASLt's BGRADB epilogue on the weight-gradient GEMM, which reads dout anyway,
-// into scratch, then added to dbias by a small kernel; where cuBLASLt has no such epilogue, the
-// kernels. kLayerNorm: the attproj and fcproj bias gradients are the column sums of the residual
-// gradient that a LayerNorm backward writes anyway (ln2's, and the next layer's ln1 or lnf's), summed
-// by it; the fc bias gradient by the fcproj input-gradient GEMM's DGELU_BGRAD epilogue where the
-// DGELU epilogue runs and cuBLASLt offers it; the rest (qkv's, fc's otherwise) by the kernels.
-// kLayerNormFcKernels: the same with fc's by the kernels, so that a GPU measures the epilogue apart.
-enum class BiasGradPath { kKernels, kEpilogue, kLayerNorm, kLayerNormFcKernels };
 
 // How each GEMM shape's cuBLASLt algorithm is chosen (LLMC_GEMM_SEARCH; llmc/cuda/gemm_search.cuh).
 // kTimed, the default: a start-up tuning pass (one forward and backward micro-step,
@@ -57,68 +28,6 @@ enum class BiasGradPath { kKernels, kEpilogue, kLayerNorm, kLayerNormFcKernels }
 // keeps the fastest; rank 0's table goes to every rank and into the checkpoints, so that a resumed
 // run runs the same algorithms. kHeuristic: the heuristic's first choice, no tuning pass.
 enum class GemmSearch { kTimed, kHeuristic };
-
-// LayerNorm backward's finishing pass, which adds every block's partial dweight/dbias in block order
-// (LLMC_LAYERNORM_BACKWARD). kTwoPass, the default: a kernel of its own. kFused: the last block of the
-// main kernel to finish does it (a completion counter in the scratch); the same sums in the same
-// order, so bit-identical results, one launch less per LayerNorm.
-enum class LayerNormBackwardPath { kTwoPass, kFused };
-
-// Whether LayerNorm backward prefetches (LLMC_LAYERNORM_BACKWARD_PREFETCH; llmc/cuda/layernorm.cuh).
-// A warp takes its rows in turn; for each it loads dout and inp (two vectors a lane at a time),
-// reduces across the warp, then loads dinp a vector at a time: several trips to memory in a row,
-// one waiting on the other. kOff, the default: no prefetch. kRow: at a row's start each lane asks
-// for its vectors of dout, inp and dinp to be brought into L2 (prefetch.global.L2), so that the
-// trips after the first hit L2. kNextRow: it asks for those of its next row instead, which the
-// current row's work then hides. Loads and arithmetic are unchanged: the same bits.
-enum class LayerNormBackwardPrefetch { kOff, kRow, kNextRow };
-
-// How the classifier's logits and their gradient are computed (LLMC_CLASSIFIER). kChunked, the
-// default: the rows in chunks of at most kClassifierChunkRows (llmc/cuda/memory_plan.h) through a
-// buffer of one chunk, each chunk taken through its logits GEMM, the fused classifier and its
-// input-gradient GEMM (its rows of d(lnf)) and weight-gradient GEMM (added to wte's gradient)
-// before the next one overwrites it. kWhole: the logits GEMM for all B*T rows, the fused classifier
-// over them, then the classifier's two backward GEMMs, through a logits buffer of B*T x Vp values.
-// The same products row by row; with chunks wte's gradient adds the chunks' sums one after another.
-enum class ClassifierPath { kChunked, kWhole };
-
-// Where the fused classifier's second pass, which writes the gradient, reads the row of logits
-// (LLMC_CLASSIFIER_PASS; llmc/cuda/classifier.cuh). kTwoRead, the default: from memory again (mostly
-// L2). kOneRead: from the copy the first pass kept in shared memory, so each row is read from memory
-// once; rows longer than that memory holds, and the losses alone (evaluation), run kTwoRead. The
-// same arithmetic in the same order: the same bits.
-enum class ClassifierPass { kTwoRead, kOneRead };
-
-// How many of a row's 16-byte vectors each thread of the fused classifier has in flight
-// (LLMC_CLASSIFIER_LOADS; llmc/cuda/classifier.cuh). kOne, the default: a thread loads a vector and
-// computes on it before it loads its next one, so an SM has one vector per thread in flight. kTwo,
-// kFour: it loads its next two or four vectors, then computes on them in the same order: the same
-// arithmetic (the same bits), with two or four times the bytes in flight, in more registers.
-enum class ClassifierLoads { kOne, kTwo, kFour };
-
-// What the fused classifier checks as it computes (LLMC_CLASSIFIER_CHECKS; llmc/cuda/classifier.cuh).
-// kPerVector, the default: each 16-byte vector is checked once; a vector of real columns only takes
-// a path without checks (in the gradient pass: one that does not hold the target either), the rest
-// the checked one. kPerColumn: every column of a vector is checked against the vocabulary (padding)
-// and, in the gradient pass, against the target: an index, a compare and a branch or select per
-// column, beside its four or five operations of arithmetic. The same arithmetic on every column,
-// each product rounded on its own (no FMA that one path would form and the other not): the same bits.
-enum class ClassifierChecks { kPerVector, kPerColumn };
-
-// How the optimizer step is launched (LLMC_ADAMW; llmc/cuda/adamw.cuh). kMultiTensor, the default:
-// one launch for every part of a parameter tensor in the rank's owned range (16 on one rank), a table
-// of the parts passed by value (where each starts, its length, whether it decays). kPerTensor: one
-// launch per part, each with its weight decay. The same blocks of each part and the same
-// per-element arithmetic on the same elements, so the same bits.
-enum class AdamWLaunch { kMultiTensor, kPerTensor };
-
-// LayerNorm forward (LLMC_LAYERNORM_FORWARD; llmc/cuda/layernorm_forward.cuh). kRegisters, the
-// default: each lane holds its part of the row in registers, all of its loads issued before any
-// store, and the encoder's add is fused into layer 0's LayerNorm; rows longer than the kernel holds
-// (2,048 channels in bf16) are staged as with kShared. kShared: a warp per row, the row staged in
-// shared memory; layer 0's LayerNorm reads the encoder's output back. The same sums in the same
-// order (bit-identical).
-enum class LayerNormForwardPath { kRegisters, kShared };
 
 // How a training micro-step is launched (LLMC_CUDA_GRAPHS; llmc/cuda/micro_step_graphs.cuh). kOff,
 // the default: kernel by kernel from the host. kOn: its forward pass, classifier and backward pass
@@ -148,14 +57,12 @@ enum class Fp8FastAccum { kOff, kForward };
 // input-gradient GEMM reads (LLMC_FP8_DQKV_CAST). kKernel, the default: a cast kernel of its own
 // reads dqkv after cuDNN (or the fallback attention) wrote it. kBiasGrad: the qkv bias gradient's
 // first kernel, which reads all of dqkv anyway, writes the copy of each vector it reads and records
-// its amax; where those kernels do not run (LLMC_BIAS_GRAD=epilogue, whose BGRADB epilogue sums the
-// bias), the cast kernel runs. The same bytes and amax. Without --fp8 1 it changes nothing.
+// its amax. The same bytes and amax. Without --fp8 1 it changes nothing.
 enum class Fp8DqkvCast { kKernel, kBiasGrad };
 
 // With --fp8 1, where the fc layer's bias gradient (the column sums of its output gradient, the GELU
-// backward's output) is summed (LLMC_FP8_FC_BIAS_GRAD). kKernels, the default: as LLMC_BIAS_GRAD
-// says: by the bias-gradient kernels reading that gradient again, after the GELU backward kernel
-// wrote it (or by the BGRADB epilogue with LLMC_BIAS_GRAD=epilogue). kGeluBackward: the GELU backward
+// backward's output) is summed (LLMC_FP8_FC_BIAS_GRAD). kKernels, the default: by the bias-gradient
+// kernels reading that gradient again, after the GELU backward kernel wrote it. kGeluBackward: the GELU backward
 // runs inside the bias-gradient kernels, which sum each vector it writes (gelu_backward_bias_grad,
 // llmc/cuda/matmul.cuh): one pass over B*T*4C less a layer, the same bits. Without --fp8 1 (where
 // the GELU backward is cuBLASLt's DGELU epilogue by default) it changes nothing.
@@ -187,28 +94,32 @@ enum class Fp8Gelu { kKernel, kEpilogue };
 // per optimizer step, comes from (LLMC_FP8_WEIGHT_AMAX). kCast, the default: a pass of its own over
 // each weight (fp8_amax_kernel, llmc/cuda/fp8.cuh), a launch a weight. kAdamW: the multi-tensor
 // AdamW records it as it writes the bf16 weights (Fp8WeightAmaxSink, llmc/cuda/adamw.cuh), which it does
-// where one launch updates every weight whole: LLMC_ADAMW=multi-tensor on a rank that owns every
-// parameter (one rank, or -z 0). After set_parameters, a ZeRO-1 all-gather or a per-tensor AdamW,
-// the pass runs as with kCast. The same values, so the same amax and the same bits. Without
+// where its one launch updates every weight whole: on a rank that owns every parameter (one rank, or
+// -z 0). After set_parameters or a ZeRO-1 all-gather, the pass runs as with kCast. The same values, so the same amax and the same bits. Without
 // --fp8 1 it changes nothing.
 enum class Fp8WeightAmax { kCast, kAdamW };
 
 // One field per row of the table, each at its default (the first value, enumerator 0).
 struct SpeedSwitches {
-#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) type field{};
+#define LLMC_SPEED_SWITCH(type, field, variable, values, what) type field{};
 #include "llmc/cuda/speed_switches.def"
 #undef LLMC_SPEED_SWITCH
 };
 
-// A row of the table: the variable, its values (the default first), the value expected to be
-// fastest (the lever, an index into values) and what it chooses.
+// A row of the table: the variable, its values (the default first) and what it chooses.
 struct SpeedSwitchRow {
   const char* variable;
   std::vector<std::string> values;
-  int lever;
   const char* what;
 };
 const std::vector<SpeedSwitchRow>& speed_switch_rows();
+
+// A switch a GPU run settled and the trainer no longer has: its variable and the one path left.
+struct RetiredSpeedSwitch {
+  const char* variable;
+  const char* now;
+};
+const std::vector<RetiredSpeedSwitch>& retired_speed_switches();
 
 // The value of row `row` in `s`, as an index into its values; and setting it.
 int speed_switch_value(const SpeedSwitches& s, size_t row);
@@ -221,12 +132,11 @@ void set_speed_switch(SpeedSwitches& s, size_t row, const std::string& value);
 bool operator==(const SpeedSwitches& a, const SpeedSwitches& b);
 
 // Every switch from its environment variable (unset or empty: the default); throws
-// std::runtime_error naming the variable and its values for any other text.
-SpeedSwitches speed_switches_from_env();
+// std::runtime_error naming the variable and its values for any other text. A retired variable
+// that is set gets one line on `notices` saying it no longer exists and what runs instead.
+SpeedSwitches speed_switches_from_env(std::FILE* notices = stderr);
 // The most recompute (-r) the switches allow: 0 with LLMC_GELU=epilogues, else 2.
 int max_recompute(const SpeedSwitches& s);
-// Every switch at its lever value: every lever on at once (the tests' and the sweep's combination).
-SpeedSwitches all_levers_on();
 // "LLMC_GELU=mixed LLMC_...=..." for every row, in the table's order.
 std::string speed_switches_summary(const SpeedSwitches& s);
 

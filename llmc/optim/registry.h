@@ -7,7 +7,6 @@
 //   static constexpr const char* kName;                         the --optimizer value
 //   static constexpr std::array<const char*, K> kStateNames;    K fp32 tensors over the owned range
 //   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
-//   static void update(const OptimizerSlice<floatX>&, const OptimizerStep&, cudaStream_t);   CUDA
 //   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
 //                             int count, const OptimizerStep&, cudaStream_t, const Fp8WeightAmaxSink* amax);
 //                                      CUDA, all slices at once; amax: null, or per slice where its
@@ -41,9 +40,6 @@ struct AdamW {
     adamw_update(slice, step, kHyper);
   }
 #if defined(LLMC_CUDA_OPTIMIZERS)
-  static void update(const OptimizerSlice<floatX>& slice, const OptimizerStep& step, cudaStream_t stream) {
-    adamw_update(slice, step, kHyper, stream);
-  }
   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices, int count,
                             const OptimizerStep& step, cudaStream_t stream, const Fp8WeightAmaxSink* amax) {
     adamw_update_slices(buffers, slices, count, step, kHyper, stream, amax);
@@ -54,25 +50,22 @@ struct AdamW {
 // Every optimizer --optimizer accepts; the first is the default.
 using RegisteredOptimizers = OptimizerList<AdamW>;
 
-// One step of the registered optimizer `name` on a rank, for both backends: checks the step, then
+// One step of the registered optimizer `name` on a rank, for the CPU backend: checks the step, then
 // runs the optimizer's update on each part of a tensor in the owned range (`owned`, from
-// tensor_slices), in buffer order; `extra` is what the backend's update takes after the step (the
-// CUDA stream). Allocates nothing. Throws std::logic_error for a name that is not registered (the
-// backends take their optimizer from find_optimizer, so that would be a bug).
-template <class Real, class... Extra>
-void run_optimizer_step(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
-                        const std::vector<TensorSlice>& owned, const OptimizerSlice<Real>& buffers,
-                        const OptimizerStep& step, Extra... extra) {
+// tensor_slices), in buffer order. Allocates nothing. Throws std::logic_error for a name that is not
+// registered (the backends take their optimizer from find_optimizer, so that would be a bug).
+inline void run_optimizer_step(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
+                               const std::vector<TensorSlice>& owned, const OptimizerSlice<float>& buffers,
+                               const OptimizerStep& step) {
   check_optimizer_step(step);
   const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
-    for (const TensorSlice& s : owned)
-      optimizer.update(optimizer_slice(layout, s, buffers, step.weight_decay), step, extra...);
+    for (const TensorSlice& s : owned) optimizer.update(optimizer_slice(layout, s, buffers, step.weight_decay), step);
   });
   if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
 }
 
 // The same step as run_optimizer_step in one call of the optimizer's update_slices with every part
-// in `owned` (the CUDA backend's LLMC_ADAMW=multi-tensor: one launch). A contiguous owned range
+// in `owned` (the CUDA backend's AdamW: one launch). A contiguous owned range
 // holds at most one part of each tensor, so the parts fit an array of kNumParamTensors; `extra` is
 // what update_slices takes after the step (the CUDA stream and the amaxes' places, one per part of
 // `owned`, or null). Allocates nothing.

@@ -15,7 +15,7 @@ namespace {
 size_t gelu_row() {
   static const size_t row = [] {
     size_t index = 0, found = SIZE_MAX;
-#define LLMC_SPEED_SWITCH(type, field, variable, values, lever, what) \
+#define LLMC_SPEED_SWITCH(type, field, variable, values, what) \
   if (std::strcmp(#field, "gelu") == 0) found = index;                \
   ++index;
 #include "llmc/cuda/speed_switches.def"

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # LLMC_PROFILE=on (llmc/cuda/launch_profile.h) on the emulated GPU, BF16 under ASan + UBSan: a 4-step
 # run prints the `profile:` table of its 3 steps after the warm-up step, whose calls per step are
-# those counted by hand from the model below (also with the one-launch AdamW and the registers
-# LayerNorm forward), and trains bit for bit as the same run without it (main.log equal, the same
-# `cuda:` line: the events allocate no device memory); the default LLMC_GEMM_SEARCH=timed's tuning
-# pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no tuning pass) counts the same
-# calls and trains the same; with LLMC_BIAS_GRAD=layernorm and layernorm-fc-kernels, the bias
-# gradients' kernels and GEMMs are the ones counted. The emulator's
-# times mean nothing; only the names and counts are checked. A bad value is refused by name.
+# those counted by hand from the model below, and trains bit for bit as the same run without it
+# (main.log equal, the same `cuda:` line: the events allocate no device memory); the default
+# LLMC_GEMM_SEARCH=timed's tuning pass is not counted as a step, and LLMC_GEMM_SEARCH=heuristic (no
+# tuning pass) counts the same calls and trains the same. A retired speed switch in the environment
+# gets its one-line notice and changes nothing. The emulator's times mean nothing; only the names
+# and counts are checked. A bad value is refused by name.
 # Skips (77) without the CUDA headers.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
@@ -20,13 +19,10 @@ trainer=build/emu-address/bf16/trainer/train_gpt2cu
 export OMP_NUM_THREADS=2
 
 # L=3 layers, 3 heads of 32 (C=96), T=40, a vocabulary of 1000 padded to 1024; B=2, one micro-batch
-# per step, -r 1, the defaults of every speed switch but the AdamW launch and the LayerNorm forward
-# (the per-tensor AdamW and the staged LayerNorm forward, whose calls are counted first; the
-# defaults' after), the fallback attention (no cuDNN emulated).
+# per step, -r 1, every speed switch at its default, the fallback attention (no cuDNN emulated).
 /usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 11 --first-token 5 --layers 3 --heads 3 \
   --channels 96 --max-seq-len 40 train_000001.bin:1000 train_000002.bin:800
 run=(-i "$tmp/train_*.bin" -e "$tmp/model.bin" -b 2 -t 40 -d 80 -x 4 -l 1e-3 -v 0 -s 0 -sh 0 -r 1)
-export LLMC_ADAMW=per-tensor LLMC_LAYERNORM_FORWARD=shared
 LLMC_EMU_SEED=3 "$trainer" "${run[@]}" -o "$tmp/plain" >"$tmp/plain.out" 2>&1 || fail "the run without LLMC_PROFILE (log: $tmp/plain.out)"
 LLMC_PROFILE=on LLMC_EMU_SEED=4 "$trainer" "${run[@]}" -o "$tmp/profiled" >"$tmp/profiled.out" 2>&1 ||
   fail "the run with LLMC_PROFILE=on (log: $tmp/profiled.out)"
@@ -40,9 +36,9 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 
 # Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward and
 # cuda_backend_classifier.cu's classifier (B*T = 80 rows: one chunk) with L=3:
-#   encoder_forward_kernel 1; layernorm_forward_kernel<..., false> 1 (layer 0's ln1); the fused
-#   residual + LayerNorm <..., true> 2L = 6 (every ln2, ln1 of layers 1-2, lnf);
-#   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and, two-pass, as many
+#   the encoder and layer 0's ln1 in one registers kernel (kEmbedding) 1; the fused residual +
+#   LayerNorm (kResidual) 2L = 6 (every ln2, ln1 of layers 1-2, lnf), 1 vector per lane at C=96;
+#   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and as many
 #   layernorm_backward_finish_kernel;
 #   gelu_forward_kernel 2L = 6 (the forward, then -r 1's recompute before each layer's backward);
 #   the fcproj input gradient with gelu' folded in, "cublasLt m=384 n=80 k=96 NN dgelu" L = 3
@@ -52,13 +48,12 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 #   causal_softmax_forward_kernel and causal_softmax_backward_kernel L = 3 each (the fallback);
 #   bias_grad_partial_kernel and bias_grad_finish_kernel 4L = 12 each (qkv, attproj, fc, fcproj biases);
 #   fused_classifier_kernel 1; accumulate_loss_kernel 1; encoder_backward_wte_kernel and
-#   encoder_backward_wpe_kernel 1 each (no token has more than kEncoderPieceRows positions, so
-#   LLMC_ENCODER_BACKWARD=pieces cuts none); global_norm_partial_kernel 1; adamw_vector_kernel 16
-#   (one per parameter tensor, each with its own weight decay).
-# The kernels' template arguments: the element type, then (where a switch picks an instance) the
-# switch's value: false for two-pass LayerNorm, true for LLMC_FAST_MATH=on, 1 for
-# LLMC_CLASSIFIER_LOADS and kPerVector for LLMC_CLASSIFIER_CHECKS (the defaults); the classifier's
-# false: no FP8 copy; AdamW's kFirst: the order of its loads (llmc/cuda/adamw.cuh).
+#   encoder_backward_wpe_kernel 1 each (no token has more than kEncoderPieceRows positions, so none
+#   is cut into pieces); global_norm_partial_kernel 1; adamw_multi_tensor_kernel 1 (one launch for
+#   the 16 parameter tensors).
+# The kernels' template arguments: the element type, then the registers LayerNorm's source and
+# vectors per lane, the classifier's false (no FP8 copy) and AdamW's kFirst, the order of its loads
+# (llmc/cuda/adamw.cuh).
 # The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
 # in the output $2 (default: the profiled run's).
 calls_of() {
@@ -75,16 +70,17 @@ expect_calls() {
     [ "$got" = "${row##*:}" ] || fail "$label: ${row%:*}: ${got:-no row} calls per step, want ${row##*:}"
   done
 }
-expect_calls profile "$tmp/profiled.out" "encoder_forward_kernel<__nv_bfloat16>:1" "layernorm_forward_kernel<__nv_bfloat16, false>:1" \
-  "layernorm_forward_kernel<__nv_bfloat16, true>:6" "layernorm_backward_kernel<__nv_bfloat16, false>:7" \
-  "layernorm_backward_finish_kernel<__nv_bfloat16>:7" "gelu_forward_kernel<__nv_bfloat16, true>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
-  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16, true>:3" \
+expect_calls profile "$tmp/profiled.out" \
+  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1" \
+  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
+  "layernorm_backward_kernel<__nv_bfloat16>:7" "layernorm_backward_finish_kernel<__nv_bfloat16>:7" \
+  "gelu_forward_kernel<__nv_bfloat16>:6" "cublasLt m=384 n=80 k=96 NN dgelu:3" "cublasLt m=1024 n=80 k=96 TN:1" \
+  "cublasLt m=96 n=1024 k=80 NT +=:1" "causal_softmax_forward_kernel<__nv_bfloat16>:3" \
   "causal_softmax_backward_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:12" \
-  "bias_grad_finish_kernel<__nv_bfloat16>:12" \
-  "fused_classifier_kernel<__nv_bfloat16, true, false, 1, llmc::ClassifierChecks::kPerVector>:1" \
+  "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, false>:1" \
   "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
-  "adamw_vector_kernel<__nv_bfloat16>:16"
+  "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>:1"
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
 
 # The default LLMC_GEMM_SEARCH=timed ran a start-up tuning pass (a forward and backward pass that
@@ -97,47 +93,25 @@ LLMC_GEMM_SEARCH=heuristic LLMC_PROFILE=on LLMC_EMU_SEED=5 "$trainer" "${run[@]}
 ! grep -q '^kernel choices' "$tmp/heuristic.out" || fail "LLMC_GEMM_SEARCH=heuristic timed its GEMMs"
 grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/heuristic.out" ||
   fail "with LLMC_GEMM_SEARCH=heuristic: $(grep '^profile:' "$tmp/heuristic.out" | head -n 1)"
-for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=" "adamw_vector_kernel<__nv_bfloat16>"; do
+for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=" \
+  "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>"; do
   [ "$(calls_of "$name" "$tmp/heuristic.out")" = "$(calls_of "$name")" ] ||
     fail "with LLMC_GEMM_SEARCH=heuristic, $name: $(calls_of "$name" "$tmp/heuristic.out") calls per step, not $(calls_of "$name")"
 done
 cmp -s "$tmp/plain/main.log" "$tmp/heuristic/main.log" || fail "main.log with LLMC_GEMM_SEARCH=heuristic differs"
 
-# The defaults LLMC_ADAMW=multi-tensor: one AdamW launch per step for the 16 tensors;
-# LLMC_LAYERNORM_FORWARD=registers: the 6 residual + LayerNorm calls and layer 0's encoder +
-# LayerNorm (no encoder kernel of its own) in the registers kernel, 1 vector per lane at C=96; the
-# same training, bit for bit.
-env -u LLMC_ADAMW -u LLMC_LAYERNORM_FORWARD LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" \
-  -o "$tmp/levers" >"$tmp/levers.out" 2>&1 || fail "the run with the two defaults (log: $tmp/levers.out)"
-expect_calls "profile with the two defaults" "$tmp/levers.out" "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>:1" \
-  "adamw_vector_kernel<__nv_bfloat16>:" "encoder_forward_kernel<__nv_bfloat16>:" \
-  "layernorm_forward_kernel<__nv_bfloat16, true>:" \
-  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kResidual, 1>:6" \
-  "layernorm_forward_registers_kernel<__nv_bfloat16, llmc::LayerNormSource::kEmbedding, 1>:1"
-cmp -s "$tmp/plain/main.log" "$tmp/levers/main.log" || fail "main.log with LLMC_ADAMW=multi-tensor LLMC_LAYERNORM_FORWARD=registers differs"
-
-# LLMC_BIAS_GRAD=layernorm: the attproj and fcproj bias gradients ride on the LayerNorm backward
-# (still 7 calls), fc's on the fcproj input-gradient GEMM's DGELU_BGRAD epilogue (in place of the
-# plain DGELU one, then bias_grad_add_kernel adds its sums), so the bias kernels run for qkv alone:
-# L = 3 each. With layernorm-fc-kernels, fc's by the kernels again: 2L = 6, the plain DGELU GEMM.
-for how in layernorm layernorm-fc-kernels; do
-  LLMC_BIAS_GRAD=$how LLMC_PROFILE=on LLMC_EMU_SEED=6 "$trainer" "${run[@]}" -o "$tmp/$how" >"$tmp/$how.out" 2>&1 ||
-    fail "the run with LLMC_BIAS_GRAD=$how LLMC_PROFILE=on (log: $tmp/$how.out)"
-  if [ "$how" = layernorm ]; then
-    expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:3" "cublasLt m=384 n=80 k=96 NN dgelu:" \
-      "bias_grad_add_kernel<__nv_bfloat16>:3" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:3" \
-      "bias_grad_finish_kernel<__nv_bfloat16>:3")
-  else
-    expected=("cublasLt m=384 n=80 k=96 NN dgelu_bgrad:" "cublasLt m=384 n=80 k=96 NN dgelu:3" \
-      "bias_grad_add_kernel<__nv_bfloat16>:" "bias_grad_partial_kernel<__nv_bfloat16, StoredRows<__nv_bfloat16> >:6" \
-      "bias_grad_finish_kernel<__nv_bfloat16>:6")
-  fi
-  expect_calls "LLMC_BIAS_GRAD=$how, profile" "$tmp/$how.out" "${expected[@]}" \
-    "layernorm_backward_kernel<__nv_bfloat16, false>:7" "layernorm_backward_finish_kernel<__nv_bfloat16>:7"
+# Retired switches (llmc/cuda/speed_switches.cpp): each set one gets a line saying it no longer
+# exists, and the run trains as the one without them, bit for bit.
+LLMC_CLASSIFIER=whole LLMC_BIAS_GRAD=layernorm LLMC_EMU_SEED=6 "$trainer" "${run[@]}" -o "$tmp/retired" \
+  >"$tmp/retired.out" 2>&1 || fail "the run with two retired switches set (log: $tmp/retired.out)"
+for variable in LLMC_CLASSIFIER=whole LLMC_BIAS_GRAD=layernorm; do
+  [ "$(grep -c "^$variable: this switch no longer exists (.*); ignored$" "$tmp/retired.out")" = 1 ] ||
+    fail "no single notice for $variable: $(grep "^${variable%%=*}" "$tmp/retired.out" | head -n 2)"
 done
+cmp -s "$tmp/plain/main.log" "$tmp/retired/main.log" || fail "main.log with two retired switches set differs"
 
 out=$(LLMC_PROFILE=yes "$trainer" "${run[@]}" 2>&1) && fail "LLMC_PROFILE=yes was accepted"
 grep -q "LLMC_PROFILE: 'yes' is neither 'on' nor 'off'" <<<"$out" || fail "LLMC_PROFILE=yes: $(tail -n 1 <<<"$out")"
 
 exit_if_failed
-echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 19 calls-per-step counted by hand with LLMC_ADAMW=per-tensor LLMC_LAYERNORM_FORWARD=shared (and 6 with the defaults multi-tensor and registers, whose training is bit-identical too), training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, LLMC_BIAS_GRAD=layernorm's and layernorm-fc-kernels' bias paths, a bad value refused"
+echo "LLMC_PROFILE=on on the emulated GPU: a table of $((rows - 2)) names, 18 calls-per-step counted by hand, training bit-identical to the run without it, the default timed GEMM search's tuning pass no step and the heuristic alike, retired switches noticed and ignored, a bad value refused"

@@ -7,8 +7,7 @@
 #      (train_gpt2, which check_emu_trainer.sh holds the one-rank emulated trainer to); one run in
 #      the seeded stream order (LLMC_EMU_STREAMS=seeded) and with the GEMM algorithms timed by rank 0
 #      and sent to rank 1 (LLMC_GEMM_SEARCH=timed), the others in the latest order, heuristic;
-#      ZeRO-1 without overlap with one AdamW launch for each rank's slices of the tensors
-#      (LLMC_ADAMW=multi-tensor), the others one launch per slice; the --overlap 1 runs with each
+#      AdamW in one launch for each rank's slices of the tensors; the --overlap 1 runs with each
 #      micro-step a CUDA graph (LLMC_CUDA_GRAPHS=on: the buckets' collectives captured over NCCL; the
 #      host staging after the graphs over MPI);
 #  (b) one rank stopped (SIGSTOP) in the middle of training: the other ends the job through
@@ -41,11 +40,9 @@ for communicator in nccl mpi; do
       name=${communicator}_z${z}_overlap$overlap
       streams=latest search=heuristic graphs=off
       [ "$name" = nccl_z1_overlap1 ] && streams=seeded search=timed
-      adamw=per-tensor
-      [ "$z$overlap" = 10 ] && adamw=multi-tensor
       [ "$overlap" = 1 ] && graphs=on
       if ! LLMC_COMMUNICATOR=$communicator LLMC_EMU_STREAMS=$streams LLMC_EMU_SEED=$((z * 2 + overlap)) \
-        LLMC_GEMM_SEARCH=$search LLMC_ADAMW=$adamw LLMC_CUDA_GRAPHS=$graphs \
+        LLMC_GEMM_SEARCH=$search LLMC_CUDA_GRAPHS=$graphs \
         timeout 300 "${MPIRUN[@]}" -np 2 "$emu" "${flags[@]}" -x 2 -z "$z" --overlap "$overlap" -o "$tmp/$name" \
         >"$tmp/$name.out" 2>&1; then
         fail "$name (log: $tmp/$name.out)"
@@ -65,7 +62,7 @@ tolerance = {"trl": 1e-4, "tel": 1e-4, "lr": 1e-6, "norm": 1e-4}
 print(summary(worst_rel_errors(ours, one, tolerance, label)))
 PY
       ); then
-        echo "ok    $name ($streams stream order, LLMC_ADAMW=$adamw) against one rank: $result"
+        echo "ok    $name ($streams stream order) against one rank: $result"
         worst+=("$result")
       else
         fail "$result"

@@ -8,10 +8,10 @@
 #      per-step losses within the FP32 bar (1e-4 relative);
 #      validation loss, sampling and the HellaSwag eval in the run; MFU in the step lines and
 #      main.log against LLMC_PEAK_TFLOPS, with the FLOPs per token counted by hand;
-#      The same run with every lever on (llmc/cuda/speed_switches.def), against the same bar.
-#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1), with every lever on
+#      The same run with LLMC_GELU=epilogues and LLMC_CUDA_GRAPHS=on together, against the same bar.
+#  (c) train_gpt2cu-emu (BF16) stopped and resumed from its checkpoint (-y 1), with those two switches
 #      and with the defaults: main.log and the final model equal to an unbroken run's, bit for bit;
-#      with every lever on the resumed run loads the GEMM algorithm table (LLMC_GEMM_SEARCH=timed)
+#      with the two switches the resumed run loads the GEMM algorithm table (LLMC_GEMM_SEARCH=timed)
 #      from the checkpoint instead of timing again;
 #      no MFU anywhere, as the emulated GPU's name is in no table of peaks; and with --fp8 1, whose
 #      checkpoint carries the FP8 scaling state, with the FP8 switches off and on;
@@ -96,18 +96,27 @@ grep -q -- '--- sample at step 6 ---' "$tmp/emu.out" || fail "train_gpt2cu-emu p
 compare=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu/main.log") &&
   echo "ok    train_gpt2cu-emu (fp32) against train_gpt2: $compare" ||
   fail "FP32 losses against train_gpt2: $compare"
-# And with every lever on (llmc/cuda/speed_switches.def) and -r auto, which takes 0: no recompute is
-# what the levers allow and what fits the emulated GPU's memory.
-levers_on=$(all_levers_on_env)
-# shellcheck disable=SC2086
-env $levers_on LLMC_EMU_SEED=8 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -r auto -o "$tmp/emu-on" >"$tmp/emu-on.out" 2>&1 ||
-  fail "train_gpt2cu-emu (FP32, every lever on) (log: $tmp/emu-on.out)"
-grep -q "| $levers_on | recompute 0 (auto) |" "$tmp/emu-on.out" || fail "the cuda: line does not name every lever on: $(grep '^cuda:' "$tmp/emu-on.out")"
+# And with the switches that change what runs on the emulated GPU at their other values together
+# (llmc/cuda/speed_switches.def: the GELU epilogues, CUDA graphs; the GEMM search stays timed, whose
+# table (c) resumes; LLMC_CUDNN_BACKWARD does nothing without cuDNN) and -r auto, which takes 0: the
+# epilogues allow no recompute.
+together=(LLMC_GELU=epilogues LLMC_CUDA_GRAPHS=on)
+# The cuda: line's summary of every switch with those set (the others at their defaults).
+together_summary=""
+while read -r variable values; do
+  value=${values%%|*}
+  for setting in "${together[@]}"; do [ "${setting%%=*}" = "$variable" ] && value=${setting#*=}; done
+  together_summary+="${together_summary:+ }$variable=$value"
+done < <(speed_switch_rows)
+env "${together[@]}" LLMC_EMU_SEED=8 "$emu/fp32/trainer/train_gpt2cu" "${run[@]}" -r auto -o "$tmp/emu-on" \
+  >"$tmp/emu-on.out" 2>&1 || fail "train_gpt2cu-emu (FP32, ${together[*]}) (log: $tmp/emu-on.out)"
+grep -qF "| $together_summary | recompute 0 (auto) |" "$tmp/emu-on.out" ||
+  fail "the cuda: line does not name ${together[*]}: $(grep '^cuda:' "$tmp/emu-on.out")"
 compare_on=$(python3 tests/lib/compare_losses.py "$tmp/cpu/main.log" "$tmp/emu-on/main.log") &&
-  echo "ok    train_gpt2cu-emu (fp32, every lever on: $levers_on) against train_gpt2: $compare_on" ||
-  fail "FP32 losses with every lever on against train_gpt2: $compare_on"
+  echo "ok    train_gpt2cu-emu (fp32, ${together[*]}) against train_gpt2: $compare_on" ||
+  fail "FP32 losses with ${together[*]} against train_gpt2: $compare_on"
 
-# --- (c) BF16 stopped and resumed, with the defaults and with every lever on ---------------------
+# --- (c) BF16 stopped and resumed, with the defaults and with the switches together ---------------
 # Without the sampling and the HellaSwag eval of (b), which write nothing the comparison reads.
 resume=("${train[@]}" -s 0 -n 3)
 # resume_exactly NAME SEED [VARIABLE=VALUE... --] [FLAGS...]: a 6-step run, and one resumed from its
@@ -133,17 +142,16 @@ resume_exactly() {
     fail "resumed final model ($name) differs"
 }
 before=$failures
-# shellcheck disable=SC2086
-resume_exactly levers-on 9 $levers_on -- -r 0
-# With LLMC_GEMM_SEARCH=timed among the levers: the unbroken run timed the GEMMs before step 0, the
-# resumed one loaded that table from its checkpoint instead (the emulated algorithms all sum alike,
-# so only this line shows which).
-grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes in [0-9.]* s$' "$tmp/full-levers-on.out" ||
-  fail "the run with every lever on did not time its GEMM algorithms: $(grep '^kernel choices' "$tmp/full-levers-on.out")"
+resume_exactly together 9 "${together[@]}" -- -r 0
+# With LLMC_GEMM_SEARCH=timed: the unbroken run timed the GEMMs before step 0, the resumed one loaded
+# that table from its checkpoint instead (the emulated algorithms all sum alike, so only this line
+# shows which).
+grep -q '^kernel choices: rank 0 timed the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes in [0-9.]* s$' "$tmp/full-together.out" ||
+  fail "the run with ${together[*]} did not time its GEMM algorithms: $(grep '^kernel choices' "$tmp/full-together.out")"
 grep -q '^kernel choices: loaded the cuBLASLt algorithms of [1-9][0-9]* GEMM shapes from checkpoint step 3 instead of timing them$' \
-  "$tmp/part-levers-on.out" && ! grep -q '^gemm search:' "$tmp/part-levers-on.out" ||
-  fail "the resumed run (every lever on) did not load the GEMM algorithm table from its checkpoint: $(grep -E '^(kernel choices|gemm search)' "$tmp/part-levers-on.out" | head -n 3)"
-[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, every lever on): resumed at step 3, main.log and model bit-identical"
+  "$tmp/part-together.out" && ! grep -q '^gemm search:' "$tmp/part-together.out" ||
+  fail "the resumed run (${together[*]}) did not load the GEMM algorithm table from its checkpoint: $(grep -E '^(kernel choices|gemm search)' "$tmp/part-together.out" | head -n 3)"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, ${together[*]}): resumed at step 3, main.log and model bit-identical"
 before=$failures
 resume_exactly defaults 6
 grep -q "^mfu: .*'NVIDIA H100 80GB HBM3 (emulated on the CPU)' is not in the table" "$tmp/full-defaults.out" &&
@@ -155,18 +163,18 @@ before=$failures
 resume_exactly fp8 10 -- --fp8 1
 grep -q '| precision bf16, FP8 matmuls |' "$tmp/full-fp8.out" || fail "the cuda: line does not say FP8: $(grep '^cuda:' "$tmp/full-fp8.out")"
 [ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1): resumed at step 3 with its FP8 scaling state, main.log and model bit-identical"
-# Every FP8 switch (LLMC_FP8_*) at its lever: the same, and the timed search keys the forward FP8
+# Every FP8 switch (LLMC_FP8_*) on: the same, and the timed search keys the forward FP8
 # GEMMs (E4M3 x E4M3) with fast accumulation and the input-gradient ones (E4M3 x E5M2) without, a
 # table the resumed run loads from the checkpoint.
 before=$failures
-fp8_levers=$(fp8_levers_on_env)
+fp8_on=$(fp8_switches_on_env)
 # shellcheck disable=SC2086
-resume_exactly fp8-levers 12 $fp8_levers -- --fp8 1
-grep -q '^gemm search: .* fp8 e4m3 x e4m3 fast accumulation: ' "$tmp/full-fp8-levers.out" &&
-  grep -q '^gemm search: .* fp8 e4m3 x e5m2: ' "$tmp/full-fp8-levers.out" &&
-  ! grep -q 'e5m2 fast accumulation' "$tmp/full-fp8-levers.out" ||
-  fail "LLMC_FP8_FAST_ACCUM=forward: the searched FP8 GEMMs are not the forward ones fast, the others not: $(grep '^gemm search: .*fp8' "$tmp/full-fp8-levers.out" | head -n 3)"
-[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1 $fp8_levers): resumed bit-identically, fast accumulation in the forward GEMMs only"
+resume_exactly fp8-on 12 $fp8_on -- --fp8 1
+grep -q '^gemm search: .* fp8 e4m3 x e4m3 fast accumulation: ' "$tmp/full-fp8-on.out" &&
+  grep -q '^gemm search: .* fp8 e4m3 x e5m2: ' "$tmp/full-fp8-on.out" &&
+  ! grep -q 'e5m2 fast accumulation' "$tmp/full-fp8-on.out" ||
+  fail "LLMC_FP8_FAST_ACCUM=forward: the searched FP8 GEMMs are not the forward ones fast, the others not: $(grep '^gemm search: .*fp8' "$tmp/full-fp8-on.out" | head -n 3)"
+[ "$failures" = "$before" ] && echo "ok    train_gpt2cu-emu (bf16, --fp8 1 $fp8_on): resumed bit-identically, fast accumulation in the forward GEMMs only"
 
 # --- (d) --fp8 1 where it cannot run: a GPU without FP8 tensor cores, the GELU epilogues ----------
 fp8_refused() {  # fp8_refused NAME TEXT VARIABLE=VALUE: the run stops before training, naming TEXT
@@ -187,4 +195,4 @@ fp8_refused epilogues "LLMC_GELU=epilogues is for the bf16 GEMMs" LLMC_GELU=epil
 nonfinite_step_checks emu-bf16 3 nan env LLMC_EMU_SEED=13 "$emu/bf16/trainer/train_gpt2cu" "${train[@]}" -v 0 -s 0 -n 1
 
 exit_if_failed
-echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; every lever on: $compare_on) with MFU, bf16 resume exact (defaults, every lever on, --fp8 1 with its switches off and on), --fp8 1's refusals, a NaN gradient skipped or stopping"
+echo "emulated trainer: test_gpt2cu bf16+fp32, train_gpt2cu-emu fp32 vs train_gpt2 ($compare; ${together[*]}: $compare_on) with MFU, bf16 resume exact (defaults, ${together[*]}, --fp8 1 with its switches off and on), --fp8 1's refusals, a NaN gradient skipped or stopping"

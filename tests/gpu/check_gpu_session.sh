@@ -5,10 +5,11 @@
 #  (a) without nvidia-smi's GPU, a clear error and nothing run; a bad GPU_SESSION_STEPS is refused;
 #  (b) a whole session but its reliability step (tests/gpu/check_gpu_reliability.sh): the steps in
 #      the issue's order (facts, correctness, llm.c side by side, settings, LLMC_PROFILE's table and
-#      ncu's kernels, d48, kernel checks), the figures of every table
-#      worked out by hand below,
-#      the summary last naming the GPU and the commit, the summary, the 5 main logs and one
-#      tarball of all the logs in GPU_SESSION_OUT;
+#      ncu's kernels, d48, kernel checks), the settings sweep's runs against the speed switches'
+#      table (every other value alone, LLMC_CUDA_GRAPHS=on at -b 8 beside -b 8, every FP8 switch
+#      on), the figures of every table worked out by hand below, the summary last naming the GPU
+#      and the commit, the summary, the 5 main logs and one tarball of all the logs in
+#      GPU_SESSION_OUT;
 #  (c) a stand-in that hangs (the d48 plan) costs only its own step's limit, and the steps after it
 #      still run and the table prints;
 #  (d) GPU_SESSION_STEPS runs only the steps it names; the same seed run twice with
@@ -65,10 +66,11 @@ hold() {
 EOF
 # Our trainer. Step times (ms) by setting: defaults (-r auto) 100, -r 0 90, -r 1 95, -r 2 110, -r 0 with
 # LLMC_GELU=epilogues 80 (and losses 2% higher), LLMC_GELU=kernels 105, -r 0 with any other speed
-# switch set 95 (so that -r 0 stays the fastest within 1%), LLMC_ATTENTION=fallback 150, d48 1000;
-# the first 2 steps 999. Loss after step i of X: 11 - 4 (i + 1) / X. Memory held (MiB): 20480, d48
-# 100000. Its checkpoints are the same for the same flags (a deterministic trainer), unless
-# FAKE_NONDETERMINISTIC=1 writes its process id into each model.
+# switch set 95 (so that -r 0 stays the fastest within 1%), -b 8 120 and with LLMC_CUDA_GRAPHS=on 112,
+# LLMC_ATTENTION=fallback 150, d48 1000; the first 2 steps 999. Loss after step i of X: 11 - 4 (i + 1)
+# / X. Memory held (MiB): 20480, d48 100000. Its checkpoints are the same for the same flags (a
+# deterministic trainer), unless FAKE_NONDETERMINISTIC=1 writes its process id into each model. Each
+# sweep run appends its -r, -b, FP8 and LLMC_ variables to $FAKE/sweep_env.
 cat >"$FAKE/trainer" <<'EOF'
 #!/usr/bin/env bash
 source "$FAKE/hold.sh"
@@ -90,6 +92,7 @@ fi
 ms=100 scale=1 mib=20480
 if [ "$e" = d48 ]; then ms=1000 mib=100000
 elif [ "${LLMC_ATTENTION:-}" = fallback ] && [ -z "$o" ]; then ms=150
+elif [ "$b" = 8 ]; then ms=$([ "${LLMC_CUDA_GRAPHS:-}" = on ] && echo 112 || echo 120)
 elif [ "${LLMC_GELU:-}" = kernels ]; then ms=105
 elif [ "$r" = 0 ] && [ "${LLMC_GELU:-}" = epilogues ]; then ms=80 scale=1.02
 elif [ "$r" = 0 ] && env | grep -E '^LLMC_' | grep -qvE '^LLMC_(GELU|ATTENTION|COMMUNICATOR)='; then ms=95
@@ -109,6 +112,7 @@ case "$o:$y:$x:$e" in
   *) tag="unexpected $o:$y:$x:$e" ;;
 esac
 echo "$tag ${LLMC_ATTENTION:-cudnn} -b $b$fp8" >>"$FAKE/order"
+[ "$tag" = sweep ] && echo "-r $r -b $b$fp8 | $(env | grep -E '^LLMC_' | sort | tr '\n' ' ')" >>"$FAKE/sweep_env"
 hold "$mib"
 [ "${FAKE_RANKS:-1}" = 2 ] && echo "train_gpt2cu: 2 ranks over MPI"
 [ "${LLMC_COMMUNICATOR:-}" = nccl ] && echo "train_gpt2cu: 1 rank over NCCL"
@@ -264,15 +268,15 @@ rc=$?
 [ "$rc" = 0 ] && ok "the whole session passes with stand-ins that pass" ||
   { fail "the whole session: exit $rc"; sed 's/^/      /' <<<"$out" | tail -n 40; }
 # The sweep: the defaults, -r 0, -r 2, -r 1, every other value of every speed switch but the FP8 ones,
-# every lever on (the table counted here by its own rows' values, not by the script's reading of it),
-# then the fallback, then --fp8 1 with the defaults, at -r 1, with every other value of each
-# LLMC_FP8_* switch and with every FP8 lever on.
-other_values() {  # other_values fp8|other: the values after the default of those rows
+# -b 8 without and with LLMC_CUDA_GRAPHS=on, then the fallback, then --fp8 1 with the defaults, at
+# -r 1, with every other value of each LLMC_FP8_* switch and with every FP8 switch on (at its last
+# value). The table is read here by its own rows, not by the script's reading of it.
+switch_rows() {  # switch_rows fp8|other: "VARIABLE VALUE..." of those rows, the default first
   grep '^LLMC_SPEED_SWITCH(' llmc/cuda/speed_switches.def |
-    awk -F'"' -v want="$1" '{ fp8 = $2 ~ /^LLMC_FP8_/ ? "fp8" : "other"; if (fp8 == want) n += split($4, v, "|") - 1 }
-                           END { print n + 0 }'
+    awk -F'"' -v want="$1" '($2 ~ /^LLMC_FP8_/ ? "fp8" : "other") == want { gsub(/\|/, " ", $4); print $2, $4 }'
 }
-sweep_cudnn_runs=$((4 + $(other_values other) + 1))
+other_values() { switch_rows "$1" | awk '{ n += NF - 2 } END { print n + 0 }'; }
+sweep_cudnn_runs=$((4 + $(other_values other)))
 sweep_fp8_runs=$((3 + $(other_values fp8)))
 expected_order="parity-fp32 cudnn
 parity-bf16 cudnn
@@ -295,6 +299,8 @@ llmc-theirs
 llmc-ours cudnn -b 64
 llmc-theirs
 $(for _ in $(seq "$sweep_cudnn_runs"); do echo "sweep cudnn -b 64"; done)
+sweep cudnn -b 8
+sweep cudnn -b 8
 sweep fallback -b 64
 $(for _ in $(seq "$sweep_fp8_runs"); do echo "sweep cudnn -b 64 fp8"; done)
 profile-run cudnn -b 64
@@ -307,6 +313,22 @@ if [ "$(sed 's/^llmc-theirs .*/llmc-theirs/' "$FAKE/order")" = "$expected_order"
   ok "the steps in order: facts, correctness, llm.c side by side, settings, kernels, d48, kernel checks"
 else fail "the order of the calls:"; diff <(echo "$expected_order") <(sed 's/^llmc-theirs .*/llmc-theirs/' "$FAKE/order") |
   sed 's/^/      /'; fi
+# Each sweep run's recompute, micro-batch and variables (read off what the stand-in saw).
+expected_sweep_env=$(
+  printf '%s\n' "-r auto -b 64 | " "-r 0 -b 64 | " "-r 2 -b 64 | " "-r 1 -b 64 | "
+  switch_rows other | while read -r variable _ others; do
+    for value in $others; do echo "-r 0 -b 64 | $variable=$value "; done
+  done
+  printf '%s\n' "-r 0 -b 8 | " "-r 0 -b 8 | LLMC_CUDA_GRAPHS=on " "-r 1 -b 64 | LLMC_ATTENTION=fallback " \
+    "-r auto -b 64 fp8 | " "-r 1 -b 64 fp8 | "
+  switch_rows fp8 | while read -r variable _ others; do
+    for value in $others; do echo "-r auto -b 64 fp8 | $variable=$value "; done
+  done
+  echo "-r auto -b 64 fp8 | $(switch_rows fp8 | awk '{ print $1 "=" $NF }' | sort | tr '\n' ' ')"
+)
+if [ "$(cat "$FAKE/sweep_env")" = "$expected_sweep_env" ]; then
+  ok "the sweep: every other value of every switch alone, LLMC_CUDA_GRAPHS=on at -b 8 beside -b 8, every FP8 switch on"
+else fail "the sweep's runs:"; diff <(echo "$expected_sweep_env") "$FAKE/sweep_env" | sed 's/^/      /'; fi
 # By hand. vs llm.c: its defaults 110 ms, its fastest 104 ms, ours 100 ms -> 65536 / 0.110 = 595782
 # tok/s, 65536 / 0.104 = 630154, 655360 tok/s: 1.100x and 1.040x; MFU 655360 x 1e8 / 1e15 = 6.6%,
 # 595782 -> 6.0%, 630154 -> 6.3%; memory 24000 MiB = 23.4 GiB, 26000 = 25.4 GiB, 20480 = 20.0 GiB;
@@ -314,7 +336,8 @@ else fail "the order of the calls:"; diff <(echo "$expected_order") <(sed 's/^ll
 # Settings (steps 5..19, 20 steps): defaults 100 ms 655360 tok/s; -r 0 90 ms 728178 tok/s 1.111x;
 # -r 1 95 ms 65536 / 0.095 = 689853 tok/s 1.053x;
 # -r 2 110 ms 595782 0.909x; epilogues 80 ms 819200 1.250x but loss 7.14 (2% over 7.0), so the
-# fastest within 1% is -r 0; kernels 105 ms 624152 0.952x; fallback 150 ms 436907 0.667x.
+# fastest within 1% is -r 0; kernels 105 ms 624152 0.952x; -b 8 120 ms 546133 0.833x, with graphs 112
+# ms 585143 0.893x; fallback 150 ms 436907 0.667x.
 # LLMC_PROFILE=on over 4 steps: its summary line, then the 15 names with the most time, k16 (16 ms
 # per step, 16/136 = 11.76%) down to k02 (2/136 = 1.47%); k01 is left out.
 # Kernels over 3 steps: gemm_a 18 ms -> 6.00 ms/step, 2 calls/step, 18/27 = 66.7%; attn_b 2.00
@@ -342,7 +365,8 @@ expect_lines "$out" \
   "-r 1                                  95.0 ms/step    689853 tok/s 1.053x  peak  20.0 GiB  loss after step 20: 7.0000" \
   "-r 0 LLMC_GELU=epilogues              80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
   "-r 0 LLMC_GELU=kernels               105.0 ms/step    624152 tok/s 0.952x" \
-  "-r 0 every lever on                   80.0 ms/step    819200 tok/s 1.250x  peak  20.0 GiB  loss after step 20: 7.1400" \
+  "-r 0 -b 8                            120.0 ms/step    546133 tok/s 0.833x  peak  20.0 GiB  loss after step 20: 7.0000" \
+  "-r 0 -b 8 LLMC_CUDA_GRAPHS=on        112.0 ms/step    585143 tok/s 0.893x  peak  20.0 GiB  loss after step 20: 7.0000" \
   "LLMC_ATTENTION=fallback              150.0 ms/step    436907 tok/s 0.667x" \
   "INFO  LLMC_PROFILE=on, d12 B=64, 3 steps     3 step(s) after 1 warm-up: 136 calls, 136.000 ms of GPU time per step" \
   "INFO  LLMC_PROFILE=on, d12 B=64, 3 steps     16.000  11.76%          16  k16<bf16>" \

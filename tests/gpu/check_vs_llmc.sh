@@ -235,7 +235,7 @@ expect_error "a failing run" 1 "the llm.c defaults run of round 1 failed (exit 3
 rm -f "$fake/order"
 # No CUDNN_FRONTEND_DIR: the one beside the checkout.
 out=$(env "${run_env[@]}" PATH="$fake/bin:$PATH" VS_LLMC_OUT="$tmp/vs-out" HOME="$tmp/home" LLMC_GEMM_SEARCH=timed \
-  LLMC_PROFILE=on VS_LLMC_OURS_EXTRA="LLMC_FAST_MATH=on
+  LLMC_PROFILE=on VS_LLMC_OURS_EXTRA="LLMC_FP8_LM_HEAD=on
   --fp8 1" VS_LLMC_OURS_EXTRA_NAME=fp8 bash "$script" "$checkout" \
   2>&1 </dev/null)
 rc=$?
@@ -244,7 +244,7 @@ declare -A run_line=(
   [llmc-defaults]="llmc-defaults $shape -v 1000000 -m 1 -s 1000000 -g 16 | "
   [ours-defaults]="ours-defaults $shape -v 0 -s 0 -sh 0 | "
   [llmc-fastest]="llmc-fastest $shape -v 1000000 -m 1 -s 1000000 -g 16 -r 0 -ge 2 | "
-  [ours-fp8]="ours-fp8 $shape -v 0 -s 0 -sh 0 --fp8 1 | LLMC_FAST_MATH=on ")
+  [ours-fp8]="ours-fp8 $shape -v 0 -s 0 -sh 0 --fp8 1 | LLMC_FP8_LM_HEAD=on ")
 expected_order=$(for s in llmc-defaults ours-defaults llmc-fastest ours-fp8 ours-fp8 llmc-fastest ours-defaults llmc-defaults; do
   echo "${run_line[$s]}"; done)
 if [ "$rc" -eq 0 ] && [ "$(cat "$fake/order")" = "$expected_order" ]; then
@@ -279,7 +279,7 @@ expect_lines "$out" \
   "ours fp8 vs llm.c defaults: 1.323x tokens/s, memory 24.0 GiB vs 29.3 GiB, loss after 12 steps 7.800 vs 8.000 (-2.50%)" \
   "ours fp8 vs llm.c fastest: 1.194x tokens/s, memory 24.0 GiB vs 33.2 GiB, loss after 12 steps 7.800 vs 8.100 (-3.70%)" \
   "GPT-2 d12 (d12), B=64 T=1024, -d 65536 on NVIDIA H100 80GB HBM3; llm.c $commit" \
-  "llm.c defaults: no -r, no -ge; llm.c fastest: -r 0 -ge 2; ours defaults: no LLMC_ variable, no speed flag; ours fp8: LLMC_FAST_MATH=on --fp8 1"
+  "llm.c defaults: no -r, no -ge; llm.c fastest: -r 0 -ge 2; ours defaults: no LLMC_ variable, no speed flag; ours fp8: LLMC_FP8_LM_HEAD=on --fp8 1"
 if [ "$(grep -c ' vs llm\.c ' <<<"$out")" = 4 ] && [ "$(grep -cE '^ours (defaults|fp8) vs llm\.c (defaults|fastest): [0-9]\.[0-9]{3}x tokens/s, ' <<<"$out")" = 4 ]; then
   ok "four pair lines, each 'OURS vs LLM.C: N.NNNx tokens/s, ...'"
 else fail "the pair lines: $(grep ' vs ' <<<"$out")"; fi

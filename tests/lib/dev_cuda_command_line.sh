@@ -48,7 +48,7 @@ dev_cuda_command_line() {
     fail "dev/cuda layernorm --sweep: fwd1 not at 32..512 threads, or bwd2 given a block size (log: $log)"
   fi
   timed_shape gelu -N 4096 --block 64
-  grep -q ' fwd2 block=64 ' "$logdir/cli-gelu.log" || fail "dev/cuda gelu --block 64: no fwd2 line at 64 threads"
+  grep -q ' fwd3 block=64 ' "$logdir/cli-gelu.log" || fail "dev/cuda gelu --block 64: no fwd3 line at 64 threads"
   timed_shape classifier -N 12 -V 1003 -Vp 1024
   timed_shape encoder -B 2 -T 64 -C 96 -V 500 -Vp 504
   timed_shape adamw -N 4104

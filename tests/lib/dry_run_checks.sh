@@ -2,9 +2,9 @@
 # train_gpt2cu --dry-run and --device-memory, on the binary given as $1 (tests/gpu/check_cuda_build.sh
 # runs it on the build it just made; it needs no GPU). A few seconds: every run only plans.
 # Asserts the exit codes, the messages of malformed values, a plan that fits, one that does not
-# (with the advice), GPT-2 XL on eight 40 GiB cards with ZeRO-1, and that a dry run needs no data
-# and only the model file's header (missing shards; a model file of a header and zeros whose size
-# is checked).
+# (with the advice), the recompute -r auto takes on cards of five sizes, GPT-2 XL on eight 40 GiB
+# cards with ZeRO-1, and that a dry run needs no data and only the model file's header (missing
+# shards; a model file of a header and zeros whose size is checked).
 # Prints "FAIL: ..." per problem and ends with one summary line; exit 1 on any failure.
 set -u
 bin=$1
@@ -51,49 +51,38 @@ expect_out "124475904 parameters; B=4 T=1024 -r 0 -z 0 over 1 rank;"
 expect_out "79.00 GiB available (--device-memory 80.00 GiB less 1024.0 MiB"
 grep -q '^fits: needs ' "$tmp/out" || fail "d12 B=4 on 80 GiB: no 'fits:' line: $(cat "$tmp/out")"
 
-# At B=64 -r 1 with the logits of all rows (LLMC_CLASSIFIER=whole) on a 16 GiB card it does not
-# (it needs about 23 GiB): the advice names a smaller -b, what -r 2 and chunks of logits save, and
-# that -z 1 cannot help one rank.
-export LLMC_CLASSIFIER=whole
+# d12 at B=64 T=1024, the logits in chunks of 16,384 rows (1572 MiB): -r 0 plans 22.53 GiB, -r 1 18.41
+# (the 12 layers' GELU outputs, 12 x 65536 x 3072 bf16 = 4.5 GiB, recomputed into one buffer), -r 2
+# 16.34 (the two LayerNorm outputs, 2 x 12 x 65536 x 768 bf16 = 2.25 GiB, less). At -r 1 on a 16 GiB
+# card it does not fit: the advice names the biggest buffer (fc pre-GELU, 4608 MiB), the largest -b
+# that fits, what -r 2 saves, and that -z 1 cannot help one rank.
 run --dry-run 1 -e d12 -b 64 -t 1024 -r 1 --device-memory 16GiB "${nodata[@]}"
-expect_out "does not fit: needs "
-expect_out "15.00 GiB available"
-expect_out "biggest buffers: logits"
-expect_out "largest -b that fits: "
-expect_out "-r 2: saves "
-expect_out "LLMC_CLASSIFIER=chunked: saves "
+expect_out "does not fit: needs 18.41 GiB per rank, 15.00 GiB available"
+expect_out "biggest buffers: fc pre-GELU 4608.0 MiB"
+expect_out "largest -b that fits: 49 (asked -b 64;"
+expect_out "-r 2: saves 2112.0 MiB, needs 16.34 GiB: does not fit either; with it the largest -b that fits is 57"
 expect_out "-z 1: no help with one rank"
-b=$(sed -n 's/.*largest -b that fits: \([0-9]*\).*/\1/p' "$tmp/out")
-[ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 64 ] || fail "d12 B=64 on 16 GiB: largest -b '$b' is not in 1..63"
+! grep -q "LLMC_CLASSIFIER" "$tmp/out" ||
+  fail "the plan names a classifier switch that no longer exists: $(grep LLMC_CLASSIFIER "$tmp/out")"
 
-# -r auto: the least recompute whose plan fits. d12 at B=64 T=1024 with the logits of all rows
-# needs about 27.5 GiB with -r 0 (every layer's GELU output, 12 x 65536 x 3072 bf16 = 4.5 GiB, more
-# than -r 1's 23.0 GiB), and -r 2 drops the two LayerNorm outputs (2 x 12 x 65536 x 768 bf16 =
-# 2.25 GiB) to about 20.8 GiB. The budget is the card less its 1 GiB reserve.
-for case in "80GiB 0 fits" "26GiB 1 fits" "22GiB 2 fits" "16GiB 2 does not fit"; do
-  read -r card want verdict <<<"$case"
+# -r auto: the least recompute whose plan fits. The budget is the card less its 1 GiB reserve.
+for case in "80GiB 0 fits 22.53" "24GiB 0 fits 22.53" "20GiB 1 fits 18.41" "18GiB 2 fits 16.34" \
+  "16GiB 2 does_not_fit 16.34"; do
+  read -r card want verdict needs <<<"$case"
   run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory "$card" "${nodata[@]}"
   expect_out "-r auto: recompute $want"
-  expect_out "B=64 T=1024 -r $want -z 0 over 1 rank;"
-  grep -q "^$verdict: needs " "$tmp/out" || fail "-r auto on $card: no '$verdict:' line: $(cat "$tmp/out")"
+  expect_out "B=64 T=1024 -r $want -z 0 over 1 rank; bf16, cudnn attention, logits in chunks of 16384 rows"
+  grep -q "^${verdict//_/ }: needs $needs GiB per rank" "$tmp/out" ||
+    fail "-r auto on $card: no '${verdict//_/ }: needs $needs GiB' line: $(cat "$tmp/out")"
 done
-# With LLMC_GELU=epilogues no recompute is allowed, so -r auto is 0 even where it does not fit.
+# With LLMC_GELU=epilogues no recompute is allowed, so -r auto is 0 even where it does not fit (where
+# the defaults take 1, above).
 cases=$((cases + 1))
 rc=0
-LLMC_GELU=epilogues timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 26GiB "${nodata[@]}" \
+LLMC_GELU=epilogues timeout 60 "$bin" --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 20GiB "${nodata[@]}" \
   >"$tmp/out" 2>"$tmp/err" || rc=$?
 expect_out "-r auto: recompute 0"
-expect_out "does not fit: needs "
-run --dry-run 1 -e d12 -b 64 -t 1024 -r auto --device-memory 24GiB "${nodata[@]}"
-expect_out "-r auto: recompute 2"
-unset LLMC_CLASSIFIER
-# The defaults (LLMC_CLASSIFIER=chunked, -r auto) keep 16,384 of the 65,536 rows of logits (1572
-# MiB instead of 6288): -r 0 then needs 22.53 GiB, within the 23.00 GiB a 24 GiB card leaves, where
-# with the logits of all rows even -r 1 (23.01 GiB) does not fit and -r auto takes 2 (above).
-run --dry-run 1 -e d12 -b 64 -t 1024 --device-memory 24GiB "${nodata[@]}"
-expect_out "-r auto: recompute 0"
-expect_out ", logits in chunks of 16384 rows"
-expect_out "fits: needs 22.53 GiB per rank, 23.00 GiB available"
+expect_out "does not fit: needs 22.53 GiB per rank"
 
 # The question of the README: GPT-2 XL (d48: 1,557,686,400 parameters) at B=16 T=1024 on eight
 # 40 GiB cards with ZeRO-1: 40 GiB less 1 GiB (context) and 512 MiB (NCCL) leaves 38.50 GiB. -r 1
@@ -117,11 +106,9 @@ run --dry-run 8 -e d48 -b 16 -t 1024 -z 1 --device-memory 40GiB --overlap 0 "${n
 ! grep -q "gradient bucket" "$tmp/out" || fail "--overlap 0 still plans the gradient buckets: $(cat "$tmp/out")"
 
 # scripts/scaling.py's memory column is this plan's total: d12 B=64 over 8 ranks, -z 0 with the
-# gradient buckets, at the defaults: -r auto with no memory to fit is -r 0, and the logits go in
-# chunks. With -r 1 and the logits of all rows it is 24,723,203,348 bytes
-# (tests/unit/test_memory_fit.cpp); -r 0 keeps the 12 GELU outputs (12 x 65536 x 3072 x 2 =
-# 4,831,838,208 bytes) and drops the recompute's one (402,653,184), the chunks drop 49,152 rows of
-# logits (49152 x 50304 x 2 = 4,945,084,416): 24,207,303,956 bytes = 22.5 GiB.
+# gradient buckets, at the defaults: -r auto with no memory to fit is -r 0. One rank's buffers at -r 0
+# (above: 22.53 GiB, 24,193,118,228 bytes) and, with 8 ranks, the gradient buckets' staging and spans
+# (14,185,728 bytes, tests/unit/test_memory_fit.cpp): 24,207,303,956 bytes = 22.5 GiB.
 cases=$((cases + 1))
 row=$(python3 "$(dirname "$0")/../../scripts/scaling.py" --trainer "$bin" --models d12 --gpus 8 | grep -F "| d12 | 8 | 0 |")
 [[ "$row" == *"| 22.5 GiB |" ]] || fail "scaling.py --trainer: d12 on 8 GPUs, -z 0: '$row' does not end with 22.5 GiB"

@@ -1,5 +1,5 @@
 // Fit checks and advice of the CUDA memory plan (llmc/cuda/memory_fit.h): budgets after the
-// reserve, the verdict, the largest -b that fits and what -r 2, LLMC_CLASSIFIER=chunked and -z 1 save.
+// reserve, the verdict, the largest -b that fits and what -r 2 and -z 1 save.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -18,12 +18,12 @@ namespace {
 
 constexpr size_t kGiB = size_t(1) << 30, kMiB = size_t(1) << 20;
 
-// The figures below count the logits of all B*T rows (LLMC_CLASSIFIER=whole); the default's chunks
-// have a test case of their own.
+// The figures below count the logits of all B*T rows, in one chunk; the default's chunks have a
+// test case of their own.
 MemoryPlanInputs d12(int B, int recompute, int zero_stage, int ranks) {
   MemoryPlanInputs in = inputs_for_ranks(config_from_descriptor("d12"), B, 1024, recompute, zero_stage, ranks, true,
                                          Precision::kBf16, AttentionKind::kCudnn);
-  in.classifier = ClassifierPath::kWhole;
+  in.classifier_chunk_rows = B * 1024;
   return in;
 }
 
@@ -95,8 +95,6 @@ TEST_CASE("memory fit: d12 at B=64 T=1024 on a 16 GiB card: the largest -b, -r 2
   // 1,307,000,736 bytes = 1246.45 MiB; with -r 2 as well, 2112.0 + 1246.45 MiB.
   CHECK(contains(report, "-z 1: saves 1246.5 MiB"));
   CHECK(contains(report, "-r 2 -z 1: saves 3358.5 MiB"));
-  // Chunks of 16,384 rows keep a quarter of the 65,536 rows of logits: 49,152 * 50,304 * 2 bytes less.
-  CHECK(contains(report, "LLMC_CLASSIFIER=chunked: saves 4716.0 MiB"));
   const std::string error =
       test_support::thrown_message<std::runtime_error>([&] { check_memory_fits(in, plan, 8, budget); });
   CHECK(contains(error, "not enough GPU memory for B=64 T=1024 -r 1 -z 0 over 8 rank(s)"));
@@ -111,7 +109,6 @@ TEST_CASE("memory fit: one rank gets no -z 1 advice, and a hopeless card says so
   CHECK(contains(report, "not even -b 1 fits"));
   CHECK(contains(report, "-z 1: no help with one rank"));
   CHECK_FALSE(contains(report, "-r 2:"));  // already -r 2
-  CHECK_FALSE(contains(report, "LLMC_CLASSIFIER"));  // 8,192 rows: one chunk would hold them all
 }
 
 TEST_CASE("memory fit: the plan's table lists every buffer and the total") {
@@ -147,9 +144,9 @@ TEST_CASE("memory fit: -r auto takes the least recompute whose plan fits, up to 
   CHECK(least_recompute_that_fits(in, budget(bytes[2]), 0) == 0);     // e.g. LLMC_GELU=epilogues
 }
 
-TEST_CASE("memory fit: with LLMC_CLASSIFIER=chunked, -r auto takes -r 0 in the memory -r 1 needs without") {
+TEST_CASE("memory fit: with the default chunks of logits, -r auto takes -r 0 in the memory -r 1 needs with one") {
   MemoryPlanInputs whole = d12(64, 2, 0, 1), chunked = whole;
-  chunked.classifier = ClassifierPath::kChunked;
+  chunked.classifier_chunk_rows = kClassifierChunkRows;
   MemoryBudget budget;
   budget.available = plan_memory(d12(64, 1, 0, 1)).total_bytes();
   CHECK(least_recompute_that_fits(whole, budget, 2) == 1);

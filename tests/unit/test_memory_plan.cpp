@@ -45,8 +45,7 @@ std::vector<Expected> d12_bf16_by_hand(size_t B, size_t T, int recompute, size_t
   const size_t gelu_slots = recompute >= 1 ? 1 : L;  // -r 1 and 2 recompute the GELU into one slot
   // Bias-gradient scratch: one row of 4C partial sums per 64 rows of B*T; LayerNorm scratch: 512
   // blocks of 2C. B=4 T=64: 4 * 3072 = 12,288 < 786,432; B=64 T=1024: 1024 * 3072 = 3,145,728.
-  // Both after the 64 floats of the fused LayerNorm backward's completion counter.
-  const size_t scratch_floats = 64 + std::max<size_t>(512 * 2 * C, (BT + 63) / 64 * 4 * C);
+  const size_t scratch_floats = std::max<size_t>(512 * 2 * C, (BT + 63) / 64 * 4 * C);
   // cuDNN: a 16 MiB allowance for the engine, the fp32 dQ accumulator (B*T*C floats, a multiple of
   // 256 bytes here) and one fp32 row sum per (b, head, t).
   const size_t cudnn_bytes = (size_t(16) << 20) + BT * C * 4 + B * kNH * T * 4;
@@ -96,7 +95,7 @@ MemoryPlanInputs d12_inputs(int B, int T, int recompute, const OptimizerPartitio
   in.precision = Precision::kBf16;
   in.attention = AttentionKind::kCudnn;
   in.partition = partition;
-  in.classifier = ClassifierPath::kWhole;  // the counts by hand hold the logits of all B*T rows
+  in.classifier_chunk_rows = B * T;  // one chunk of all B*T rows, whose logits the counts by hand hold
   return in;
 }
 
@@ -168,16 +167,15 @@ TEST_CASE("memory plan: d12 bf16 per buffer against a count by hand, -r 0/1/2, -
 
 TEST_CASE("memory plan: d12 totals, summed once more outside the test's own table") {
   // The totals of the table above for these cases, added up separately (in Python) while writing
-  // this test: a slip in the table would have to be repeated there too. (Each grew by the 256 bytes
-  // of the gradient scratch's completion counter.)
+  // this test: a slip in the table would have to be repeated there too.
   const size_t n = kD12Params;
-  CHECK(plan_memory(d12_inputs(4, 64, 1, unsharded_partition(n))).total_bytes() == 2133590292ull);
-  CHECK(plan_memory(d12_inputs(64, 1024, 0, unsharded_partition(n))).total_bytes() == 29138202900ull);
-  CHECK(plan_memory(d12_inputs(64, 1024, 1, unsharded_partition(n))).total_bytes() == 24709017876ull);
-  CHECK(plan_memory(d12_inputs(64, 1024, 2, unsharded_partition(n))).total_bytes() == 22494425364ull);
+  CHECK(plan_memory(d12_inputs(4, 64, 1, unsharded_partition(n))).total_bytes() == 2133590036ull);
+  CHECK(plan_memory(d12_inputs(64, 1024, 0, unsharded_partition(n))).total_bytes() == 29138202644ull);
+  CHECK(plan_memory(d12_inputs(64, 1024, 1, unsharded_partition(n))).total_bytes() == 24709017620ull);
+  CHECK(plan_memory(d12_inputs(64, 1024, 2, unsharded_partition(n))).total_bytes() == 22494425108ull);
   const OptimizerPartition z1 = zero1_partition(n, 8, 0, kPartitionAlignment);
-  CHECK(plan_memory(d12_inputs(64, 1024, 1, z1)).total_bytes() == 23402020884ull);
-  CHECK(plan_memory(d12_inputs(4, 64, 2, z1)).total_bytes() == 817942548ull);
+  CHECK(plan_memory(d12_inputs(64, 1024, 1, z1)).total_bytes() == 23402020628ull);
+  CHECK(plan_memory(d12_inputs(4, 64, 2, z1)).total_bytes() == 817942292ull);
 }
 
 TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging") {
@@ -267,27 +265,32 @@ TEST_CASE("memory plan: ZeRO-1 padding, fp32 and the fallback attention, staging
   }
 }
 
-TEST_CASE("memory plan: LLMC_CLASSIFIER=chunked holds one chunk of rows of logits") {
+TEST_CASE("memory plan: the logits buffer holds one chunk of rows") {
   const size_t n = kD12Params;
+  // The trainer's inputs take the default chunk.
+  CHECK(d12_for_ranks(1, 0, 1).classifier_chunk_rows == kClassifierChunkRows);
   MemoryPlanInputs in = d12_inputs(64, 1024, 0, unsharded_partition(n));
-  in.classifier = ClassifierPath::kChunked;
+  in.classifier_chunk_rows = kClassifierChunkRows;
   // d12 at B=64 T=1024: 65,536 rows in four chunks of 16,384, a logits buffer of 16,384 * 50,304 * 2
   // = 1,648,361,472 bytes instead of 6,593,445,888: 4,945,084,416 less than the -r 0 total above.
   CHECK(logits_rows(in) == 16384);
   const MemoryPlan plan = plan_memory(in);
   CHECK(plan.find(BufferId::kLogits)->bytes() == 16384ull * kVp * 2);
-  CHECK(plan.total_bytes() == 29138202900ull - 4945084416ull);
-  // No recompute with chunks needs less than -r 1 with the whole logits (24,709,017,876 above).
-  CHECK(plan.total_bytes() < 24709017876ull);
-  // Fewer rows than a chunk: all of them, as without chunks.
+  CHECK(std::string(plan.find(BufferId::kLogits)->depends_on) == "chunk*Vp");
+  CHECK(plan.total_bytes() == 29138202644ull - 4945084416ull);
+  // No recompute with chunks needs less than -r 1 with all rows in one chunk (24,709,017,620 above).
+  CHECK(plan.total_bytes() < 24709017620ull);
+  // Fewer rows than a chunk: all of them, in one.
   MemoryPlanInputs small = d12_inputs(4, 64, 1, unsharded_partition(n));
-  small.classifier = ClassifierPath::kChunked;
+  small.classifier_chunk_rows = kClassifierChunkRows;
   CHECK(plan_memory(small).find(BufferId::kLogits)->bytes() == 4ull * 64 * kVp * 2);
-  // A chunk size of the caller's (test_gpt2cu lowers it); only chunked reads it.
+  CHECK(std::string(plan_memory(small).find(BufferId::kLogits)->depends_on) == "B*T*Vp");
+  // A chunk size of the caller's (test_gpt2cu lowers it).
   small.classifier_chunk_rows = 100;
   CHECK(logits_rows(small) == 100);
   CHECK(plan_memory(small).find(BufferId::kLogits)->elements == 100 * kVp);
-  small.classifier = ClassifierPath::kWhole;
+  // A chunk of B*T rows holds them all, as the counts by hand above do.
+  small.classifier_chunk_rows = 4 * 64;
   CHECK(plan_memory(small).find(BufferId::kLogits)->elements == 4 * 64 * kVp);
   small.classifier_chunk_rows = 0;
   CHECK_THROWS_AS(plan_memory(small), std::invalid_argument);

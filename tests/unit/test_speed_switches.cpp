@@ -1,5 +1,5 @@
 // The CUDA trainer's speed switches (llmc/cuda/speed_switches.h): the table's rows, values by name
-// and index, the environment, the summary line and the combinations the tests and the sweep run.
+// and index, the environment (with the retired variables' notices) and the summary line.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -76,70 +76,44 @@ TEST_CASE("speed switches: LLMC_GELU is the enum in the table's order") {
   CHECK(max_recompute(s) == 2);
 }
 
-TEST_CASE("speed switches: LLMC_FAST_MATH, LLMC_CUDNN_DQ_CLEAR and LLMC_CUDNN_BACKWARD are their enums in order") {
+TEST_CASE("speed switches: LLMC_CUDNN_BACKWARD, LLMC_GEMM_SEARCH and LLMC_CUDA_GRAPHS are their enums in order") {
   SpeedSwitches s;
-  // The defaults the H100 measured faster (docs/gpu-runs.md): fast math, dQ cleared only where needed.
-  CHECK(s.fast_math == FastMath::kOn);
-  CHECK(s.cudnn_dq_clear == CudnnDqClear::kAuto);
   CHECK(s.cudnn_backward == CudnnBackward::kDefault);
-  set_speed_switch(s, row_of("LLMC_FAST_MATH"), "off");
-  set_speed_switch(s, row_of("LLMC_CUDNN_DQ_CLEAR"), "always");
-  set_speed_switch(s, row_of("LLMC_CUDNN_BACKWARD"), "deterministic");
-  CHECK(s.fast_math == FastMath::kOff);
-  CHECK(s.cudnn_dq_clear == CudnnDqClear::kAlways);
-  CHECK(s.cudnn_backward == CudnnBackward::kDeterministic);
-  CHECK(max_recompute(s) == 2);  // none of them limits the recompute
-  const SpeedSwitches all = all_levers_on();
-  CHECK(all.fast_math == FastMath::kOn);
-  CHECK(all.cudnn_dq_clear == CudnnDqClear::kAuto);
-  CHECK(all.cudnn_backward == CudnnBackward::kDefault);  // deterministic is slower: not a lever
-}
-
-TEST_CASE("speed switches: LLMC_GEMM_SEARCH and LLMC_ENCODER_BACKWARD default to timed and pieces") {
-  SpeedSwitches s;
   CHECK(s.gemm_search == GemmSearch::kTimed);
-  CHECK(s.encoder_backward == EncoderBackward::kPieces);
-  CHECK(speed_switch_rows()[row_of("LLMC_GEMM_SEARCH")].values.front() == "timed");
-  CHECK(speed_switch_rows()[row_of("LLMC_ENCODER_BACKWARD")].values.front() == "pieces");
+  CHECK(s.cuda_graphs == CudaGraphs::kOff);
+  set_speed_switch(s, row_of("LLMC_CUDNN_BACKWARD"), "deterministic");
   set_speed_switch(s, row_of("LLMC_GEMM_SEARCH"), "heuristic");
-  set_speed_switch(s, row_of("LLMC_ENCODER_BACKWARD"), "chains");
+  set_speed_switch(s, row_of("LLMC_CUDA_GRAPHS"), "on");
+  CHECK(s.cudnn_backward == CudnnBackward::kDeterministic);
   CHECK(s.gemm_search == GemmSearch::kHeuristic);
-  CHECK(s.encoder_backward == EncoderBackward::kChains);
+  CHECK(s.cuda_graphs == CudaGraphs::kOn);
+  CHECK(max_recompute(s) == 2);  // none of them limits the recompute
 }
 
-TEST_CASE("speed switches: LLMC_BIAS_GRAD and LLMC_LAYERNORM_BACKWARD are their enums in the table's order") {
-  SpeedSwitches s;
-  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "epilogue");
-  CHECK(s.bias_grad == BiasGradPath::kEpilogue);
-  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "layernorm");
-  CHECK(s.bias_grad == BiasGradPath::kLayerNorm);
-  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "layernorm-fc-kernels");
-  CHECK(s.bias_grad == BiasGradPath::kLayerNormFcKernels);
-  set_speed_switch(s, row_of("LLMC_BIAS_GRAD"), "kernels");
-  CHECK(s.bias_grad == BiasGradPath::kKernels);
-  CHECK(all_levers_on().bias_grad == BiasGradPath::kLayerNorm);
-  set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "fused");
-  CHECK(s.layernorm_backward == LayerNormBackwardPath::kFused);
-  set_speed_switch(s, row_of("LLMC_LAYERNORM_BACKWARD"), "two-pass");
-  CHECK(s.layernorm_backward == LayerNormBackwardPath::kTwoPass);
-  CHECK(max_recompute(s) == 2);  // neither limits the recompute
+TEST_CASE("speed switches: the settled ones are gone from the table, and each is retired with what runs now") {
+  const std::vector<RetiredSpeedSwitch>& retired = retired_speed_switches();
+  CHECK(retired.size() == 12);
+  for (const RetiredSpeedSwitch& r : retired) {
+    CHECK(std::string(r.variable).rfind("LLMC_", 0) == 0);
+    CHECK(std::string(r.now).size() > 10);
+    for (const SpeedSwitchRow& row : speed_switch_rows()) CHECK(std::string(row.variable) != r.variable);
+  }
 }
 
-TEST_CASE("speed switches: LLMC_ADAMW, LLMC_LAYERNORM_FORWARD and LLMC_CLASSIFIER are their enums in the table's order") {
-  SpeedSwitches s;
-  CHECK(s.adamw == AdamWLaunch::kMultiTensor);  // the defaults a GPU measured faster
-  CHECK(s.layernorm_forward == LayerNormForwardPath::kRegisters);
-  CHECK(s.classifier == ClassifierPath::kChunked);
-  set_speed_switch(s, row_of("LLMC_ADAMW"), "per-tensor");
-  CHECK(s.adamw == AdamWLaunch::kPerTensor);
-  set_speed_switch(s, row_of("LLMC_LAYERNORM_FORWARD"), "shared");
-  CHECK(s.layernorm_forward == LayerNormForwardPath::kShared);
-  set_speed_switch(s, row_of("LLMC_CLASSIFIER"), "whole");
-  CHECK(s.classifier == ClassifierPath::kWhole);
-  CHECK(max_recompute(s) == 2);  // neither limits the recompute
-  const SpeedSwitches all = all_levers_on();
-  CHECK(all.adamw == AdamWLaunch::kMultiTensor);
-  CHECK(all.layernorm_forward == LayerNormForwardPath::kRegisters);
+TEST_CASE("speed switches: a retired variable in the environment gets one notice, and changes nothing") {
+  ::setenv("LLMC_CLASSIFIER", "whole", 1);
+  ::setenv("LLMC_FAST_MATH", "", 1);  // empty: as unset, no notice
+  std::FILE* notices = std::tmpfile();
+  REQUIRE(notices != nullptr);
+  CHECK(speed_switches_from_env(notices) == SpeedSwitches{});
+  std::rewind(notices);
+  std::string text;
+  for (int c; (c = std::fgetc(notices)) != EOF;) text += char(c);
+  std::fclose(notices);
+  CHECK(text == "LLMC_CLASSIFIER=whole: this switch no longer exists (the classifier always runs in chunks of rows); "
+                "ignored\n");
+  ::unsetenv("LLMC_CLASSIFIER");
+  ::unsetenv("LLMC_FAST_MATH");
 }
 
 TEST_CASE("speed switches: from the environment, a bad value named with the variable and every value") {
@@ -161,18 +135,16 @@ TEST_CASE("speed switches: from the environment, a bad value named with the vari
   CHECK(speed_switches_from_env().gelu == GeluPath::kMixed);
 }
 
-TEST_CASE("speed switches: the summary names every variable and value; all levers on is every lever value") {
+TEST_CASE("speed switches: the summary names every variable and value, in the table's order") {
   const std::vector<SpeedSwitchRow>& rows = speed_switch_rows();
-  const SpeedSwitches on = all_levers_on();
-  std::string expected_defaults, expected_on;
+  SpeedSwitches last;
+  std::string expected_defaults, expected_last;
   for (size_t row = 0; row < rows.size(); ++row) {
-    REQUIRE(rows[row].lever >= 0);  // the default where no other value is faster (LLMC_CUDNN_BACKWARD)
-    REQUIRE(rows[row].lever < int(rows[row].values.size()));
-    CHECK(speed_switch_value(on, row) == rows[row].lever);
+    set_speed_switch(last, row, int(rows[row].values.size()) - 1);
     expected_defaults += (row ? " " : "") + std::string(rows[row].variable) + "=" + rows[row].values.front();
-    expected_on += (row ? " " : "") + std::string(rows[row].variable) + "=" + rows[row].values[size_t(rows[row].lever)];
+    expected_last += (row ? " " : "") + std::string(rows[row].variable) + "=" + rows[row].values.back();
   }
   CHECK(speed_switches_summary(SpeedSwitches{}) == expected_defaults);
-  CHECK(speed_switches_summary(on) == expected_on);
+  CHECK(speed_switches_summary(last) == expected_last);
   CHECK(contains(speed_switches_summary(SpeedSwitches{}), "LLMC_GELU=mixed"));
 }
