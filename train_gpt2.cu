@@ -13,7 +13,7 @@
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that) or when the build has no
 // NCCL (NO_MULTI_GPU=1).
 // LLMC_PEAK_TFLOPS=<dense TFLOP/s> sets the peak the step line's MFU is counted against, for a GPU
-// that llmc/train/mfu.h's table does not know (no MFU is shown then) or for the FP32 build.
+// that llmc/peak_flops.h's table does not know (no MFU is shown then) or for the FP32 build.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -31,6 +31,7 @@
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/train/gpu_flags.h"
+#include "llmc/train/mfu.h"
 #include "llmc/train/trainer_main.h"
 
 namespace {

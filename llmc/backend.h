@@ -25,6 +25,10 @@
 
 namespace llmc {
 
+// -r auto: the least recompute whose memory plan fits the GPU (the CUDA backend decides it, once it
+// knows the GPU's free memory, each rank for its own GPU: recompute never changes what is computed).
+constexpr int kRecomputeAuto = -1;
+
 // Part of the contract: every backend accepts an OptimizerPartition whose ZeRO-1 chunks start on
 // multiples of this many elements, and the loop only builds such partitions. 32 elements are 128
 // bytes of fp32 and 64 of bf16: a cache line, and a whole number of the 16-byte vectors the CUDA
@@ -43,7 +47,7 @@ class Backend {
   // Which elements this rank keeps optimizer state for (fixed at construction).
   virtual const OptimizerPartition& partition() const = 0;
   // The dense peak FLOP/s of this rank's device that the loop reports model FLOPs utilisation
-  // against (llmc/train/mfu.h); 0 when there is none (the CPU, a GPU not in the table), and then
+  // against (llmc/train/mfu.h, llmc/peak_flops.h); 0 when there is none (the CPU, a GPU not in the table), and then
   // the loop shows no MFU rather than a wrong one.
   virtual double peak_flops() const { return 0.0; }
 

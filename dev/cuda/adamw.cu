@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "dev/cuda/versions.cuh"
+#include "llmc/cpu/adamw.h"
 #include "llmc/cuda/adamw.cuh"
 #include "llmc/optim/registry.h"
 

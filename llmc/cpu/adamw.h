@@ -6,16 +6,15 @@
 #pragma once
 
 #include "llmc/optim/optimizer.h"
+#include "llmc/optim/registry.h"
 
 namespace llmc {
 
-// AdamW's own hyperparameters; their values are set where AdamW is registered.
-struct AdamWHyper {
-  float beta1;
-  float beta2;
-  float eps;
-};
-
 void adamw_update(const OptimizerSlice<float>& slice, const OptimizerStep& step, const AdamWHyper& hyper);
+
+// The CPU backend's AdamW (run_optimizer_step, llmc/optim/registry.h).
+inline void optimizer_update(AdamW, const OptimizerSlice<float>& slice, const OptimizerStep& step) {
+  adamw_update(slice, step, AdamW::kHyper);
+}
 
 }  // namespace llmc

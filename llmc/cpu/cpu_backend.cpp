@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "llmc/cpu/adamw.h"
 #include "llmc/cpu/attention.h"
 #include "llmc/cpu/classifier.h"
 #include "llmc/cpu/encoder.h"

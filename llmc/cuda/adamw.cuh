@@ -11,10 +11,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "llmc/cpu/adamw.h"
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/fp8.cuh"
 #include "llmc/optim/optimizer.h"
+#include "llmc/optim/registry.h"
 
 namespace llmc {
 
@@ -234,6 +234,13 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
   };
   with_value_instance<AdamWLoads::kFirst, AdamWLoads::kInTurn>(loads, "adamw_update_slices: AdamWLoads", launch_kernel);
   CUDA_CHECK_LAST();
+}
+
+// The CUDA backend's AdamW (run_optimizer_step_at_once, llmc/optim/registry.h).
+inline void optimizer_update_slices(AdamW, const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
+                                    int count, const OptimizerStep& step, cudaStream_t stream,
+                                    const Fp8WeightAmaxSink* amax) {
+  adamw_update_slices(buffers, slices, count, step, AdamW::kHyper, stream, amax);
 }
 
 }  // namespace llmc

@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "llmc/cuda/adamw.cuh"
 #include "llmc/cuda/copy_spans.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/global_norm.cuh"
-// The optimizers' CUDA updates (llmc/optim/registry.h): this file launches them.
-#define LLMC_CUDA_OPTIMIZERS
 #include "llmc/optim/registry.h"
 
 namespace llmc {

@@ -1,16 +1,19 @@
 // The registration of every optimizer the trainers offer (--optimizer): for each, its name, its
-// state tensors in checkpoint order, its hyperparameters, and its update bound to its CPU code
-// (llmc/cpu/<name>.h, the oracle) and its CUDA code (llmc/cuda/<name>.cuh). The backends reach an
-// optimizer only through RegisteredOptimizers (visit_optimizer, llmc/optim/optimizer.h).
+// state tensors in checkpoint order and its hyperparameters. The backends reach an optimizer only
+// through RegisteredOptimizers (visit_optimizer, llmc/optim/optimizer.h).
 //
 // Each entry is a type with
 //   static constexpr const char* kName;                         the --optimizer value
 //   static constexpr std::array<const char*, K> kStateNames;    K fp32 tensors over the owned range
-//   static void update(const OptimizerSlice<float>&, const OptimizerStep&);                  CPU
-//   static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
-//                             int count, const OptimizerStep&, cudaStream_t, const Fp8WeightAmaxSink* amax);
-//                                      CUDA, all slices at once; amax: null, or per slice where its
-//                                      FP8 weights' amaxes go (llmc/cuda/fp8.cuh)
+// and each backend defines its update beside its code, for each entry O:
+//   CPU (llmc/cpu/<name>.h, the oracle):
+//     void optimizer_update(O, const OptimizerSlice<float>&, const OptimizerStep&);
+//   CUDA (llmc/cuda/<name>.cuh), all slices at once; amax: null, or per slice where its FP8
+//   weights' amaxes go (llmc/cuda/fp8.cuh):
+//     void optimizer_update_slices(O, const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
+//                                  int count, const OptimizerStep&, cudaStream_t, const Fp8WeightAmaxSink* amax);
+// run_optimizer_step and run_optimizer_step_at_once below find them by argument-dependent lookup
+// where the backend calls them, so this header includes neither backend.
 // The update must be element-wise (each parameter's new value and state from its own gradient and
 // state alone): ZeRO-1 cuts tensors between ranks, and a rank updates only its slices. The CUDA
 // backend keeps at most two state tensors (the memory plan's kAdamM and kAdamV buffers).
@@ -20,31 +23,22 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cpu/adamw.h"
 #include "llmc/optim/optimizer.h"
-// The CUDA updates launch kernels, so only the translation unit that runs them on the GPU
-// (llmc/cuda/cuda_backend_state.cu) defines LLMC_CUDA_OPTIMIZERS and sees them.
-#if defined(LLMC_CUDA_OPTIMIZERS)
-#include "llmc/cuda/adamw.cuh"
-#endif
 
 namespace llmc {
+
+// AdamW's own hyperparameters.
+struct AdamWHyper {
+  float beta1;
+  float beta2;
+  float eps;
+};
 
 // AdamW (docs/contract.md) with llm.c's betas and eps; its weight decay is -c.
 struct AdamW {
   static constexpr const char* kName = "adamw";
   static constexpr std::array<const char*, 2> kStateNames = {"m", "v"};
   static constexpr AdamWHyper kHyper = {0.9f, 0.95f, 1e-8f};
-
-  static void update(const OptimizerSlice<float>& slice, const OptimizerStep& step) {
-    adamw_update(slice, step, kHyper);
-  }
-#if defined(LLMC_CUDA_OPTIMIZERS)
-  static void update_slices(const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices, int count,
-                            const OptimizerStep& step, cudaStream_t stream, const Fp8WeightAmaxSink* amax) {
-    adamw_update_slices(buffers, slices, count, step, kHyper, stream, amax);
-  }
-#endif
 };
 
 // Every optimizer --optimizer accepts; the first is the default.
@@ -54,20 +48,22 @@ using RegisteredOptimizers = OptimizerList<AdamW>;
 // runs the optimizer's update on each part of a tensor in the owned range (`owned`, from
 // tensor_slices), in buffer order. Allocates nothing. Throws std::logic_error for a name that is not
 // registered (the backends take their optimizer from find_optimizer, so that would be a bug).
-inline void run_optimizer_step(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
-                               const std::vector<TensorSlice>& owned, const OptimizerSlice<float>& buffers,
-                               const OptimizerStep& step) {
+template <class Real>
+void run_optimizer_step(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
+                        const std::vector<TensorSlice>& owned, const OptimizerSlice<Real>& buffers,
+                        const OptimizerStep& step) {
   check_optimizer_step(step);
   const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
-    for (const TensorSlice& s : owned) optimizer.update(optimizer_slice(layout, s, buffers, step.weight_decay), step);
+    for (const TensorSlice& s : owned)
+      optimizer_update(optimizer, optimizer_slice(layout, s, buffers, step.weight_decay), step);
   });
   if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
 }
 
-// The same step as run_optimizer_step in one call of the optimizer's update_slices with every part
+// The same step as run_optimizer_step in one call of the optimizer's optimizer_update_slices with every part
 // in `owned` (the CUDA backend's AdamW: one launch). A contiguous owned range
 // holds at most one part of each tensor, so the parts fit an array of kNumParamTensors; `extra` is
-// what update_slices takes after the step (the CUDA stream and the amaxes' places, one per part of
+// what optimizer_update_slices takes after the step (the CUDA stream and the amaxes' places, one per part of
 // `owned`, or null). Allocates nothing.
 template <class Real, class... Extra>
 void run_optimizer_step_at_once(const std::string& name, const std::array<ParamTensor, kNumParamTensors>& layout,
@@ -79,7 +75,7 @@ void run_optimizer_step_at_once(const std::string& name, const std::array<ParamT
     throw std::logic_error("optimizer step: " + std::to_string(owned.size()) + " tensor parts in the owned range");
   for (size_t i = 0; i < owned.size(); ++i) slices[i] = optimizer_slice(layout, owned[i], buffers, step.weight_decay);
   const bool found = visit_optimizer(RegisteredOptimizers{}, name, [&](auto optimizer) {
-    optimizer.update_slices(buffers, slices.data(), int(owned.size()), step, extra...);
+    optimizer_update_slices(optimizer, buffers, slices.data(), int(owned.size()), step, extra...);
   });
   if (!found) throw std::logic_error("optimizer step: no registered optimizer '" + name + "'");
 }

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "llmc/backend.h"
+
 namespace llmc {
 
 namespace {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "llmc/backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/optim/optimizer.h"
 

@@ -16,10 +16,6 @@ class FlagError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// -r auto: the least recompute whose memory plan fits the GPU (the CUDA backend decides it, once it
-// knows the GPU's free memory, each rank for its own GPU: recompute never changes what is computed).
-constexpr int kRecomputeAuto = -1;
-
 // The parsed flags. Each field but `help` has one row in train_flags(), named in its comment (-w
 // and -lg have rows without fields: they accept only what every run does); the
 // default constructor sets every such field by parsing its row's default text, so `TrainOptions o;`
@@ -51,7 +47,7 @@ struct TrainOptions {
   bool resume;                     // -y
   int zero_stage;                  // -z
   bool overlap;                    // --overlap
-  int recompute;                   // -r: 0, 1, 2 or kRecomputeAuto
+  int recompute;                   // -r: 0, 1, 2 or kRecomputeAuto (llmc/backend.h)
   bool fp8;                        // --fp8: FP8 matmuls for the layers' linear layers (CUDA, sm_89+)
   int gelu_fusion;                 // -ge: llm.c's GELU fusion, 0 or 2; -1 = not given (LLMC_GELU decides)
   int tf32;                        // -f: llm.c's TF32 switch, 0 or 1; -1 = not given

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "llmc/gpt2.h"
+#include "llmc/peak_flops.h"
 #include "llmc/train/mfu.h"
 #include "llmc/train/run_log.h"
 #include "tests/unit/test_support.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "llmc/backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/train/gpu_flags.h"
 #include "llmc/train/options.h"
