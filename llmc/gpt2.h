@@ -18,6 +18,9 @@ struct GPT2Config {
   int channels = 768;
 };
 
+// The width of a layer's MLP: its fc layer widens the C channels four times, fcproj narrows them back.
+inline size_t mlp_width(const GPT2Config& config) { return 4 * size_t(config.channels); }
+
 // Whether two models have the same shape (every field equal), and the shape in one line.
 bool same_shape(const GPT2Config& a, const GPT2Config& b);
 std::string describe_shape(const GPT2Config& config);

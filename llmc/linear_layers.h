@@ -38,7 +38,7 @@ struct LinearLayerSpec {
 // it without the host library.)
 inline std::array<LinearLayerSpec, kLinearLayers> linear_layers(const GPT2Config& config) {
   // The names the rows' shapes are written in.
-  const size_t C = size_t(config.channels), Vp = size_t(config.padded_vocab_size);
+  const size_t C = size_t(config.channels), H = mlp_width(config), Vp = size_t(config.padded_vocab_size);
   return {{
 #define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) \
   {LinearLayer::id, name, weight, bias, out, in, per_layer, fp8},

@@ -58,15 +58,15 @@ void CpuBackend::ensure_activations(int B, int T) {
   if (bt <= capacity_bt_ && att <= capacity_att_) return;
   capacity_bt_ = std::max(capacity_bt_, bt);
   capacity_att_ = std::max(capacity_att_, att);
-  const size_t L = config_.num_layers, C = config_.channels, N = capacity_bt_;
+  const size_t L = config_.num_layers, C = config_.channels, H = mlp_width(config_), N = capacity_bt_;
   Activations& a = acts_;
   a.residual.resize((L + 1) * N * C);
   for (auto* v : {&a.ln1, &a.atty, &a.res2, &a.ln2}) v->resize(L * N * C);
   for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->resize(L * N);
   a.qkv.resize(L * N * 3 * C);
   a.att.resize(L * capacity_att_);
-  a.fch.resize(L * N * 4 * C);
-  a.fch_gelu.resize(L * N * 4 * C);
+  a.fch.resize(L * N * H);
+  a.fch_gelu.resize(L * N * H);
   a.lnf.resize(N * C);
   a.lnf_mean.resize(N);
   a.lnf_rstd.resize(N);
@@ -74,13 +74,13 @@ void CpuBackend::ensure_activations(int B, int T) {
   a.losses.resize(N);
   a.branch.resize(N * C);
   a.dresidual.resize(N * C);
-  a.dbuf_a.resize(N * 4 * C);
-  a.dbuf_b.resize(N * 4 * C);
+  a.dbuf_a.resize(N * H);
+  a.dbuf_b.resize(N * H);
 }
 
 void CpuBackend::forward(const int* inputs, int B, int T) {
   ensure_activations(B, T);
-  const int C = config_.channels, NH = config_.num_heads, Vp = config_.padded_vocab_size;
+  const int C = config_.channels, H = int(mlp_width(config_)), NH = config_.num_heads, Vp = config_.padded_vocab_size;
   const size_t N = size_t(B) * T, NC = N * C;
   Activations& a = acts_;
   encoder_forward(a.residual.data(), inputs, param(kWte), param(kWpe), B, T, C);
@@ -91,8 +91,8 @@ void CpuBackend::forward(const int* inputs, int B, int T) {
     float* atty = a.atty.data() + l * NC;
     float* res2 = a.res2.data() + l * NC;
     float* ln2 = a.ln2.data() + l * NC;
-    float* fch = a.fch.data() + l * N * 4 * C;
-    float* fch_gelu = a.fch_gelu.data() + l * N * 4 * C;
+    float* fch = a.fch.data() + l * N * H;
+    float* fch_gelu = a.fch_gelu.data() + l * N * H;
     layernorm_forward(ln1, a.ln1_mean.data() + l * N, a.ln1_rstd.data() + l * N, x, param(kLn1w, l),
                       param(kLn1b, l), int(N), C);
     matmul_forward(qkv, ln1, param(kQkvw, l), param(kQkvb, l), int(N), C, 3 * C);
@@ -101,9 +101,9 @@ void CpuBackend::forward(const int* inputs, int B, int T) {
     residual_forward(res2, x, a.branch.data(), NC);
     layernorm_forward(ln2, a.ln2_mean.data() + l * N, a.ln2_rstd.data() + l * N, res2, param(kLn2w, l),
                       param(kLn2b, l), int(N), C);
-    matmul_forward(fch, ln2, param(kFcw, l), param(kFcb, l), int(N), C, 4 * C);
-    gelu_forward(fch_gelu, fch, N * 4 * C);
-    matmul_forward(a.branch.data(), fch_gelu, param(kFcprojw, l), param(kFcprojb, l), int(N), 4 * C, C);
+    matmul_forward(fch, ln2, param(kFcw, l), param(kFcb, l), int(N), C, H);
+    gelu_forward(fch_gelu, fch, N * H);
+    matmul_forward(a.branch.data(), fch_gelu, param(kFcprojw, l), param(kFcprojb, l), int(N), H, C);
     residual_forward(a.residual.data() + (l + 1) * NC, res2, a.branch.data(), NC);
   }
   layernorm_forward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(),
@@ -113,7 +113,7 @@ void CpuBackend::forward(const int* inputs, int B, int T) {
 
 // Expects acts_.logits to hold the gradient of the loss with respect to the logits.
 void CpuBackend::backward(const int* inputs, int B, int T) {
-  const int C = config_.channels, NH = config_.num_heads, L = config_.num_layers;
+  const int C = config_.channels, H = int(mlp_width(config_)), NH = config_.num_heads, L = config_.num_layers;
   const size_t N = size_t(B) * T, NC = N * C;
   Activations& a = acts_;
   float* dres = a.dresidual.data();
@@ -127,12 +127,11 @@ void CpuBackend::backward(const int* inputs, int B, int T) {
   // dres is the gradient of the residual stream; each block's branches add theirs into it.
   for (int l = L - 1; l >= 0; --l) {
     const float* x = a.residual.data() + l * NC;
-    const float* fch = a.fch.data() + l * N * 4 * C;
-    matmul_backward(da, grad(kFcprojw, l), grad(kFcprojb, l), dres, a.fch_gelu.data() + l * N * 4 * C,
-                    param(kFcprojw, l), int(N), 4 * C, C);
-    gelu_backward(da, fch, da, N * 4 * C);
-    matmul_backward(db, grad(kFcw, l), grad(kFcb, l), da, a.ln2.data() + l * NC, param(kFcw, l), int(N), C,
-                    4 * C);
+    const float* fch = a.fch.data() + l * N * H;
+    matmul_backward(da, grad(kFcprojw, l), grad(kFcprojb, l), dres, a.fch_gelu.data() + l * N * H,
+                    param(kFcprojw, l), int(N), H, C);
+    gelu_backward(da, fch, da, N * H);
+    matmul_backward(db, grad(kFcw, l), grad(kFcb, l), da, a.ln2.data() + l * NC, param(kFcw, l), int(N), C, H);
     layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), db, a.res2.data() + l * NC, param(kLn2w, l),
                        a.ln2_mean.data() + l * N, a.ln2_rstd.data() + l * N, int(N), C);
     matmul_backward(da, grad(kAttprojw, l), grad(kAttprojb, l), dres, a.atty.data() + l * NC,

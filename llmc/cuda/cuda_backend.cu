@@ -352,7 +352,7 @@ void CudaBackend::Impl::forward(int B, int T) {
     floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
     floatX* layer_atty = slot_of(atty, l, Cs);
-    floatX* layer_fch = slot_of(fch, l, 4 * Cs);
+    floatX* layer_fch = slot_of(fch, l, H());
     linear_forward(LinearLayer::kQkv, l, layer_qkv, ln1_of(l), BT);
     attention_forward(l, B, T);
     if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, LinearLayer::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
@@ -369,7 +369,7 @@ void CudaBackend::Impl::forward(int B, int T) {
                               opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
     } else if (opt.fp8) {
       linear_forward(LinearLayer::kFc, l, layer_fch, ln2_of(l), BT);
-      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream,
+      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * H(), stream,
                    fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l));
     } else {
       const LinearLayerSpec& fc = spec(LinearLayer::kFc);
@@ -424,9 +424,9 @@ void CudaBackend::Impl::backward(int B, int T) {
   for (int l = L - 1; l >= 0; --l) {
     floatX* res_in = slot_of(residual, l, Cs);
     floatX* layer_res2 = slot_of(res2, l, Cs);
-    floatX* layer_fch = slot_of(fch, l, 4 * Cs);
+    floatX* layer_fch = slot_of(fch, l, H());
     // With LLMC_FP8_GELU=epilogue the GELU backward kernel writes it (inp_by_gelu_backward).
-    if (opt.recompute >= 1 && !gelu_by_backward()) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * 4 * Cs, stream);
+    if (opt.recompute >= 1 && !gelu_by_backward()) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * H(), stream);
     if (opt.recompute >= 2)
       layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
     // fcproj: its input gradient comes out already multiplied by gelu'(fch).

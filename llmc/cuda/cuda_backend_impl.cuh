@@ -182,6 +182,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
 
   int L() const { return cfg.num_layers; }
   int C() const { return cfg.channels; }
+  size_t H() const { return mlp_width(cfg); }
   int NH() const { return cfg.num_heads; }
   bool cudnn_attention() const { return opt.attention == AttentionKind::kCudnn; }
 
@@ -198,7 +199,7 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // GELU kernel writes the bf16 output, a layer at a time.
   bool gelu_by_backward() const { return opt.fp8 && opt.speed.fp8_gelu == Fp8Gelu::kEpilogue; }
   floatX* gelu_of(int l) const {
-    return slot_of(fch_gelu, opt.recompute >= 1 || gelu_by_backward() ? 0 : l, 4 * size_t(C()));
+    return slot_of(fch_gelu, opt.recompute >= 1 || gelu_by_backward() ? 0 : l, H());
   }
   // cuDNN's log-sum-exp rows of layer l: a 16-byte-aligned slice (memory_plan.h).
   float* att_stats_of(int l) const { return att_stats + size_t(l) * att_stats_layer_floats(max_bt, size_t(NH())); }

@@ -90,7 +90,7 @@ namespace {
 template <class FloatX>
 MemoryPlan list_buffers(const MemoryPlanInputs& in) {
   const GPT2Config& cfg = in.config;
-  const size_t L = size_t(cfg.num_layers), C = size_t(cfg.channels), NH = size_t(cfg.num_heads);
+  const size_t L = size_t(cfg.num_layers), C = size_t(cfg.channels), H = mlp_width(cfg), NH = size_t(cfg.num_heads);
   const size_t Vp = size_t(cfg.padded_vocab_size), B = size_t(in.batch), T = size_t(in.seq_len), BT = B * T;
   const size_t padded = in.partition.buffer_size(), owned = in.partition.owned().size();
   const char* param_depends = in.partition.sharded ? "ranks*chunk (padded)" : "parameters";
@@ -124,7 +124,7 @@ MemoryPlan list_buffers(const MemoryPlanInputs& in) {
                                         : "B*T*4C (the widest)";
   // The LayerNorm and bias gradients take turns in one fp32 scratch, the larger of the two needs.
   const size_t partial_sums = std::max(layernorm_backward_scratch_floats(cfg.channels),
-                                       matmul_bias_grad_scratch_floats(int(BT), 4 * cfg.channels));
+                                       matmul_bias_grad_scratch_floats(int(BT), int(H)));
   const size_t cudnn_bytes = in.cudnn_workspace_bytes > 0
                                  ? in.cudnn_workspace_bytes
                                  : cudnn_workspace_estimate(cfg, in.batch, in.seq_len, in.cudnn_backward);

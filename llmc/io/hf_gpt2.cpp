@@ -33,7 +33,7 @@ struct Mapping {
 // The HF tensors in state_dict order, each mapped onto our layout.
 std::vector<Mapping> mappings(const GPT2Config& config) {
   const auto layout = param_layout(config);
-  const size_t C = config.channels;
+  const size_t C = config.channels, H = mlp_width(config);
   std::vector<Mapping> m;
   m.push_back({"wte.weight", layout[kWte].offset, size_t(config.vocab_size), C, false});
   m.push_back({"wpe.weight", layout[kWpe].offset, size_t(config.max_seq_len), C, false});
@@ -48,8 +48,8 @@ std::vector<Mapping> mappings(const GPT2Config& config) {
       {"attn.c_attn.weight", kQkvw, 3 * C, C, true}, {"attn.c_attn.bias", kQkvb, 3 * C, 0, false},
       {"attn.c_proj.weight", kAttprojw, C, C, true}, {"attn.c_proj.bias", kAttprojb, C, 0, false},
       {"ln_2.weight", kLn2w, C, 0, false},          {"ln_2.bias", kLn2b, C, 0, false},
-      {"mlp.c_fc.weight", kFcw, 4 * C, C, true},     {"mlp.c_fc.bias", kFcb, 4 * C, 0, false},
-      {"mlp.c_proj.weight", kFcprojw, C, 4 * C, true}, {"mlp.c_proj.bias", kFcprojb, C, 0, false},
+      {"mlp.c_fc.weight", kFcw, H, C, true},         {"mlp.c_fc.bias", kFcb, H, 0, false},
+      {"mlp.c_proj.weight", kFcprojw, C, H, true},   {"mlp.c_proj.bias", kFcprojb, C, 0, false},
   };
   for (int layer = 0; layer < config.num_layers; ++layer)
     for (const PerLayer& p : per_layer)
