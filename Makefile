@@ -145,7 +145,7 @@ CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)$(CUDA_VARIANT)
 CUDA_HOST      := $(BUILD)/cuda-host
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
-CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_classifier.o cuda/cuda_backend_state.o cuda/cuda_backend_fp8.o cuda/cuda_backend_graphs.o cuda/cuda_device.o \
+CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_backend_fp8.o cuda/forward_backward.o cuda/cuda_device.o \
                   $(if $(CUDA_NO_NCCL),,dist/nccl_communicator.o) $(if $(CUDA_PREC_FLAGS)$(CUDA_NO_CUDNN),,cuda/cudnn_attention.o))
 # What the sources ask (llmc/cuda/device_platform.cuh): whether cuDNN and NCCL exist.
 CUDA_VARIANT_FLAGS := $(if $(CUDA_NO_CUDNN),-DLLMC_NO_CUDNN) $(if $(CUDA_NO_NCCL),-DLLMC_NO_NCCL)

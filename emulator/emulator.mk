@@ -129,7 +129,7 @@ $(EMU)/tests/%: $(EMU)/emulator/tests/%.o $(EMU_RUNTIME_LIB)
 # the same checker (build/sanitize/libllmc.a under ASan + UBSan, build/libllmc.a without); the GPU
 # build's variants as there (CUDA_VARIANT, CUDA_VARIANT_FLAGS), each in its own folder.
 EMU_TRAINER      := $(EMU)/$(CUDA_PREC)$(CUDA_VARIANT)/trainer
-EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_classifier.o llmc/cuda/cuda_backend_state.o llmc/cuda/cuda_backend_fp8.o llmc/cuda/cuda_backend_graphs.o \
+EMU_TRAINER_OBJS := $(addprefix $(EMU_TRAINER)/,llmc/cuda/cuda_backend.o llmc/cuda/cuda_backend_state.o llmc/cuda/cuda_backend_fp8.o llmc/cuda/forward_backward.o \
                     llmc/cuda/cuda_device.o $(if $(CUDA_NO_NCCL),,llmc/dist/nccl_communicator.o))
 ifeq ($(EMU_SANITIZER),address)
 EMU_HOST_LIB := $(SANITIZE_LIB)

@@ -58,20 +58,18 @@ class BlasContext {
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
 
-  // Runs the GEMM `key` (described by `descs`) through `launch` with its algorithm on `stream`: the
-  // one chosen for the key before, else one chosen now: inside a search (begin_search) the fastest
-  // of the heuristic's by timing, else the heuristic's first. Returns false, having launched
-  // nothing, when cuBLASLt has no algorithm for it (e.g. an epilogue it does not offer for these
-  // types).
+  // The algorithm for the GEMM `key` (described by `descs`): the one chosen for the key before, else
+  // one chosen now: inside a search (begin_search) the fastest of the heuristic's, each timed through
+  // `launch` (which runs the GEMM with a given algorithm on `stream`), else the heuristic's first.
+  // Null when cuBLASLt has no algorithm for it (e.g. an epilogue it does not offer for these types).
   // `launch` is any callable: the std::function the search takes is built only for a shape not yet
   // chosen, so that a training step's GEMMs allocate nothing on the host.
   template <class Launch>
-  bool run(const GemmKey& key, const LtGemmDescs& descs, const Launch& launch, cudaStream_t stream) {
+  const cublasLtMatmulAlgo_t* algorithm(const GemmKey& key, const LtGemmDescs& descs, const Launch& launch,
+                                        cudaStream_t stream) {
     auto it = algos_.find(key);
     if (it == algos_.end()) it = algos_.emplace(key, choose(key, descs, GemmLaunch(launch), stream)).first;
-    if (!it->second) return false;
-    CUBLAS_CHECK(launch(*it->second));
-    return true;
+    return it->second ? &*it->second : nullptr;
   }
   size_t cached_algorithms() const { return algos_.size(); }
 

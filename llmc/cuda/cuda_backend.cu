@@ -1,24 +1,10 @@
-// CudaBackend: GPT-2 training on one GPU: construction, and the forward and backward passes.
+// CudaBackend: GPT-2 training on one GPU: construction (the checks, the memory plan, the buffers),
+// the host's side of a micro-step (the tokens and their buckets staged for the GPU) and the small
+// accessors. The forward and backward passes themselves are in llmc/cuda/forward_backward.cu.
 //
-// Forward, per layer l (residual[l] is the stream entering the layer):
-//   ln1 = LN(residual[l])                 (layer 0: plain LN; later: fused with the residual add)
-//   qkv = ln1 Wqkv^T + b                  (cuBLASLt, bias epilogue)
-//   atty = causal attention(qkv)          (cuDNN flash attention in bf16, the fallback in fp32)
-//   res2 = residual[l] + atty Wproj^T + b, ln2 = LN(res2)        (one fused kernel)
-//   fch = ln2 Wfc^T + b, gelu = GELU(fch) (one GEMM: GELU_AUX_BIAS keeps fch as the aux output)
-//   residual[l+1] = res2 + gelu Wfcproj^T + b, next LN            (fused again; after the last
-//                                           layer the next LN is lnf)
-// then the classifier (cuda_backend_classifier.cu): logits = lnf wte^T, the fused
-// softmax/cross-entropy, which overwrites the logits with their gradient, and its backward GEMMs
-// into d(lnf), in chunks of rows. The backward pass mirrors
-// the layers from lnf down; the running gradient of the residual stream (dres) collects each
-// LayerNorm backward and flows through the residual adds unchanged.
-//
-// Gradients accumulate in floatX across micro-batches (every GEMM runs with beta = 1, the bias,
-// LayerNorm and encoder kernels add); zero_grad clears them. Nothing here waits for the GPU
-// except the calls whose value the loop needs on the host (accumulated_loss, grad_sum_of_squares,
-// forward_losses, next_token_logits, the get_* copies), and waits on a pinned staging buffer that
-// the GPU finished copying two micro-batches ago.
+// Nothing here waits for the GPU except the calls whose value the loop needs on the host
+// (accumulated_loss), and waits on a pinned staging buffer that the GPU finished copying two
+// micro-batches ago.
 #include "llmc/cuda/cuda_backend.h"
 
 #include <fmt/format.h>
@@ -30,16 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "llmc/cuda/attention.cuh"
 #include "llmc/cuda/cuda_backend_impl.cuh"
 #include "llmc/cuda/encoder.cuh"
-#include "llmc/cuda/gelu.cuh"
-#include "llmc/cuda/layernorm.cuh"
-#include "llmc/cuda/layernorm_forward.cuh"
-#include "llmc/cuda/matmul.cuh"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
-#include "llmc/cuda/random.cuh"
 
 namespace llmc {
 
@@ -273,212 +253,6 @@ EncoderBuckets CudaBackend::Impl::stage_buckets(const int* inputs, int BT) {
   return buckets;
 }
 
-void CudaBackend::Impl::attention_forward(int l, int B, int T) {
-  const int C = this->C(), NH = this->NH();
-  floatX* q = slot_of(qkv, l, 3 * size_t(C));
-  floatX* out = slot_of(atty, l, size_t(C));
-#if defined(LLMC_CUDNN)
-  if (cudnn_attention()) {
-    const int HS = C / NH;
-    ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
-    const TimedRegion timed(stream, [] { return std::string("cuDNN attention forward"); });
-    cudnn->forward(out, att_stats_of(l), q, B, T, NH, HS, true, cudnn_workspace,
-                   cudnn_workspace_bytes, stream);
-    return;
-  }
-#endif
-  llmc::attention_forward(*blas, out, att_probs_of(l), att_buffers, q, B, T, C, NH, stream);
-}
-
-// dqkv (d_big) from d(atty) (d_ln).
-void CudaBackend::Impl::attention_backward(int l, int B, int T) {
-  const int C = this->C(), NH = this->NH();
-  const floatX* q = slot_of(qkv, l, 3 * size_t(C));
-#if defined(LLMC_CUDNN)
-  if (cudnn_attention()) {
-    const int HS = C / NH;
-    // The wrapper clears the fp32 dQ accumulator it keeps in the workspace itself, where the
-    // loaded cuDNN does not.
-    ensure_cudnn_workspace(cudnn->backward_workspace_bytes(B, T, NH, HS));
-    const TimedRegion timed(stream, [] { return std::string("cuDNN attention backward"); });
-    cudnn->backward(d_big, d_ln, q, slot_of(atty, l, size_t(C)), att_stats_of(l), B, T, NH, HS,
-                    cudnn_workspace, cudnn_workspace_bytes, stream);
-    return;
-  }
-#endif
-  llmc::attention_backward(*blas, d_big, d_ln, q, att_probs_of(l), att_buffers, B, T, C, NH, stream);
-}
-
-void CudaBackend::Impl::linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows,
-                                       int row0) {
-  const LinearLayerSpec& s = spec(linear);
-  const size_t first = size_t(row0) * s.in;
-  if (fp8_gemms(linear)) {
-    Fp8Matrix inp8 = fp8_operand_of(Fp8Role::kInput, linear, l);
-    inp8.data += first;
-    matmul_forward_fp8(*blas, out, inp8, fp8_weight(linear, l, false), bias_of(linear, l), rows, int(s.in),
-                       int(s.out), opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
-  } else {
-    matmul_forward(*blas, out, inp + first, weight_of(linear, l), bias_of(linear, l), rows, int(s.in), int(s.out),
-                   stream);
-  }
-}
-
-void CudaBackend::Impl::linear_backward(LinearLayer linear, int l, MatmulBackward p) {
-  const LinearLayerSpec& s = spec(linear);
-  p.dweight = weight_grad_of(linear, l);
-  p.weight = weight_of(linear, l);
-  p.C = int(s.in);
-  p.OC = int(s.out);
-  if (fp8_gemms(linear)) {
-    p.dout8 = fp8_operand_of(Fp8Role::kGradient, linear, l);
-    p.weight_t8 = fp8_weight(linear, l, true);
-  }
-  matmul_backward(*blas, p, stream);
-}
-
-// Encoder to lnf, for the tokens staged in tokens_dev.
-void CudaBackend::Impl::forward(int B, int T) {
-  const int C = this->C(), L = this->L(), BT = B * T;
-  const size_t Cs = size_t(C);
-  // --fp8 1: the kernels that produce each linear layer's input also write its FP8 copy (fp8_sink;
-  // the attention output, from cuDNN, is cast on its own), which the layer's GEMM reads.
-  if (opt.fp8) cast_fp8_weights();
-  encoder_layernorm_forward(residual, ln1_of(0), ln1_mean, ln1_rstd, tokens_dev, param(kWte), param(kWpe),
-                            param(kLn1w, 0), param(kLn1b, 0), B, T, C, stream,
-                            fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, 0));
-  for (int l = 0; l < L; ++l) {
-    floatX* res_in = slot_of(residual, l, Cs);
-    floatX* layer_qkv = slot_of(qkv, l, 3 * Cs);
-    floatX* layer_res2 = slot_of(res2, l, Cs);
-    floatX* layer_atty = slot_of(atty, l, Cs);
-    floatX* layer_fch = slot_of(fch, l, H());
-    linear_forward(LinearLayer::kQkv, l, layer_qkv, ln1_of(l), BT);
-    attention_forward(l, B, T);
-    if (opt.fp8) fp8_cast(fp8_sink(Fp8Role::kInput, LinearLayer::kAttproj, l), layer_atty, size_t(BT) * Cs, stream);
-    linear_forward(LinearLayer::kAttproj, l, branch, layer_atty, BT);
-    fused_residual_layernorm_forward(layer_res2, ln2_of(l), slot_of(ln2_mean, l, 1),
-                                     slot_of(ln2_rstd, l, 1), res_in, branch, param(kLn2w, l), param(kLn2b, l), BT, C,
-                                     stream, fp8_sink(Fp8Role::kInput, LinearLayer::kFc, l));
-    if (gelu_by_backward() && fp8_gemms(LinearLayer::kFc)) {
-      // LLMC_FP8_GELU=epilogue: fcproj's E4M3 operand from the fc GEMM; the bf16 GELU comes in the backward.
-      const LinearLayerSpec& fc = spec(LinearLayer::kFc);
-      matmul_forward_fp8_gelu(*blas, fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l), layer_fch,
-                              fp8_operand_of(Fp8Role::kInput, LinearLayer::kFc, l), fp8_weight(fc.id, l, false),
-                              bias_of(fc.id, l), BT, int(fc.in), int(fc.out),
-                              opt.speed.fp8_fast_accum == Fp8FastAccum::kForward, stream);
-    } else if (opt.fp8) {
-      linear_forward(LinearLayer::kFc, l, layer_fch, ln2_of(l), BT);
-      gelu_forward(gelu_of(l), layer_fch, size_t(BT) * H(), stream,
-                   fp8_sink(Fp8Role::kInput, LinearLayer::kFcproj, l));
-    } else {
-      const LinearLayerSpec& fc = spec(LinearLayer::kFc);
-      matmul_forward_gelu(*blas, gelu_of(l), layer_fch, ln2_of(l), weight_of(fc.id, l), bias_of(fc.id, l), BT,
-                          int(fc.in), int(fc.out), opt.speed.gelu == GeluPath::kEpilogues, stream);
-    }
-    linear_forward(LinearLayer::kFcproj, l, branch, gelu_of(l), BT);
-    floatX* res_out = slot_of(residual, l + 1, Cs);
-    if (l + 1 < L) {
-      fused_residual_layernorm_forward(res_out, ln1_of(l + 1), slot_of(ln1_mean, l + 1, 1),
-                                       slot_of(ln1_rstd, l + 1, 1), layer_res2, branch, param(kLn1w, l + 1),
-                                       param(kLn1b, l + 1), BT, C, stream,
-                                       fp8_sink(Fp8Role::kInput, LinearLayer::kQkv, l + 1));
-    } else {
-      fused_residual_layernorm_forward(res_out, lnf, lnf_mean, lnf_rstd, layer_res2, branch, param(kLnfw),
-                                       param(kLnfb), BT, C, stream, fp8_sink(Fp8Role::kInput, LinearLayer::kLmHead, 0));
-    }
-  }
-}
-
-uint32_t CudaBackend::Impl::rounding_seed(const int* inputs, int BT) const {
-  uint32_t seed = mix32(opt.seed ^ mix32(micro_in_step));
-  for (int i = 0; i < BT; ++i) seed = mix32(seed ^ uint32_t(inputs[i]));
-  return seed;
-}
-
-// Backward from d(lnf), which the classifier left in d_ln, through the layers (the encoder's
-// gradients: backward_encoder).
-void CudaBackend::Impl::backward(int B, int T) {
-  const int C = this->C(), L = this->L(), BT = B * T;
-  const size_t Cs = size_t(C);
-  CUDA_CHECK(cudaMemsetAsync(dres, 0, size_t(BT) * Cs * sizeof(floatX), stream));
-  const bool dgelu_epilogue = opt.speed.gelu != GeluPath::kKernels && !opt.fp8;
-  // With --fp8 1 and LLMC_FP8_FC_BIAS_GRAD=gelu-backward the fc bias gradient comes with the GELU
-  // backward kernel; otherwise the fc layer's own bias-gradient kernels sum it.
-  const bool fc_bias_in_gelu_backward = opt.fp8 && opt.speed.fp8_fc_bias_grad == Fp8FcBiasGrad::kGeluBackward;
-  // --fp8 1: each input-gradient GEMM reads its output gradient's E5M2 copy: the fc layer's written
-  // by the GELU backward kernel that produces it; dqkv's by matmul_backward, cast on its own or, with
-  // LLMC_FP8_DQKV_CAST=bias-grad, by the qkv bias gradient's kernel as it reads dqkv; the
-  // projections' (the residual gradient dres) by matmul_backward's cast or, with
-  // LLMC_FP8_RESIDUAL_CAST=layernorm, by the LayerNorm backward that leaves dres.
-  const bool dqkv_fp8_by_bias_grad = opt.speed.fp8_dqkv_cast == Fp8DqkvCast::kBiasGrad;
-  const bool fp8_from_ln = opt.speed.fp8_residual_cast == Fp8ResidualCast::kLayerNorm;
-  const auto residual_fp8 = [&](LinearLayer linear, int l) {
-    return fp8_from_ln ? fp8_sink(Fp8Role::kGradient, linear, l) : Fp8Sink{};
-  };
-  const auto projection_dout_fp8 = [&](LinearLayer linear, int l) {
-    return fp8_from_ln ? Fp8Sink{} : fp8_sink(Fp8Role::kGradient, linear, l);
-  };
-  layernorm_backward(dres, grad(kLnfw), grad(kLnfb), scratch, d_ln, slot_of(residual, L, Cs), param(kLnfw), lnf_mean,
-                     lnf_rstd, BT, C, stream, residual_fp8(LinearLayer::kFcproj, L - 1));
-  for (int l = L - 1; l >= 0; --l) {
-    floatX* res_in = slot_of(residual, l, Cs);
-    floatX* layer_res2 = slot_of(res2, l, Cs);
-    floatX* layer_fch = slot_of(fch, l, H());
-    // With LLMC_FP8_GELU=epilogue the GELU backward kernel writes it (inp_by_gelu_backward).
-    if (opt.recompute >= 1 && !gelu_by_backward()) gelu_forward(gelu_of(l), layer_fch, size_t(BT) * H(), stream);
-    if (opt.recompute >= 2)
-      layernorm_forward(ln2_of(l), nullptr, nullptr, layer_res2, param(kLn2w, l), param(kLn2b, l), BT, C, stream);
-    // fcproj: its input gradient comes out already multiplied by gelu'(fch).
-    linear_backward(LinearLayer::kFcproj, l,
-                    {.dinp = d_big, .dbias = bias_grad_of(LinearLayer::kFcproj, l), .bias_scratch = scratch,
-                     .dout = dres, .inp = gelu_of(l), .pre_gelu = layer_fch, .BT = BT,
-                     .dgelu_epilogue = dgelu_epilogue,
-                     .dinp_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kFc, l),
-                     .dout_fp8 = projection_dout_fp8(LinearLayer::kFcproj, l),
-                     .dbias_pre_gelu = fc_bias_in_gelu_backward ? bias_grad_of(LinearLayer::kFc, l) : nullptr,
-                     .inp_by_gelu_backward = gelu_by_backward()});
-    linear_backward(LinearLayer::kFc, l,
-                    {.dinp = d_ln, .dbias = fc_bias_in_gelu_backward ? nullptr : bias_grad_of(LinearLayer::kFc, l),
-                     .bias_scratch = scratch, .dout = d_big, .inp = ln2_of(l), .BT = BT});
-    layernorm_backward(dres, grad(kLn2w, l), grad(kLn2b, l), scratch, d_ln, layer_res2, param(kLn2w, l),
-                       slot_of(ln2_mean, l, 1), slot_of(ln2_rstd, l, 1), BT, C, stream,
-                       residual_fp8(LinearLayer::kAttproj, l));
-    linear_backward(LinearLayer::kAttproj, l,
-                    {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kAttproj, l), .bias_scratch = scratch,
-                     .dout = dres, .inp = slot_of(atty, l, Cs), .BT = BT,
-                     .dout_fp8 = projection_dout_fp8(LinearLayer::kAttproj, l)});
-    attention_backward(l, B, T);
-    if (opt.recompute >= 2)
-      layernorm_forward(ln1_of(l), nullptr, nullptr, res_in, param(kLn1w, l), param(kLn1b, l), BT, C, stream);
-    linear_backward(LinearLayer::kQkv, l,
-                    {.dinp = d_ln, .dbias = bias_grad_of(LinearLayer::kQkv, l), .bias_scratch = scratch,
-                     .dout = d_big, .inp = ln1_of(l), .BT = BT,
-                     .dout_fp8 = fp8_sink(Fp8Role::kGradient, LinearLayer::kQkv, l),
-                     .dout_fp8_by_bias_grad = dqkv_fp8_by_bias_grad});
-    // Below layer 0 the stream is the encoder's output, which no GEMM reads: no FP8 copy.
-    layernorm_backward(dres, grad(kLn1w, l), grad(kLn1b, l), scratch, d_ln, res_in, param(kLn1w, l),
-                       slot_of(ln1_mean, l, 1), slot_of(ln1_rstd, l, 1), BT, C, stream,
-                       l > 0 ? residual_fp8(LinearLayer::kFcproj, l - 1) : Fp8Sink{});
-    // Layer l's gradients (and lnf's) are final: bucket L-1-l (llmc/dist/gradient_buckets.h); the
-    // buckets overlap the backward pass over NCCL only.
-#if defined(LLMC_NCCL_LIBRARY)
-    if (overlapping()) start_bucket(L - 1 - l);
-#endif
-  }
-}
-
-// The encoder's gradients from dres, which the backward pass through the layers left.
-void CudaBackend::Impl::backward_encoder(int B, int T, const EncoderBuckets& buckets, uint32_t seed) {
-  const int C = this->C();
-  // d_big is free again; it holds the piece sums (encoder_piece_sums_floats fits, checked at construction).
-  encoder_backward(grad(kWte), grad(kWpe), reinterpret_cast<float*>(d_big), dres, buckets_dev, buckets, B, T, C, seed,
-                   stream);
-#if defined(LLMC_NCCL_LIBRARY)
-  if (overlapping()) start_bucket(L());
-#endif
-}
-
 CudaBackend::CudaBackend(const GPT2Config& config, const CudaBackendOptions& options)
     : CudaBackend(config, options, unsharded_partition(num_parameters(config))) {}
 
@@ -525,28 +299,6 @@ void CudaBackend::Impl::clear_gradients() {
   CUDA_CHECK(cudaMemsetAsync(grads, 0, buffer_size * sizeof(floatX), stream));
   CUDA_CHECK(cudaMemsetAsync(scalars + kLossAccum, 0, sizeof(float), stream));
   micro_in_step = 0;
-}
-
-// Forward, classifier and the backward pass through the layers, for the tokens staged in tokens_dev.
-void CudaBackend::Impl::forward_and_backward(int B, int T, float dloss) {
-  forward(B, T);
-  classifier_forward_backward(B * T, dloss);
-  backward(B, T);
-}
-
-void CudaBackend::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale) {
-  Impl& d = *impl_;
-  const int BT = B * T;
-  d.fp8_recording = d.opt.fp8 && !d.tuning;
-  d.stage_tokens(inputs, targets, B, T);
-  // d(loss_scale * mean loss)/d(loss of one position) = loss_scale / (B*T).
-  d.micro_step(B, T, loss_scale / float(BT));
-  // The host sorts the tokens into buckets while the GPU runs the micro-step.
-  const EncoderBuckets buckets = d.stage_buckets(inputs, BT);
-  ++d.micro_in_step;
-  d.backward_encoder(B, T, buckets, d.rounding_seed(inputs, BT));
-  if (d.fp8_recording) d.end_fp8_micro_step();
-  d.fp8_recording = false;
 }
 
 float CudaBackend::accumulated_loss() { return impl_->read_scalar(Impl::kLossAccum); }

@@ -1,9 +1,8 @@
 // CudaBackend's private state (CudaBackend::Impl) and the helpers shared by the translation units
-// that implement it: cuda_backend.cu (construction, forward and backward passes),
-// cuda_backend_classifier.cu (the logits, the loss and their gradient, in chunks of rows),
-// cuda_backend_fp8.cu (--fp8 1), cuda_backend_graphs.cu (LLMC_CUDA_GRAPHS: the micro-step as one
-// graph) and cuda_backend_state.cu (parameters, optimizer state, gradient norm, optimizer step, ZeRO
-// collectives). Included by those files only.
+// that implement it: cuda_backend.cu (construction, the tokens staged for the GPU),
+// forward_backward.cu (the forward and backward passes, training, evaluation and sampling),
+// cuda_backend_fp8.cu (--fp8 1) and cuda_backend_state.cu (parameters, optimizer state, gradient
+// norm, optimizer step, ZeRO collectives). Included by those files only.
 #pragma once
 #include <fmt/format.h>
 
@@ -219,29 +218,22 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   }
   void forward(int B, int T);
   void attention_forward(int l, int B, int T);
-  // The classifier (cuda_backend_classifier.cu). f(row0, rows) for each chunk of the BT rows that
-  // the logits buffer holds at once, in order; logits (rows x Vp) = lnf's rows row0.. times wte^T;
-  // the training pass's classifier: per chunk the logits, their losses (into losses), their gradient
-  // (dloss per position's loss) and its two GEMMs, d(lnf)'s rows into d_ln and wte's gradient added;
-  // then the loss accumulator adds dloss times the sum of the BT losses.
-  template <class F>
-  void for_each_logits_chunk(int BT, F&& f) const {
-    for (int row0 = 0; row0 < BT; row0 += logits_chunk_rows) f(row0, std::min(logits_chunk_rows, BT - row0));
-  }
-  void logits_forward(int row0, int rows);
-  // The fused classifier over the chunk's rows of logits (targets: rows row0.. of a batch of BT):
-  // their losses and, with write_dlogits, their gradient (dloss per position) over the logits.
+  // The classifier, a chunk of rows at a time (forward_backward.cu; a chunk's logits are the LM
+  // head's linear_forward): the fused classifier over the logits of rows row0.. of a batch of BT:
+  // their losses and, with write_dlogits, their gradient (dloss per position) over the logits; the
+  // training pass's classifier: per chunk the logits, their losses (into losses), their gradient and
+  // its two GEMMs, d(lnf)'s rows into d_ln and wte's gradient added; then the loss accumulator adds
+  // dloss times the sum of the BT losses.
   void classify_chunk(int BT, int row0, int rows, float dloss, bool write_dlogits);
   void classifier_forward_backward(int BT, float dloss);
   // The encoder backward's stochastic rounding seed for a micro-batch of BT tokens: a function of
   // the run's seed, the tokens and their place in the step, never of how many steps this process
   // has run, so that a run resumed from a checkpoint rounds as the unbroken run did.
   uint32_t rounding_seed(const int* inputs, int BT) const;
-  // One micro-step's forward, classifier and backward through the layers (forward_and_backward), as
-  // one CUDA graph with LLMC_CUDA_GRAPHS=on; the encoder's backward (backward_encoder) follows it
-  // outside the graph, since it needs the host's buckets of this micro-step's tokens.
-  void micro_step(int B, int T, float dloss);
-  void forward_and_backward(int B, int T, float dloss);
+  // LLMC_CUDA_GRAPHS=on: a micro-step's forward, classifier and backward through the layers as one
+  // CUDA graph; the encoder's backward (backward_encoder) follows it outside the graph, since it
+  // needs the host's buckets of this micro-step's tokens.
+  void graphed_micro_step(int B, int T, float dloss);
   void backward(int B, int T);
   void backward_encoder(int B, int T, const EncoderBuckets& buckets, uint32_t seed);
   void attention_backward(int l, int B, int T);
@@ -260,8 +252,9 @@ struct CudaBackend::Impl : BackendBuffers<floatX> {
   // out = inp W^T + b for rows row0 .. row0 + rows - 1 of inp: in FP8 (from the same rows of inp's
   // FP8 copy, and W's copy) when fp8_gemms() and the layer runs in FP8, else in floatX.
   void linear_forward(LinearLayer linear, int l, floatX* out, const floatX* inp, int rows, int row0 = 0);
-  // matmul_backward with p's activations and choices, and the layer's W, its gradient and its shape
-  // filled in; its input gradient from the FP8 copies where linear_forward's GEMM would be FP8.
+  // The layer's backward (dinp, dW and db) with p's activations and choices, and the layer's W, its
+  // gradient and its shape filled in; its input gradient from the FP8 copies where linear_forward's
+  // GEMM would be FP8.
   void linear_backward(LinearLayer linear, int l, MatmulBackward p);
   // --fp8 1. Whether this pass's FP8 layers run their GEMMs in FP8; where tensor (role, linear,
   // layer l) is cast to (fp8_data: the operand buffer, or lnf's copy for the LM head's input; with

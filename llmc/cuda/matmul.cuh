@@ -53,6 +53,9 @@ struct LtGemm {
   // slot where set (AMAX_D; the slot was cleared, and nothing else records that tensor); C is then
   // floatX (cuBLASLt's FP8 table: C, the bias and a GELU aux in bf16 with an E4M3 D), and `d` unused.
   Fp8Sink d8{};
+  // Where cuBLASLt has no algorithm for it (an epilogue it does not offer for these types), lt_gemm
+  // returns false, having launched nothing; otherwise that is an error.
+  bool optional = false;
 };
 
 inline cudaDataType_t fp8_cuda_type(__nv_fp8_interpretation_t format) {
@@ -78,8 +81,9 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
   return g.accumulate ? name + " +=" : name;
 }
 
-// Runs `g`; returns false, having launched nothing, when cuBLASLt has no algorithm for it.
-inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
+// Runs `g` with the algorithm `ctx` keeps for its shape; returns whether it ran (always, unless
+// g.optional: see there).
+inline bool lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
   // The epilogue vectors have no alignment preference to tell the heuristic; 16 bytes always holds
   // for this project's tensors (sizes are multiples of 8 elements) and is what the kernels need.
   if ((reinterpret_cast<uintptr_t>(g.bias) | reinterpret_cast<uintptr_t>(g.aux)) % 16 != 0)
@@ -156,18 +160,19 @@ inline bool try_lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) 
   // not read: null, rather than D's bytes under C's type.
   const void* c = fp8_out ? nullptr : g.d;
   const TimedRegion timed(stream, [&] { return lt_gemm_profile_name(g); });
-  return ctx.run(key, descs, [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, c, descs.c, d, descs.d, &algo,
-                          ctx.workspace(), ctx.workspace_bytes(), stream);
+  const cublasLtMatmulAlgo_t* algo = ctx.algorithm(key, descs, [&](const cublasLtMatmulAlgo_t& candidate) {
+    return cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, c, descs.c, d, descs.d,
+                          &candidate, ctx.workspace(), ctx.workspace_bytes(), stream);
   }, stream);
-}
-
-// try_lt_gemm for the GEMMs that have no alternative: no algorithm is an error.
-inline void lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
-  if (!try_lt_gemm(ctx, g, stream))
+  if (algo == nullptr) {
+    if (g.optional) return false;
     throw std::runtime_error("cuBLASLt has no algorithm for GEMM m=" + std::to_string(g.m) + " n=" +
                              std::to_string(g.n) + " k=" + std::to_string(g.k) +
                              " epilogue=" + std::to_string(int(g.epilogue)));
+  }
+  CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), descs.op, &alpha, a, descs.a, b, descs.b, &beta, c, descs.c, d, descs.d, algo,
+                              ctx.workspace(), ctx.workspace_bytes(), stream));
+  return true;
 }
 
 // The forward mapping above: out (BT x OC) = inp (BT x C) weight^T, no epilogue.
@@ -224,10 +229,11 @@ inline void matmul_forward_fp8_gelu(BlasContext& ctx, const Fp8Sink& out8, float
   g.aux = pre_gelu;
   g.aux_ld = OC;
   g.d8 = out8;
+  g.optional = true;
   bool ran = false;
   std::string why = "no algorithm";
   try {
-    ran = try_lt_gemm(ctx, g, stream);
+    ran = lt_gemm(ctx, g, stream);
   } catch (const std::runtime_error& e) {
     why = e.what();
   }
@@ -238,7 +244,7 @@ inline void matmul_forward_fp8_gelu(BlasContext& ctx, const Fp8Sink& out8, float
 }
 
 // The fc layer with its GELU: pre_gelu (BT x OC) = inp weight^T + bias, out = gelu(pre_gelu) (tanh
-// approximation). pre_gelu is what matmul_backward needs. With `epilogue`, cuBLASLt's GELU_AUX_BIAS
+// approximation). pre_gelu is what the layer's backward needs. With `epilogue`, cuBLASLt's GELU_AUX_BIAS
 // epilogue computes both in one pass, out from the fp32 pre-activation; otherwise (or where
 // cuBLASLt offers no such epilogue) a bias GEMM writes pre_gelu and the GELU kernel computes out
 // from it as stored, exactly as a recompute in the backward pass does (gelu_forward).
@@ -251,13 +257,15 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
     g.bias = const_cast<floatX*>(bias);
     g.aux = pre_gelu;
     g.aux_ld = OC;
-    if (try_lt_gemm(ctx, g, stream)) return;
+    g.optional = true;
+    if (lt_gemm(ctx, g, stream)) return;
   }
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
   gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
 }
 
-// The arguments of a fully connected layer's backward (matmul_backward), where the forward was
+// The arguments of a fully connected layer's backward (the backend's linear_backward, and
+// matmul_backward_input's part of them), where the forward was
 // out (BT x OC) = inp (BT x C) weight^T + bias.
 struct MatmulBackward {
   floatX* dinp = nullptr;     // BT x C, overwritten
@@ -290,7 +298,7 @@ struct MatmulBackward {
   // the column sums of dinp, the pre-activation's gradient, by the GELU backward kernel as it writes
   // them (gelu_backward_bias_grad), rather than by the bias-gradient kernels reading dinp again. Needs
   // bias_scratch and the GELU backward kernel: pre_gelu without the DGELU epilogue (dgelu_epilogue
-  // false, or dinp_fp8 set: --fp8 1). Null: the caller sums it (the fc layer's own matmul_backward).
+  // false, or dinp_fp8 set: --fp8 1). Null: the caller sums it (the fc layer's own backward).
   floatX* dbias_pre_gelu = nullptr;
   // With pre_gelu and the GELU backward as a kernel (--fp8 1): inp, gelu(pre_gelu), is not stored
   // yet (LLMC_FP8_GELU=epilogue: the forward kept it in FP8 only); the GELU backward kernel writes
@@ -335,7 +343,8 @@ inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cud
     dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
     dgelu.aux = const_cast<floatX*>(p.pre_gelu);
     dgelu.aux_ld = p.C;
-    if (try_lt_gemm(ctx, dgelu, stream)) return;
+    dgelu.optional = true;
+    if (lt_gemm(ctx, dgelu, stream)) return;
   }
   lt_gemm(ctx, g, stream);
   if (!p.pre_gelu) return;
@@ -481,29 +490,6 @@ inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const 
                                     float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8,
                                     floatX* gelu_out) {
   bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX>{dinp, pre_gelu, dout, gelu_out}, BT, OC, stream, dinp_fp8);
-}
-
-// The whole backward of a fully connected layer: dinp (matmul_backward_input), dweight
-// (matmul_backward_weight) and, when dbias is set, dbias (matmul_bias_grad); dout_fp8 before the
-// input gradient reads it. With inp_by_gelu_backward the input gradient first, which writes inp.
-inline void matmul_backward(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  // The bias-gradient kernels would write dout's copy only after the input gradient read it.
-  const bool input_first = p.inp_by_gelu_backward;
-  if (input_first && p.dout_fp8_by_bias_grad)
-    throw std::invalid_argument("matmul_backward: inp_by_gelu_backward with dout_fp8_by_bias_grad");
-  const auto cast_dout = [&] {
-    if (p.dout_fp8.data) fp8_cast(p.dout_fp8, p.dout, size_t(p.BT) * p.OC, stream);
-  };
-  if (input_first) {
-    cast_dout();
-    matmul_backward_input(ctx, p, stream);
-  }
-  const bool fp8_by_bias_grad = p.dout_fp8_by_bias_grad && p.dbias;
-  if (!input_first && !fp8_by_bias_grad) cast_dout();
-  if (p.dbias)
-    matmul_bias_grad(p.dbias, p.bias_scratch, p.dout, p.BT, p.OC, stream, fp8_by_bias_grad ? p.dout_fp8 : Fp8Sink{});
-  matmul_backward_weight(ctx, p.dweight, p.dout, p.inp, p.BT, p.C, p.OC, stream);
-  if (!input_first) matmul_backward_input(ctx, p, stream);
 }
 
 }  // namespace llmc

@@ -76,7 +76,7 @@ constexpr size_t kCudnnEngineWorkspaceEstimate = size_t(16) << 20;
 // B*T*NH is odd (d48 has NH=25). The buffer holds L such slices.
 constexpr size_t att_stats_layer_floats(size_t bt, size_t num_heads) { return (bt * num_heads + 3) / 4 * 4; }
 
-// The classifier's rows per chunk (llmc/cuda/cuda_backend_classifier.cu): d12 at B=64 T=1024 runs
+// The classifier's rows per chunk (llmc/cuda/forward_backward.cu): d12 at B=64 T=1024 runs
 // four chunks through a logits buffer of a quarter of B*T*Vp. Each chunk's GEMMs keep 16,384 rows
 // (the M of the logits and input-gradient GEMMs, the K of wte's gradient), and the read and write
 // of wte's gradient that each chunk adds (4 Vp C bytes in bf16) come with

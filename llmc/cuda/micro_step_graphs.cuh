@@ -1,5 +1,5 @@
 // One CUDA graph per micro-step (LLMC_CUDA_GRAPHS=on): the forward pass, the classifier and the
-// backward pass through the layers (CudaBackend::Impl::micro_step) are captured the first time a
+// backward pass through the layers (CudaBackend::Impl::graphed_micro_step) are captured the first time a
 // micro-step of their kind runs, then each micro-step of that kind is one cudaGraphLaunch in place
 // of a few hundred kernel launches.
 //

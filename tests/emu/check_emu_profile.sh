@@ -35,7 +35,7 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
   fail "no profile summary of 3 steps after 1 warm-up: $(grep '^profile:' "$tmp/profiled.out" | head -n 1)"
 
 # Calls per step, counted from llmc/cuda/cuda_backend.cu's forward and backward and
-# cuda_backend_classifier.cu's classifier (B*T = 80 rows: one chunk) with L=3:
+# forward_backward.cu's classifier (B*T = 80 rows: one chunk) with L=3:
 #   the encoder and layer 0's ln1 in one registers kernel (kEmbedding) 1; the fused residual +
 #   LayerNorm (kResidual) 2L = 6 (every ln2, ln1 of layers 1-2, lnf), 1 vector per lane at C=96;
 #   layernorm_backward_kernel 2L+1 = 7 (lnf, then ln2 and ln1 of each layer) and as many

@@ -1,4 +1,4 @@
-// test_gpt2cu's checks of the classifier's chunks of rows (llmc/cuda/cuda_backend_classifier.cu).
+// test_gpt2cu's checks of the classifier's chunks of rows (llmc/cuda/forward_backward.cu).
 // Every backend the test makes takes chunks of a third of T rows (test_classifier_chunk_rows), so
 // that both a training batch (B*T rows) and sampling (T rows) span several chunks, the last one
 // shorter where 3 does not divide T; a test whose batch fit in one chunk would prove nothing, so
