@@ -105,7 +105,7 @@ struct CudnnGraph {
   char* ws = nullptr;
   size_t ws_bytes = 0;
   CudnnGraph(llmc::CudnnBackward backward, const Shape& s) : attn(backward) {
-    ws_bytes = std::max(attn.forward_workspace_bytes(s.B, s.T, s.NH, s.HS, true),
+    ws_bytes = std::max(attn.forward_workspace_bytes(s.B, s.T, s.NH, s.HS),
                         attn.backward_workspace_bytes(s.B, s.T, s.NH, s.HS));
     fmt::print("cudnn workspace B={}: {:.1f} MiB\n", s.B, ws_bytes / 1048576.0);
     ws = device_alloc<char>(std::max<size_t>(ws_bytes, 1));
@@ -222,7 +222,7 @@ CudnnGraph& graph_of(Data& d, const std::string& version) {
 template <llmc::CudnnBackward kGraph>
 void cudnn_fwd_of(Data& d, const std::string& version) {
   CudnnGraph& g = graph_of<kGraph>(d, version);
-  g.attn.forward(d.out16, d.stats, d.qkv16, d.s.B, d.s.T, d.s.NH, d.s.HS, true, g.ws, g.ws_bytes, 0);
+  g.attn.forward(d.out16, d.stats, d.qkv16, d.s.B, d.s.T, d.s.NH, d.s.HS, g.ws, g.ws_bytes, 0);
 }
 void cudnn_fwd(Data& d, int) { cudnn_fwd_of<llmc::CudnnBackward::kDefault>(d, "cudnn_bwd"); }
 

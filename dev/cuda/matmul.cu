@@ -110,7 +110,7 @@ void bwd_dinp_gelu_bias(Data& d, int) {
 }
 
 void bwd_dweight(Data& d, int) {
-  llmc::matmul_backward_weight(d.ctx, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
+  llmc::lt_gemm(d.ctx, llmc::weight_grad_gemm(d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC), 0);
 }
 
 void dbias_serial(Data& d, int) {
@@ -127,7 +127,8 @@ void fwd_bias_timed(Data& d, int) {
   llmc::matmul_forward(*d.fwd_search, d.buf.out, d.buf.inp, d.buf.weight, d.buf.bias, d.s.BT, d.s.C, d.s.OC, 0);
 }
 void bwd_dweight_timed(Data& d, int) {
-  llmc::matmul_backward_weight(*d.dweight_search, d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC, 0);
+  llmc::lt_gemm(*d.dweight_search, llmc::weight_grad_gemm(d.buf.dweight, d.buf.dout, d.buf.inp, d.s.BT, d.s.C, d.s.OC),
+                0);
 }
 
 template <bool kFastAccum>

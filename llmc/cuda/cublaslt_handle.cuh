@@ -14,7 +14,6 @@
 #include <string>
 
 #include "llmc/cuda/common.cuh"
-#include "llmc/cuda/cublas_check.cuh"
 #include "llmc/cuda/gemm_search.cuh"
 #include "llmc/cuda/gemm_table.h"
 

@@ -114,9 +114,9 @@ CudaBackend::Impl::Impl(const GPT2Config& config, const CudaBackendOptions& opti
     try {
       cudnn = std::make_unique<CudnnAttention>(opt.speed.cudnn_backward);
       const int HS = C / NH;
-      size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS, true);
+      size_t bytes = cudnn->forward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS);
       bytes = std::max(bytes, cudnn->backward_workspace_bytes(opt.max_batch, opt.max_seq_len, NH, HS));
-      bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS, true));
+      bytes = std::max(bytes, cudnn->forward_workspace_bytes(1, opt.max_seq_len, NH, HS));
       plan_inputs.cudnn_workspace_bytes = bytes;
     } catch (const std::runtime_error& e) {
       if (!opt.attention_fallback) throw;

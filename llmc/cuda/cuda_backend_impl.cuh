@@ -51,30 +51,17 @@ void convert(Dst* out, const Src* in, size_t n, cudaStream_t stream) {
   CUDA_CHECK_LAST();
 }
 
-
+// n floatX values of device memory, as fp32 on the host (waits for the stream).
 inline std::vector<float> floatx_to_host(const floatX* device, size_t n, cudaStream_t stream) {
-  std::vector<float> out(n);
-#if defined(ENABLE_FP32)
-  CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  std::vector<floatX> values(n);
+  CUDA_CHECK(cudaMemcpyAsync(values.data(), device, n * sizeof(floatX), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
-#else
-  std::vector<uint16_t> bits(n);
-  CUDA_CHECK(cudaMemcpyAsync(bits.data(), device, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(bits[i]);
-#endif
-  return out;
+  return std::vector<float>(values.begin(), values.end());  // bf16 to fp32 is exact
 }
 
 #if defined(LLMC_NCCL_LIBRARY)
 // The NCCL element type of floatX (gradients and parameters).
-inline ncclDataType_t nccl_floatx() {
-#if defined(ENABLE_FP32)
-  return ncclFloat;
-#else
-  return ncclBfloat16;
-#endif
-}
+inline ncclDataType_t nccl_floatx() { return std::is_same_v<floatX, float> ? ncclFloat : ncclBfloat16; }
 #endif
 
 // cudaMalloc and cudaFree behind the memory plan's allocator interface.

@@ -25,13 +25,7 @@ namespace llmc {
 
 const char* cuda_precision_name() { return precision_name(cuda_precision()); }
 
-Precision cuda_precision() {
-#if defined(ENABLE_FP32)
-  return Precision::kFp32;
-#else
-  return Precision::kBf16;
-#endif
-}
+Precision cuda_precision() { return std::is_same_v<floatX, float> ? Precision::kFp32 : Precision::kBf16; }
 
 namespace {
 // The environment variable's value, "" when unset.

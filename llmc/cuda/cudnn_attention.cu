@@ -207,7 +207,7 @@ class GraphBuilder {
   int64_t next_virtual_uid_ = 100;
 };
 
-enum class Kind { kForwardInference, kForwardTraining, kBackward };
+enum class Kind { kForward, kBackward };
 
 // The value the causal mask writes above the diagonal: -inf from cuDNN 9.10 on, the lowest finite
 // float before (older engines expect it; cudnn-frontend makes the same choice by version).
@@ -241,7 +241,7 @@ struct Layout {
   Dims row_stats() const { return {B, NH, T, 1}; }
 };
 
-void build_forward(Plan& p, const Layout& L, bool is_training) {
+void build_forward(Plan& p, const Layout& L) {
   GraphBuilder& g = p.graph;
   Desc q = g.tensor(kQ, CUDNN_DATA_BFLOAT16, L.heads(), L.qkv_strides(), false);
   Desc kt = g.tensor(kK, CUDNN_DATA_BFLOAT16, L.heads_t(), L.qkv_strides_t(), false);
@@ -255,24 +255,22 @@ void build_forward(Plan& p, const Layout& L, bool is_training) {
   Desc scaled = g.pointwise_new(CUDNN_POINTWISE_MUL, s, scale, L.scores());
   Desc masked = g.causal_mask(scaled, L.scores(), neg_inf);
   // Softmax with the row statistics cuDNN's flash kernels expect: max, exp(x - max), sum, and
-  // (training) stats = max + log(sum), the log-sum-exp the backward recomputes P from.
+  // stats = max + log(sum), the log-sum-exp the backward recomputes P from.
   Desc row_max = g.virtual_tensor(CUDNN_DATA_FLOAT, L.row_stats());
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, masked, row_max);
   Desc shifted = g.pointwise_new(CUDNN_POINTWISE_SUB, masked, row_max, L.scores());
   Desc e = g.pointwise_new(CUDNN_POINTWISE_EXP, shifted, nullptr, L.scores());
   Desc row_sum = g.virtual_tensor(CUDNN_DATA_FLOAT, L.row_stats());
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, row_sum);
-  if (is_training) {
-    Desc log_sum = g.pointwise_new(CUDNN_POINTWISE_LOG, row_sum, nullptr, L.row_stats());
-    Desc stats = g.tensor(kStats, CUDNN_DATA_FLOAT, L.row_stats(), packed_strides(L.row_stats()), false);
-    g.pointwise(CUDNN_POINTWISE_ADD, row_max, log_sum, nullptr, stats);
-  }
+  Desc log_sum = g.pointwise_new(CUDNN_POINTWISE_LOG, row_sum, nullptr, L.row_stats());
+  Desc stats = g.tensor(kStats, CUDNN_DATA_FLOAT, L.row_stats(), packed_strides(L.row_stats()), false);
+  g.pointwise(CUDNN_POINTWISE_ADD, row_max, log_sum, nullptr, stats);
   // The second matmul's A operand must have the I/O type (bf16), as cudnn-frontend declares it:
   // the fused engines match P V only with a bf16 P.
   Desc probs = g.virtual_tensor(CUDNN_DATA_BFLOAT16, L.scores());
   g.pointwise(CUDNN_POINTWISE_DIV, e, row_sum, nullptr, probs);
   g.matmul(probs, v, o);
-  p.plan = g.build_plan(is_training ? "attention forward (training)" : "attention forward (inference)");
+  p.plan = g.build_plan("attention forward (training)");
 }
 
 // The backward graph. The default computes dQ = dS K into an fp32 accumulator in the workspace,
@@ -377,7 +375,7 @@ struct CudnnAttention::Impl {
       if (kind == Kind::kBackward)
         build_backward(*plan, L, backward_mode);
       else
-        build_forward(*plan, L, kind == Kind::kForwardTraining);
+        build_forward(*plan, L);
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(std::string(e.what()) + " [B=" + std::to_string(B) + " T=" + std::to_string(T) +
                                " NH=" + std::to_string(NH) + " HS=" + std::to_string(HS) + "]");
@@ -436,8 +434,8 @@ CudnnAttention::~CudnnAttention() {
   cudnnDestroy(impl_->handle);
 }
 
-size_t CudnnAttention::forward_workspace_bytes(int B, int T, int NH, int HS, bool is_training) {
-  return impl_->get(B, T, NH, HS, is_training ? Kind::kForwardTraining : Kind::kForwardInference).total_workspace;
+size_t CudnnAttention::forward_workspace_bytes(int B, int T, int NH, int HS) {
+  return impl_->get(B, T, NH, HS, Kind::kForward).total_workspace;
 }
 
 size_t CudnnAttention::backward_workspace_bytes(int B, int T, int NH, int HS) {
@@ -445,18 +443,12 @@ size_t CudnnAttention::backward_workspace_bytes(int B, int T, int NH, int HS) {
 }
 
 void CudnnAttention::forward(__nv_bfloat16* out, float* stats, const __nv_bfloat16* qkv, int B, int T, int NH, int HS,
-                             bool is_training, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  Plan& p = impl_->get(B, T, NH, HS, is_training ? Kind::kForwardTraining : Kind::kForwardInference);
+                             void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  Plan& p = impl_->get(B, T, NH, HS, Kind::kForward);
   Impl::check_workspace(p, workspace_bytes);
   const size_t C = size_t(NH) * HS;
   auto* base = const_cast<__nv_bfloat16*>(qkv);
-  std::vector<int64_t> uids = {kQ, kK, kV, kO};
-  std::vector<void*> ptrs = {base, base + C, base + 2 * C, out};
-  if (is_training) {
-    uids.push_back(kStats);
-    ptrs.push_back(stats);
-  }
-  impl_->execute(p, std::move(uids), std::move(ptrs), workspace, stream);
+  impl_->execute(p, {kQ, kK, kV, kO, kStats}, {base, base + C, base + 2 * C, out, stats}, workspace, stream);
 }
 
 void CudnnAttention::backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,

@@ -21,16 +21,15 @@ class CudnnAttention {
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
 
-  // Device workspace bytes the forward (with or without the training statistics) or the backward
-  // needs at this shape. Builds and caches the plan; throws std::runtime_error naming the shape
+  // Device workspace bytes the forward or the backward needs at this shape. Builds and caches the plan; throws std::runtime_error naming the shape
   // when cuDNN has no engine for it.
-  size_t forward_workspace_bytes(int B, int T, int NH, int HS, bool is_training);
+  size_t forward_workspace_bytes(int B, int T, int NH, int HS);
   size_t backward_workspace_bytes(int B, int T, int NH, int HS);
 
-  // out (B, T, NH*HS) from qkv (B, T, 3*NH*HS); with is_training, stats (B, NH, T) fp32 gets the
-  // log-sum-exp of each scaled, masked score row, which the backward needs.
+  // out (B, T, NH*HS) from qkv (B, T, 3*NH*HS), and stats (B, NH, T) fp32: the log-sum-exp of each
+  // scaled, masked score row, which the backward needs.
   void forward(__nv_bfloat16* out, float* stats, const __nv_bfloat16* qkv, int B, int T, int NH, int HS,
-               bool is_training, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+               void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
   // dqkv (B, T, 3C), overwritten, from dout (B, T, C) and the forward's qkv, out and stats. The
   // workspace needs no preparation (the fp32 dQ accumulator inside it is cleared here where the

@@ -326,9 +326,9 @@ void CudaBackend::Impl::attention_forward(int l, int B, int T) {
 #if defined(LLMC_CUDNN)
   if (cudnn_attention()) {
     const int HS = C / NH;
-    ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS, true));
+    ensure_cudnn_workspace(cudnn->forward_workspace_bytes(B, T, NH, HS));
     const TimedRegion timed(stream, [] { return std::string("cuDNN attention forward"); });
-    cudnn->forward(out, att_stats_of(l), q, B, T, NH, HS, true, cudnn_workspace,
+    cudnn->forward(out, att_stats_of(l), q, B, T, NH, HS, cudnn_workspace,
                    cudnn_workspace_bytes, stream);
     return;
   }

@@ -1,6 +1,6 @@
 // Choosing a cuBLASLt algorithm for one GEMM shape: the heuristic's list, and (LLMC_GEMM_SEARCH=timed)
 // timing that list on the real stream to keep the fastest. BlasContext (cublaslt_handle.cuh) keeps
-// what was chosen per shape.
+// what was chosen per shape. Also CUBLAS_CHECK, which every cuBLAS and cuBLASLt call goes through.
 //
 // Why the timed search runs only inside a tuning pass (Backend::tune_kernels: one forward and
 // backward micro-step on a fixed batch, the gradients and the loss zeroed afterwards, the data
@@ -14,6 +14,7 @@
 // first choice, which is the same on every rank and after a resume.
 #pragma once
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -25,10 +26,17 @@
 #include <vector>
 
 #include "llmc/cuda/common.cuh"
-#include "llmc/cuda/cublas_check.cuh"
 #include "llmc/cuda/gemm_table.h"
 
 namespace llmc {
+
+// CUBLAS_CHECK: a cuBLAS or cuBLASLt status other than success as a std::runtime_error naming the call site.
+inline void cublas_check(cublasStatus_t status, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) + ": " +
+                             cublasGetStatusString(status));
+}
+#define CUBLAS_CHECK(call) ::llmc::cublas_check((call), __FILE__, __LINE__)
 
 static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(GemmAlgoWords), "cuBLASLt's algorithm is 8 uint64 words");
 

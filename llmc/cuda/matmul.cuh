@@ -97,49 +97,32 @@ inline bool lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
   // floatX operands, always accumulated in full fp32: CUBLAS_COMPUTE_32F never uses TF32, which the
   // FP32 build's 1e-4 parity needs.
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&descs.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof(g.epilogue)));
+  const auto set = [&](cublasLtMatmulDescAttributes_t attribute, const auto& value) {
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, attribute, &value, sizeof(value)));
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set(CUBLASLT_MATMUL_DESC_TRANSB, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue);
+  // The bias, and a GELU aux under an E4M3 D (unset, the aux takes D's type), in floatX: for GEMMs
+  // that are neither int8 nor fp8, the only bias type cublasLt.h documents (_BIAS_DATA_TYPE).
+  const int32_t floatx_type = type;
   if (g.bias) {
-    // The bias in D's type: for GEMMs that are neither int8 nor fp8, the only type cublasLt.h
-    // documents for it (CUBLASLT_MATMUL_DESC_BIAS_POINTER, _BIAS_DATA_TYPE).
-    const int32_t bias_type = type;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-    CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+    set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, floatx_type);
   }
   if (g.aux) {
-    const int64_t ld = g.aux_ld;
-    CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
-    // Unset, the aux takes D's type, which for an E4M3 D would be E4M3 too: the pre-activation stays floatX.
-    if (fp8_out) {
-      const int32_t aux_type = type;
-      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
-                                                  sizeof(aux_type)));
-    }
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(g.aux_ld));
+    if (fp8_out) set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, floatx_type);
   }
   if (fp8_out) {
-    const float* d_scale = g.d8.scale;
-    CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &d_scale, sizeof(d_scale)));
-    if (g.d8.amax) {
-      float* amax = reinterpret_cast<float*>(g.d8.amax);
-      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof(amax)));
-    }
+    set(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, g.d8.scale);
+    if (g.d8.amax) set(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, reinterpret_cast<float*>(g.d8.amax));
   }
   if (g.fp8) {
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a8.scale_inv,
-                                                sizeof(g.a8.scale_inv)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b8.scale_inv,
-                                                sizeof(g.b8.scale_inv)));
-    const int8_t fast_accum = g.fast_accum ? 1 : 0;
-    CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(descs.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof(fast_accum)));
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, g.a8.scale_inv);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, g.b8.scale_inv);
+    set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(g.fast_accum ? 1 : 0));
   }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.a, a_type, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&descs.b, b_type, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb));
@@ -175,38 +158,37 @@ inline bool lt_gemm(BlasContext& ctx, const LtGemm& g, cudaStream_t stream) {
   return true;
 }
 
-// The forward mapping above: out (BT x OC) = inp (BT x C) weight^T, no epilogue.
-inline LtGemm forward_gemm(floatX* out, const floatX* inp, const floatX* weight, int BT, int C, int OC) {
+// The forward mapping above: out (BT x OC) = inp (BT x C) weight^T, + bias in the epilogue where set.
+inline LtGemm forward_gemm(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int BT, int C,
+                           int OC) {
   return {.d = out, .a = weight, .b = inp, .m = OC, .n = BT, .k = C, .transpose_a = true, .lda = C, .ldb = C,
-          .ldd = OC};
+          .ldd = OC, .epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
+          .bias = const_cast<floatX*>(bias)};
+}
+
+// The same product from FP8 copies (--fp8 1): (inp8 / s_inp) (weight8 / s_w)^T, E4M3 both, the
+// forward mapping's TN layout as it is; with fast_accum, cuBLASLt's fast accumulation
+// (LtGemm::fast_accum; LLMC_FP8_FAST_ACCUM).
+inline LtGemm fp8_forward_gemm(floatX* out, const Fp8Matrix& inp, const Fp8Matrix& weight, const floatX* bias, int BT,
+                               int C, int OC, bool fast_accum) {
+  LtGemm g = forward_gemm(out, nullptr, nullptr, bias, BT, C, OC);
+  g.fp8 = true;
+  g.fast_accum = fast_accum;
+  g.a8 = weight;
+  g.b8 = inp;
+  return g;
 }
 
 // out (BT x OC) = inp (BT x C) weight^T + bias; bias may be null.
 inline void matmul_forward(BlasContext& ctx, floatX* out, const floatX* inp, const floatX* weight, const floatX* bias,
                            int BT, int C, int OC, cudaStream_t stream) {
-  LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
-  if (bias) {
-    g.epilogue = CUBLASLT_EPILOGUE_BIAS;
-    g.bias = const_cast<floatX*>(bias);
-  }
-  lt_gemm(ctx, g, stream);
+  lt_gemm(ctx, forward_gemm(out, inp, weight, bias, BT, C, OC), stream);
 }
 
-// The same product from FP8 copies (--fp8 1): out = (inp8 / s_inp) (weight8 / s_w)^T + bias, E4M3
-// both, the forward mapping's TN layout as it is; with fast_accum, cuBLASLt's fast accumulation
-// (LtGemm::fast_accum; LLMC_FP8_FAST_ACCUM).
+// out = (inp8 / s_inp) (weight8 / s_w)^T + bias (fp8_forward_gemm).
 inline void matmul_forward_fp8(BlasContext& ctx, floatX* out, const Fp8Matrix& inp, const Fp8Matrix& weight,
                                const floatX* bias, int BT, int C, int OC, bool fast_accum, cudaStream_t stream) {
-  LtGemm g = forward_gemm(out, nullptr, nullptr, BT, C, OC);
-  g.fp8 = true;
-  g.fast_accum = fast_accum;
-  g.a8 = weight;
-  g.b8 = inp;
-  if (bias) {
-    g.epilogue = CUBLASLT_EPILOGUE_BIAS;
-    g.bias = const_cast<floatX*>(bias);
-  }
-  lt_gemm(ctx, g, stream);
+  lt_gemm(ctx, fp8_forward_gemm(out, inp, weight, bias, BT, C, OC, fast_accum), stream);
 }
 
 // The fc layer under --fp8 1 with its GELU in the FP8 GEMM's epilogue (LLMC_FP8_GELU=epilogue):
@@ -219,13 +201,8 @@ inline void matmul_forward_fp8_gelu(BlasContext& ctx, const Fp8Sink& out8, float
                                     bool fast_accum, cudaStream_t stream) {
   if (!bias || !out8.data || out8.format != __NV_E4M3)
     throw std::invalid_argument("matmul_forward_fp8_gelu: needs the bias and an E4M3 output");
-  LtGemm g = forward_gemm(nullptr, nullptr, nullptr, BT, C, OC);
-  g.fp8 = true;
-  g.fast_accum = fast_accum;
-  g.a8 = weight;
-  g.b8 = inp;
+  LtGemm g = fp8_forward_gemm(nullptr, inp, weight, bias, BT, C, OC, fast_accum);
   g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-  g.bias = const_cast<floatX*>(bias);
   g.aux = pre_gelu;
   g.aux_ld = OC;
   g.d8 = out8;
@@ -252,9 +229,8 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
                                 const floatX* weight, const floatX* bias, int BT, int C, int OC, bool epilogue,
                                 cudaStream_t stream) {
   if (epilogue) {
-    LtGemm g = forward_gemm(out, inp, weight, BT, C, OC);
+    LtGemm g = forward_gemm(out, inp, weight, bias, BT, C, OC);
     g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    g.bias = const_cast<floatX*>(bias);
     g.aux = pre_gelu;
     g.aux_ld = OC;
     g.optional = true;
@@ -262,110 +238,6 @@ inline void matmul_forward_gelu(BlasContext& ctx, floatX* out, floatX* pre_gelu,
   }
   matmul_forward(ctx, pre_gelu, inp, weight, bias, BT, C, OC, stream);
   gelu_forward(out, pre_gelu, size_t(BT) * OC, stream);
-}
-
-// The arguments of a fully connected layer's backward (the backend's linear_backward, and
-// matmul_backward_input's part of them), where the forward was
-// out (BT x OC) = inp (BT x C) weight^T + bias.
-struct MatmulBackward {
-  floatX* dinp = nullptr;     // BT x C, overwritten
-  floatX* dweight = nullptr;  // OC x C, accumulated
-  floatX* dbias = nullptr;    // OC, accumulated; null: no bias
-  // With dbias: the gradient partial-sums scratch, matmul_bias_grad_scratch_floats(BT, OC) floats
-  // (kernel_scratch.h: its counter is left alone).
-  float* bias_scratch = nullptr;
-  const floatX* dout = nullptr;   // BT x OC
-  const floatX* inp = nullptr;
-  const floatX* weight = nullptr;
-  // BT x C: inp was gelu(pre_gelu), and dinp comes out multiplied by gelu'(pre_gelu), the gradient
-  // of the pre-activation; null: inp is not a GELU's output.
-  const floatX* pre_gelu = nullptr;
-  int BT = 0, C = 0, OC = 0;
-  // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
-  bool dgelu_epilogue = false;
-  // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
-  // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
-  Fp8Matrix dout8{}, weight_t8{};
-  // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
-  // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
-  Fp8Sink dinp_fp8{};
-  // --fp8 1: dout's FP8 copy (what dout8 then reads), cast on its own, or with dout_fp8_by_bias_grad
-  // written by the bias-gradient kernels as they read dout, where they run (dbias set). Null data:
-  // the caller's producer wrote it.
-  Fp8Sink dout_fp8{};
-  bool dout_fp8_by_bias_grad = false;
-  // The bias gradient (C) of the layer whose output pre_gelu was (the fc layer's), accumulated with
-  // the column sums of dinp, the pre-activation's gradient, by the GELU backward kernel as it writes
-  // them (gelu_backward_bias_grad), rather than by the bias-gradient kernels reading dinp again. Needs
-  // bias_scratch and the GELU backward kernel: pre_gelu without the DGELU epilogue (dgelu_epilogue
-  // false, or dinp_fp8 set: --fp8 1). Null: the caller sums it (the fc layer's own backward).
-  floatX* dbias_pre_gelu = nullptr;
-  // With pre_gelu and the GELU backward as a kernel (--fp8 1): inp, gelu(pre_gelu), is not stored
-  // yet (LLMC_FP8_GELU=epilogue: the forward kept it in FP8 only); the GELU backward kernel writes
-  // it as it reads pre_gelu, and the weight gradient runs after the input gradient.
-  bool inp_by_gelu_backward = false;
-};
-
-// Defined below, with the bias-gradient kernels.
-inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
-                             const Fp8Sink& dout_fp8 = {});
-inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
-                                    float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8 = {},
-                                    floatX* gelu_out = nullptr);
-
-// dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
-// dgelu_epilogue (and not dinp_fp8, which it cannot write) and cuBLASLt offers one for these types,
-// otherwise by the GELU backward kernel, in place; with dbias_pre_gelu that kernel also sums dinp's
-// columns into it. Reads only dinp, dout, inp (with inp_by_gelu_backward), weight, pre_gelu,
-// dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, inp_by_gelu_backward and the FP8 fields
-// of `p`.
-inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
-  if (p.inp_by_gelu_backward && (!p.pre_gelu || !p.dinp_fp8.data))
-    throw std::invalid_argument("matmul_backward_input: inp_by_gelu_backward needs the GELU backward kernel "
-                                "(pre_gelu, under --fp8 1)");
-  const bool try_dgelu_epilogue = p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data;
-  if (p.dbias_pre_gelu && (!p.pre_gelu || try_dgelu_epilogue))
-    throw std::invalid_argument("matmul_backward_input: dbias_pre_gelu needs the GELU backward kernel (pre_gelu, "
-                                "without the DGELU epilogue, which cannot sum the bias gradient)");
-  LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
-           .ldd = p.C};
-  if (p.dout8.data) {
-    // dinp_c (C x BT) = (weight^T)_c^T dout_c: A = weight_t8 stored OC x C column-major, op T.
-    g.a = g.b = nullptr;
-    g.transpose_a = true;
-    g.lda = p.OC;
-    g.fp8 = true;
-    g.a8 = p.weight_t8;
-    g.b8 = p.dout8;
-  }
-  if (try_dgelu_epilogue) {
-    LtGemm dgelu = g;
-    dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
-    dgelu.aux = const_cast<floatX*>(p.pre_gelu);
-    dgelu.aux_ld = p.C;
-    dgelu.optional = true;
-    if (lt_gemm(ctx, dgelu, stream)) return;
-  }
-  lt_gemm(ctx, g, stream);
-  if (!p.pre_gelu) return;
-  floatX* gelu_out = p.inp_by_gelu_backward ? const_cast<floatX*>(p.inp) : nullptr;
-  if (p.dbias_pre_gelu)
-    gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, stream,
-                            p.dinp_fp8, gelu_out);
-  else
-    gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, stream, p.dinp_fp8, gelu_out);
-}
-
-// The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue.
-inline LtGemm weight_grad_gemm(floatX* dweight, const floatX* dout, const floatX* inp, int BT, int C, int OC) {
-  return {.d = dweight, .a = inp, .b = dout, .m = C, .n = OC, .k = BT, .transpose_b = true, .lda = C, .ldb = OC,
-          .ldd = C, .accumulate = true};
-}
-
-// dweight (OC x C) += dout^T inp.
-inline void matmul_backward_weight(BlasContext& ctx, floatX* dweight, const floatX* dout, const floatX* inp, int BT,
-                                   int C, int OC, cudaStream_t stream) {
-  lt_gemm(ctx, weight_grad_gemm(dweight, dout, inp, BT, C, OC), stream);
 }
 
 // ---- Deterministic bias gradient: dbias[oc] += sum over rows of dout[row][oc] ----
@@ -477,7 +349,7 @@ inline void bias_grad_sums(floatX* dbias, float* scratch, Rows rows, int BT, int
 // dbias (OC) += column sums of dout (BT x OC), and with dout_fp8.data dout's FP8 copy. OC must be a
 // multiple of 16 / sizeof(floatX); scratch holds matmul_bias_grad_scratch_floats(BT, OC) floats.
 inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, int BT, int OC, cudaStream_t stream,
-                             const Fp8Sink& dout_fp8) {
+                             const Fp8Sink& dout_fp8 = {}) {
   bias_grad_sums(dbias, scratch, StoredRows<floatX>{dout}, BT, OC, stream, dout_fp8);
 }
 
@@ -487,9 +359,100 @@ inline void matmul_bias_grad(floatX* dbias, float* scratch, const floatX* dout, 
 // dinp_fp8.data), amax and dbias, bit for bit, as gelu_backward then matmul_bias_grad on its
 // output: the same values, summed in the same order.
 inline void gelu_backward_bias_grad(floatX* dinp, const floatX* pre_gelu, const floatX* dout, floatX* dbias,
-                                    float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8,
-                                    floatX* gelu_out) {
+                                    float* scratch, int BT, int OC, cudaStream_t stream, const Fp8Sink& dinp_fp8 = {},
+                                    floatX* gelu_out = nullptr) {
   bias_grad_sums(dbias, scratch, GeluBackwardRows<floatX>{dinp, pre_gelu, dout, gelu_out}, BT, OC, stream, dinp_fp8);
+}
+
+// The arguments of a fully connected layer's backward (the backend's linear_backward, and
+// matmul_backward_input's part of them), where the forward was
+// out (BT x OC) = inp (BT x C) weight^T + bias.
+struct MatmulBackward {
+  floatX* dinp = nullptr;     // BT x C, overwritten
+  floatX* dweight = nullptr;  // OC x C, accumulated
+  floatX* dbias = nullptr;    // OC, accumulated; null: no bias
+  // With dbias: the gradient partial-sums scratch, matmul_bias_grad_scratch_floats(BT, OC) floats
+  // (kernel_scratch.h: its counter is left alone).
+  float* bias_scratch = nullptr;
+  const floatX* dout = nullptr;   // BT x OC
+  const floatX* inp = nullptr;
+  const floatX* weight = nullptr;
+  // BT x C: inp was gelu(pre_gelu), and dinp comes out multiplied by gelu'(pre_gelu), the gradient
+  // of the pre-activation; null: inp is not a GELU's output.
+  const floatX* pre_gelu = nullptr;
+  int BT = 0, C = 0, OC = 0;
+  // gelu' through cuBLASLt's DGELU epilogue (one rounding) rather than the GELU backward kernel.
+  bool dgelu_epilogue = false;
+  // --fp8 1: dinp from FP8 copies, dout8 (E5M2, dout's) and weight_t8 (E4M3, weight^T: C x OC, the TN
+  // layout cuBLASLt takes FP8 in), when dout8.data is set; the weight gradient stays floatX.
+  Fp8Matrix dout8{}, weight_t8{};
+  // --fp8 1 with pre_gelu: the GELU backward kernel also writes dinp's FP8 copy here (the next
+  // GEMM's operand); the DGELU epilogue, which cannot, is not used then.
+  Fp8Sink dinp_fp8{};
+  // --fp8 1: dout's FP8 copy (what dout8 then reads), cast on its own, or with dout_fp8_by_bias_grad
+  // written by the bias-gradient kernels as they read dout, where they run (dbias set). Null data:
+  // the caller's producer wrote it.
+  Fp8Sink dout_fp8{};
+  bool dout_fp8_by_bias_grad = false;
+  // The bias gradient (C) of the layer whose output pre_gelu was (the fc layer's), accumulated with
+  // the column sums of dinp, the pre-activation's gradient, by the GELU backward kernel as it writes
+  // them (gelu_backward_bias_grad), rather than by the bias-gradient kernels reading dinp again. Needs
+  // bias_scratch and the GELU backward kernel: pre_gelu without the DGELU epilogue (dgelu_epilogue
+  // false, or dinp_fp8 set: --fp8 1). Null: the caller sums it (the fc layer's own backward).
+  floatX* dbias_pre_gelu = nullptr;
+  // With pre_gelu and the GELU backward as a kernel (--fp8 1): inp, gelu(pre_gelu), is not stored
+  // yet (LLMC_FP8_GELU=epilogue: the forward kept it in FP8 only); the GELU backward kernel writes
+  // it as it reads pre_gelu, and the weight gradient runs after the input gradient.
+  bool inp_by_gelu_backward = false;
+};
+
+// dinp = dout weight, times gelu'(pre_gelu) when pre_gelu is set: by the DGELU epilogue when
+// dgelu_epilogue (and not dinp_fp8, which it cannot write) and cuBLASLt offers one for these types,
+// otherwise by the GELU backward kernel, in place; with dbias_pre_gelu that kernel also sums dinp's
+// columns into it. Reads only dinp, dout, inp (with inp_by_gelu_backward), weight, pre_gelu,
+// dbias_pre_gelu, bias_scratch, the sizes, dgelu_epilogue, inp_by_gelu_backward and the FP8 fields
+// of `p`.
+inline void matmul_backward_input(BlasContext& ctx, const MatmulBackward& p, cudaStream_t stream) {
+  if (p.inp_by_gelu_backward && (!p.pre_gelu || !p.dinp_fp8.data))
+    throw std::invalid_argument("matmul_backward_input: inp_by_gelu_backward needs the GELU backward kernel "
+                                "(pre_gelu, under --fp8 1)");
+  const bool try_dgelu_epilogue = p.pre_gelu && p.dgelu_epilogue && !p.dinp_fp8.data;
+  if (p.dbias_pre_gelu && (!p.pre_gelu || try_dgelu_epilogue))
+    throw std::invalid_argument("matmul_backward_input: dbias_pre_gelu needs the GELU backward kernel (pre_gelu, "
+                                "without the DGELU epilogue, which cannot sum the bias gradient)");
+  LtGemm g{.d = p.dinp, .a = p.weight, .b = p.dout, .m = p.C, .n = p.BT, .k = p.OC, .lda = p.C, .ldb = p.OC,
+           .ldd = p.C};
+  if (p.dout8.data) {
+    // dinp_c (C x BT) = (weight^T)_c^T dout_c: A = weight_t8 stored OC x C column-major, op T.
+    g.a = g.b = nullptr;
+    g.transpose_a = true;
+    g.lda = p.OC;
+    g.fp8 = true;
+    g.a8 = p.weight_t8;
+    g.b8 = p.dout8;
+  }
+  if (try_dgelu_epilogue) {
+    LtGemm dgelu = g;
+    dgelu.epilogue = CUBLASLT_EPILOGUE_DGELU;
+    dgelu.aux = const_cast<floatX*>(p.pre_gelu);
+    dgelu.aux_ld = p.C;
+    dgelu.optional = true;
+    if (lt_gemm(ctx, dgelu, stream)) return;
+  }
+  lt_gemm(ctx, g, stream);
+  if (!p.pre_gelu) return;
+  floatX* gelu_out = p.inp_by_gelu_backward ? const_cast<floatX*>(p.inp) : nullptr;
+  if (p.dbias_pre_gelu)
+    gelu_backward_bias_grad(p.dinp, p.pre_gelu, p.dinp, p.dbias_pre_gelu, p.bias_scratch, p.BT, p.C, stream,
+                            p.dinp_fp8, gelu_out);
+  else
+    gelu_backward(p.dinp, p.pre_gelu, p.dinp, size_t(p.BT) * p.C, stream, p.dinp_fp8, gelu_out);
+}
+
+// The dweight mapping above: dweight (OC x C) += dout^T inp, no epilogue (lt_gemm runs it).
+inline LtGemm weight_grad_gemm(floatX* dweight, const floatX* dout, const floatX* inp, int BT, int C, int OC) {
+  return {.d = dweight, .a = inp, .b = dout, .m = C, .n = OC, .k = BT, .transpose_b = true, .lda = C, .ldb = OC,
+          .ldd = C, .accumulate = true};
 }
 
 }  // namespace llmc
