@@ -1,5 +1,6 @@
 // GPT-2 model description shared by both trainers: the configuration, the parameter layout of the
-// llm.c-compatible checkpoint format (docs/contract.md), initialisation, and model-file I/O.
+// llm.c-compatible checkpoint format (docs/contract.md; the files are llmc/io/model_file.h) and
+// initialisation.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -24,6 +25,8 @@ inline size_t mlp_width(const GPT2Config& config) { return 4 * size_t(config.cha
 // Whether two models have the same shape (every field equal), and the shape in one line.
 bool same_shape(const GPT2Config& a, const GPT2Config& b);
 std::string describe_shape(const GPT2Config& config);
+// Empty when the shape is usable (every size computed from it fits), else what is wrong with it.
+std::string shape_problem(const GPT2Config& config);
 
 // "d6", "d12", "d24", "d36", "d48" (GPT-2 small..XL shapes of llm.c), or a custom shape written
 // "L<layers>H<heads>C<channels>" with an optional "T<max_seq_len>" (e.g. "L4H4C256T256") for small
@@ -67,29 +70,6 @@ void check_batch(const GPT2Config& config, const int* inputs, const int* targets
 // GPT-2 initialisation from a seed: weights N(0, 0.02), the two residual projections (attprojw,
 // fcprojw) N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1 and biases 0, padded vocab rows 0.
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed);
-
-// Model files (docs/contract.md): a header of kModelHeaderInts int32, then the parameters.
-constexpr int32_t kModelMagic = 20240326;
-constexpr int kModelVersionFp32 = 3;
-constexpr int kModelVersionBf16 = 5;
-constexpr int kModelHeaderInts = 256;
-
-struct ModelFile {
-  GPT2Config config;
-  int version = kModelVersionFp32;  // the version it was stored with
-  std::vector<float> params;        // always fp32 in memory
-};
-// Reads a version 3 (fp32) or 5 (bf16) model file; throws std::runtime_error naming the file on a
-// bad magic/version/shape or a size that does not match the header.
-ModelFile load_model(const std::string& path);
-// The shape in a model file's header, with the same checks as load_model (magic, version, shape,
-// file size), without reading the parameters.
-GPT2Config load_model_config(const std::string& path);
-// Writes crash-safely (path + ".tmp", fsync, rename, fsync of the directory: see
-// llmc/io/checkpoint_files.h); version 5 rounds to bf16 to nearest even. Returns the Checksum64 of
-// the file's bytes (checkpoints store it in their state file; the model file format has no room
-// reserved for it and stays byte-identical to llm.c's). Throws std::runtime_error naming the file.
-uint64_t save_model(const std::string& path, const GPT2Config& config, const float* params, int version);
 
 uint16_t float_to_bf16(float x);  // round to nearest even; NaN stays NaN
 float bf16_to_float(uint16_t x);

@@ -11,6 +11,7 @@
 
 #include "llmc/gpt2_constants.h"
 #include "llmc/io/json.h"
+#include "llmc/io/model_file.h"
 
 namespace llmc {
 

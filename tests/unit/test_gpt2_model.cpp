@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
+#include "llmc/io/model_file.h"
 #include "tests/unit/test_support.h"
 
 using namespace llmc;
