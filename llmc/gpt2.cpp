@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "llmc/linear_layers.h"
 #include "llmc/rng.h"
 
 namespace llmc {
@@ -136,26 +135,14 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
   return config;
 }
 
-std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
-  const size_t L = c.num_layers, C = c.channels;
-  // One slice of each tensor: the whole tensor for the four that are not per layer. The linear
-  // layers' weights and biases (wte among them: the LM head's weight) take their shapes from
-  // llmc/linear_layers.def.
-  size_t slice_sizes[kNumParamTensors] = {0, size_t(c.max_seq_len) * C, C, C, 0, 0, 0, 0, C, C, 0, 0, 0, 0, C, C};
-  for (const LinearLayerSpec& linear : linear_layers(c)) {
-    slice_sizes[linear.weight] = linear.out * linear.in;
-    if (linear.bias != kNoBias) slice_sizes[linear.bias] = linear.out;
-  }
-  const char* names[kNumParamTensors] = {
-      "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-      "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config) {
+  const auto specs = param_specs(config);
   std::array<ParamTensor, kNumParamTensors> layout{};
   size_t offset = 0;
   for (int i = 0; i < kNumParamTensors; ++i) {
-    const bool per_layer = i >= kLn1w && i <= kFcprojb;
-    const bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
-    const size_t numel = slice_sizes[i] * (per_layer ? L : 1);
-    layout[i] = ParamTensor{names[i], offset, numel, decayed, per_layer, slice_sizes[i]};
+    const ParamSpec& spec = specs[i];
+    const size_t slice = spec.shape.numel(), numel = slice * spec.copies(config.num_layers);
+    layout[i] = ParamTensor{spec.name, offset, numel, spec.weight_decay, spec.per_layer, slice};
     offset += numel;
   }
   return layout;
@@ -183,28 +170,25 @@ void check_batch(const GPT2Config& config, const int* inputs, const int* targets
 
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed) {
   std::vector<float> params(num_parameters(config), 0.0f);
-  auto layout = param_layout(config);
+  const auto layout = param_layout(config);
+  const auto specs = param_specs(config);
   Rng rng(seed);
   // GPT-2 scales the residual projections so the residual stream's variance does not grow with
   // depth: each of the 2L residual additions contributes 1/(2L) of it.
   const float residual_std = 0.02f / std::sqrt(2.0f * config.num_layers);
   for (int i = 0; i < kNumParamTensors; ++i) {
-    float* p = params.data() + layout[i].offset;
-    switch (i) {
-      case kWte:  // the padded rows stay 0: no real token maps to them
-        fill_normal(rng, p, size_t(config.vocab_size) * config.channels, 0.02f);
-        break;
-      case kWpe: case kQkvw: case kFcw:
-        fill_normal(rng, p, layout[i].numel, 0.02f);
-        break;
-      case kAttprojw: case kFcprojw:
-        fill_normal(rng, p, layout[i].numel, residual_std);
-        break;
-      case kLn1w: case kLn2w: case kLnfw:
-        std::fill(p, p + layout[i].numel, 1.0f);
-        break;
-      default:  // biases
-        break;
+    const ParamSpec& spec = specs[i];
+    // Each slice's padding rows stay 0: no real token maps to them. Slice by slice in layer order
+    // draws the same values as the whole tensor at once.
+    const size_t n = (spec.shape.rows - spec.padding) * spec.shape.row_numel();
+    for (size_t layer = 0; layer < spec.copies(config.num_layers); ++layer) {
+      float* p = params.data() + layout[i].at(int(layer));
+      switch (spec.init) {
+        case ParamInit::kNormal: fill_normal(rng, p, n, 0.02f); break;
+        case ParamInit::kResidual: fill_normal(rng, p, n, residual_std); break;
+        case ParamInit::kOnes: std::fill(p, p + n, 1.0f); break;
+        case ParamInit::kZeros: break;
+      }
     }
   }
   return params;
