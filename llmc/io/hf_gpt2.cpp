@@ -225,11 +225,9 @@ GPT2Config parse_hf_config(const std::string& text, const std::string& path) {
   c.num_heads = config_int(root, "n_head", path);
   c.max_seq_len = config_int(root, root.find("n_positions") != nullptr ? "n_positions" : "n_ctx", path);
   c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
-  const int channels = c.channels;
+  const double width = double(mlp_width(c));
   check_optional(root, "n_inner", path,
-                 [channels](const json::Value& v) {
-                   return v.kind == Kind::Null || (v.kind == Kind::Number && v.number == 4.0 * channels);
-                 },
+                 [width](const json::Value& v) { return v.kind == Kind::Null || (v.kind == Kind::Number && v.number == width); },
                  "the MLP width must be 4 * n_embd");
   if (c.channels % c.num_heads != 0)
     throw std::runtime_error(fmt::format("{}: n_embd {} is not divisible by n_head {}", path, c.channels, c.num_heads));
