@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,6 +12,11 @@
 namespace llmc {
 
 namespace {
+
+// The shape's fields in the header, from its int 2 on (docs/contract.md).
+constexpr int GPT2Config::*kHeaderShape[] = {&GPT2Config::max_seq_len, &GPT2Config::vocab_size,
+                                             &GPT2Config::num_layers,  &GPT2Config::num_heads,
+                                             &GPT2Config::channels,    &GPT2Config::padded_vocab_size};
 
 // Opens a model file and reads and checks its header: magic, version, shape, and that the file's
 // size is the header plus exactly the parameters it implies. Returns the stream positioned at the
@@ -34,12 +40,7 @@ std::ifstream open_model(const std::string& path, ModelFile& model) {
     throw std::runtime_error(fmt::format("model file '{}' has version {}, expected {} (fp32) or {} (bf16)",
                                          path, header[1], kModelVersionFp32, kModelVersionBf16));
   model.version = header[1];
-  model.config.max_seq_len = header[2];
-  model.config.vocab_size = header[3];
-  model.config.num_layers = header[4];
-  model.config.num_heads = header[5];
-  model.config.channels = header[6];
-  model.config.padded_vocab_size = header[7];
+  for (size_t i = 0; i < std::size(kHeaderShape); ++i) model.config.*kHeaderShape[i] = header[2 + i];
   std::string problem = shape_problem(model.config);
   if (!problem.empty())
     throw std::runtime_error(fmt::format("model file '{}' has a bad shape: {}", path, problem));
@@ -88,12 +89,7 @@ uint64_t save_model(const std::string& path, const GPT2Config& config, const flo
   int32_t header[kModelHeaderInts] = {};
   header[0] = kModelMagic;
   header[1] = version;
-  header[2] = config.max_seq_len;
-  header[3] = config.vocab_size;
-  header[4] = config.num_layers;
-  header[5] = config.num_heads;
-  header[6] = config.channels;
-  header[7] = config.padded_vocab_size;
+  for (size_t i = 0; i < std::size(kHeaderShape); ++i) header[2 + i] = config.*kHeaderShape[i];
   const size_t n = num_parameters(config);
   Checksum64 checksum;
   // Crash-safe (.tmp, fsync, rename): a checkpoint's model file is either complete or absent.
