@@ -13,6 +13,8 @@ namespace llmc {
 
 namespace {
 
+constexpr int32_t kModelMagic = 20240326;
+constexpr int kModelHeaderInts = 256;
 // The shape's fields in the header, from its int 2 on (docs/contract.md).
 constexpr int GPT2Config::*kHeaderShape[] = {&GPT2Config::max_seq_len, &GPT2Config::vocab_size,
                                              &GPT2Config::num_layers,  &GPT2Config::num_heads,

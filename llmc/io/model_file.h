@@ -1,5 +1,5 @@
-// GPT-2 model files, llm.c's checkpoint format (docs/contract.md): a header of kModelHeaderInts
-// int32, then the parameters in fp32 or bf16. Reading, and crash-safe writing.
+// GPT-2 model files, llm.c's checkpoint format (docs/contract.md): a header, then the parameters in
+// fp32 or bf16. Reading, and crash-safe writing.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,10 +9,8 @@
 
 namespace llmc {
 
-constexpr int32_t kModelMagic = 20240326;
 constexpr int kModelVersionFp32 = 3;
 constexpr int kModelVersionBf16 = 5;
-constexpr int kModelHeaderInts = 256;
 
 struct ModelFile {
   GPT2Config config;
