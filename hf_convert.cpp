@@ -14,6 +14,7 @@
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
 #include "llmc/io/hf_gpt2.h"
+#include "llmc/io/model_file.h"
 
 namespace {
 

@@ -24,6 +24,7 @@
 
 #include "llmc/cpu/cpu_backend.h"
 #include "llmc/gpt2.h"
+#include "llmc/io/model_file.h"
 #include "llmc/rng.h"
 
 using namespace llmc;

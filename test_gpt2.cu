@@ -37,6 +37,7 @@
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/dist/communicator.h"
 #include "llmc/gpt2.h"
+#include "llmc/io/model_file.h"
 #include "llmc/rng.h"
 #include "tests/lib/classifier_chunks.h"
 #include "tests/lib/cuda_graphs_check.h"

@@ -2,15 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "llmc/io/checkpoint_files.h"
-#include "llmc/linear_layers.h"
 #include "llmc/rng.h"
 
 namespace llmc {
@@ -81,7 +77,13 @@ bool find_descriptor(const std::string& s, GPT2Config& config) {
   return parse_custom_descriptor(s, config);
 }
 
-// Empty when the shape is usable, else what is wrong with it.
+
+void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
+  for (size_t i = 0; i < n; ++i) p[i] = stddev * rng.normal();
+}
+
+}  // namespace
+
 std::string shape_problem(const GPT2Config& c) {
   if (c.num_layers < 1 || c.num_layers > kMaxLayers)
     return fmt::format("num_layers {} is outside 1..{}", c.num_layers, kMaxLayers);
@@ -98,12 +100,6 @@ std::string shape_problem(const GPT2Config& c) {
                        kMaxVocab);
   return "";
 }
-
-void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
-  for (size_t i = 0; i < n; ++i) p[i] = stddev * rng.normal();
-}
-
-}  // namespace
 
 bool same_shape(const GPT2Config& a, const GPT2Config& b) {
   return a.max_seq_len == b.max_seq_len && a.vocab_size == b.vocab_size &&
@@ -139,26 +135,14 @@ GPT2Config config_from_descriptor(const std::string& descriptor) {
   return config;
 }
 
-std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& c) {
-  const size_t L = c.num_layers, C = c.channels;
-  // One slice of each tensor: the whole tensor for the four that are not per layer. The linear
-  // layers' weights and biases (wte among them: the LM head's weight) take their shapes from
-  // llmc/linear_layers.def.
-  size_t slice_sizes[kNumParamTensors] = {0, size_t(c.max_seq_len) * C, C, C, 0, 0, 0, 0, C, C, 0, 0, 0, 0, C, C};
-  for (const LinearLayerSpec& linear : linear_layers(c)) {
-    slice_sizes[linear.weight] = linear.out * linear.in;
-    if (linear.bias != kNoBias) slice_sizes[linear.bias] = linear.out;
-  }
-  const char* names[kNumParamTensors] = {
-      "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-      "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config) {
+  const auto specs = param_specs(config);
   std::array<ParamTensor, kNumParamTensors> layout{};
   size_t offset = 0;
   for (int i = 0; i < kNumParamTensors; ++i) {
-    const bool per_layer = i >= kLn1w && i <= kFcprojb;
-    const bool decayed = i == kWte || i == kWpe || i == kQkvw || i == kAttprojw || i == kFcw || i == kFcprojw;
-    const size_t numel = slice_sizes[i] * (per_layer ? L : 1);
-    layout[i] = ParamTensor{names[i], offset, numel, decayed, per_layer, slice_sizes[i]};
+    const ParamSpec& spec = specs[i];
+    const size_t slice = spec.shape.numel(), numel = slice * spec.copies(config.num_layers);
+    layout[i] = ParamTensor{spec.name, offset, numel, spec.weight_decay, spec.per_layer, slice};
     offset += numel;
   }
   return layout;
@@ -186,28 +170,25 @@ void check_batch(const GPT2Config& config, const int* inputs, const int* targets
 
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed) {
   std::vector<float> params(num_parameters(config), 0.0f);
-  auto layout = param_layout(config);
+  const auto layout = param_layout(config);
+  const auto specs = param_specs(config);
   Rng rng(seed);
   // GPT-2 scales the residual projections so the residual stream's variance does not grow with
   // depth: each of the 2L residual additions contributes 1/(2L) of it.
   const float residual_std = 0.02f / std::sqrt(2.0f * config.num_layers);
   for (int i = 0; i < kNumParamTensors; ++i) {
-    float* p = params.data() + layout[i].offset;
-    switch (i) {
-      case kWte:  // the padded rows stay 0: no real token maps to them
-        fill_normal(rng, p, size_t(config.vocab_size) * config.channels, 0.02f);
-        break;
-      case kWpe: case kQkvw: case kFcw:
-        fill_normal(rng, p, layout[i].numel, 0.02f);
-        break;
-      case kAttprojw: case kFcprojw:
-        fill_normal(rng, p, layout[i].numel, residual_std);
-        break;
-      case kLn1w: case kLn2w: case kLnfw:
-        std::fill(p, p + layout[i].numel, 1.0f);
-        break;
-      default:  // biases
-        break;
+    const ParamSpec& spec = specs[i];
+    // Each slice's padding rows stay 0: no real token maps to them. Slice by slice in layer order
+    // draws the same values as the whole tensor at once.
+    const size_t n = (spec.shape.rows - spec.padding) * spec.shape.row_numel();
+    for (size_t layer = 0; layer < spec.copies(config.num_layers); ++layer) {
+      float* p = params.data() + layout[i].at(int(layer));
+      switch (spec.init) {
+        case ParamInit::kNormal: fill_normal(rng, p, n, 0.02f); break;
+        case ParamInit::kResidual: fill_normal(rng, p, n, residual_std); break;
+        case ParamInit::kOnes: std::fill(p, p + n, 1.0f); break;
+        case ParamInit::kZeros: break;
+      }
     }
   }
   return params;
@@ -228,107 +209,6 @@ float bf16_to_float(uint16_t x) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-namespace {
-
-// Opens a model file and reads and checks its header: magic, version, shape, and that the file's
-// size is the header plus exactly the parameters it implies. Returns the stream positioned at the
-// parameters; `model` gets the config and version, not the parameters.
-std::ifstream open_model(const std::string& path, ModelFile& model) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::runtime_error(fmt::format("cannot open model file '{}'", path));
-  const auto file_size = static_cast<unsigned long long>(in.tellg());
-  in.seekg(0);
-  const unsigned long long header_bytes = kModelHeaderInts * sizeof(int32_t);
-  if (file_size < header_bytes)
-    throw std::runtime_error(fmt::format("model file '{}' is {} bytes, shorter than its {}-byte header",
-                                         path, file_size, header_bytes));
-  int32_t header[kModelHeaderInts];
-  in.read(reinterpret_cast<char*>(header), header_bytes);
-  if (!in) throw std::runtime_error(fmt::format("cannot read the header of model file '{}'", path));
-  if (header[0] != kModelMagic)
-    throw std::runtime_error(fmt::format("model file '{}' has magic {}, expected {}: not a GPT-2 model file",
-                                         path, header[0], kModelMagic));
-  if (header[1] != kModelVersionFp32 && header[1] != kModelVersionBf16)
-    throw std::runtime_error(fmt::format("model file '{}' has version {}, expected {} (fp32) or {} (bf16)",
-                                         path, header[1], kModelVersionFp32, kModelVersionBf16));
-  model.version = header[1];
-  model.config.max_seq_len = header[2];
-  model.config.vocab_size = header[3];
-  model.config.num_layers = header[4];
-  model.config.num_heads = header[5];
-  model.config.channels = header[6];
-  model.config.padded_vocab_size = header[7];
-  std::string problem = shape_problem(model.config);
-  if (!problem.empty())
-    throw std::runtime_error(fmt::format("model file '{}' has a bad shape: {}", path, problem));
-
-  const size_t n = num_parameters(model.config);
-  const size_t bytes_per_param = model.version == kModelVersionFp32 ? 4 : 2;
-  const unsigned long long expected = header_bytes + n * bytes_per_param;
-  if (file_size != expected)
-    throw std::runtime_error(fmt::format(
-        "model file '{}' is {} bytes but its header (version {}, {} parameters) needs {} bytes",
-        path, file_size, model.version, n, expected));
-  return in;
-}
-
-}  // namespace
-
-GPT2Config load_model_config(const std::string& path) {
-  ModelFile model;
-  open_model(path, model);
-  return model.config;
-}
-
-ModelFile load_model(const std::string& path) {
-  ModelFile model;
-  std::ifstream in = open_model(path, model);
-  const size_t n = num_parameters(model.config);
-  model.params.resize(n);
-  if (model.version == kModelVersionFp32) {
-    in.read(reinterpret_cast<char*>(model.params.data()), std::streamsize(n * 4));
-  } else {
-    std::vector<uint16_t> raw(n);
-    in.read(reinterpret_cast<char*>(raw.data()), std::streamsize(n * 2));
-    for (size_t i = 0; i < n; ++i) model.params[i] = bf16_to_float(raw[i]);
-  }
-  if (!in) throw std::runtime_error(fmt::format("cannot read the parameters of model file '{}'", path));
-  return model;
-}
-
-uint64_t save_model(const std::string& path, const GPT2Config& config, const float* params, int version) {
-  if (version != kModelVersionFp32 && version != kModelVersionBf16)
-    throw std::invalid_argument(fmt::format("cannot save model '{}' as version {}: only {} and {} exist",
-                                            path, version, kModelVersionFp32, kModelVersionBf16));
-  std::string problem = shape_problem(config);
-  if (!problem.empty())
-    throw std::invalid_argument(fmt::format("cannot save model '{}': {}", path, problem));
-  int32_t header[kModelHeaderInts] = {};
-  header[0] = kModelMagic;
-  header[1] = version;
-  header[2] = config.max_seq_len;
-  header[3] = config.vocab_size;
-  header[4] = config.num_layers;
-  header[5] = config.num_heads;
-  header[6] = config.channels;
-  header[7] = config.padded_vocab_size;
-  const size_t n = num_parameters(config);
-  Checksum64 checksum;
-  // Crash-safe (.tmp, fsync, rename): a checkpoint's model file is either complete or absent.
-  write_file_atomically(path, [&](FILE* f) {
-    const auto put = [&](const void* data, size_t bytes) {
-      checksum.update(data, bytes);
-      return std::fwrite(data, 1, bytes, f) == bytes;
-    };
-    if (!put(header, sizeof(header))) return false;
-    if (version == kModelVersionFp32) return put(params, n * 4);
-    std::vector<uint16_t> raw(n);
-    for (size_t i = 0; i < n; ++i) raw[i] = float_to_bf16(params[i]);
-    return put(raw.data(), n * 2);
-  });
-  return checksum.digest();
 }
 
 }  // namespace llmc

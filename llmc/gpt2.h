@@ -1,5 +1,6 @@
-// GPT-2 model description shared by both trainers: the configuration, the parameter layout of the
-// llm.c-compatible checkpoint format (docs/contract.md), initialisation, and model-file I/O.
+// GPT-2 model description shared by both trainers: the configuration, the parameter tensors
+// (llmc/gpt2_params.def), their layout in the llm.c-compatible checkpoint format (docs/contract.md;
+// the files are llmc/io/model_file.h) and their initialisation.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -24,6 +25,8 @@ inline size_t mlp_width(const GPT2Config& config) { return 4 * size_t(config.cha
 // Whether two models have the same shape (every field equal), and the shape in one line.
 bool same_shape(const GPT2Config& a, const GPT2Config& b);
 std::string describe_shape(const GPT2Config& config);
+// Empty when the shape is usable (every size computed from it fits), else what is wrong with it.
+std::string shape_problem(const GPT2Config& config);
 
 // "d6", "d12", "d24", "d36", "d48" (GPT-2 small..XL shapes of llm.c), or a custom shape written
 // "L<layers>H<heads>C<channels>" with an optional "T<max_seq_len>" (e.g. "L4H4C256T256") for small
@@ -35,20 +38,55 @@ bool is_descriptor(const std::string& s);
 // messages that list them.
 std::string named_shape_list(const std::string& separator);
 
-// The 16 parameter tensors in checkpoint order.
+// The parameter tensors in checkpoint order: the rows of llmc/gpt2_params.def.
 enum ParamIndex {
-  kWte, kWpe, kLn1w, kLn1b, kQkvw, kQkvb, kAttprojw, kAttprojb,
-  kLn2w, kLn2b, kFcw, kFcb, kFcprojw, kFcprojb, kLnfw, kLnfb, kNumParamTensors
+#define GPT2_PARAM(id, ...) id,
+#include "llmc/gpt2_params.def"
+  kNumParamTensors
 };
 
-// Where a parameter tensor lies in the flat buffer. The per-layer tensors (ln1w to fcprojb) are
-// L equal slices, one per layer in layer order; wte, wpe, lnfw and lnfb are one slice, shared by
-// all layers. Both backends and the Hugging Face mapping find a layer's weights through at().
+enum class ParamInit { kNormal, kResidual, kOnes, kZeros };  // the table's init column
+
+// One slice's shape: rows x cols, or a vector of `rows` values (cols 0).
+struct ParamShape {
+  size_t rows, cols;
+  ParamShape(size_t rows_, size_t cols_ = 0) : rows(rows_), cols(cols_) {}
+  size_t row_numel() const { return cols == 0 ? 1 : cols; }
+  size_t numel() const { return rows * row_numel(); }
+};
+
+// A row of llmc/gpt2_params.def for a model's shape (the columns are described there).
+struct ParamSpec {
+  const char* name;
+  ParamShape shape;
+  size_t padding;  // the shape's last rows that no real token uses
+  bool per_layer, weight_decay;
+  ParamInit init;
+  const char* hf_name;
+  bool hf_transposed;
+  size_t copies(int L) const { return per_layer ? size_t(L) : 1; }  // its slices in a model of L layers
+};
+// The rows for `config`, indexed by ParamIndex. (Inline, as linear_layers() reads it in the kernel
+// benchmarks of dev/cuda, which are built without the host library.)
+inline std::array<ParamSpec, kNumParamTensors> param_specs(const GPT2Config& config) {
+  // The names the rows' shapes are written in.
+  const size_t C = size_t(config.channels), H = mlp_width(config), T = size_t(config.max_seq_len),
+               V = size_t(config.vocab_size), Vp = size_t(config.padded_vocab_size);
+  return {{
+#define GPT2_PARAM(id, name, shape, padding, per_layer, init, decay, hf_name, hf_transposed) \
+  {name, ParamShape shape, padding, per_layer, decay, ParamInit::init, hf_name, hf_transposed},
+#include "llmc/gpt2_params.def"
+  }};
+}
+
+// Where a parameter tensor lies in the flat buffer: a per-layer tensor is L equal slices, one per
+// layer in layer order; any other is one slice, shared by all layers. Both backends and the
+// Hugging Face mapping find a layer's weights through at().
 struct ParamTensor {
   const char* name;
   size_t offset;       // in floats, from the start of the flat parameter buffer
   size_t numel;        // the whole tensor (all layers)
-  bool weight_decay;   // only wte, wpe, qkvw, attprojw, fcw, fcprojw are decayed
+  bool weight_decay;
   bool per_layer;
   size_t slice_numel;  // one layer's slice (numel / L), or numel for a tensor that is not per layer
   // Offset of `layer`'s slice (any layer gives the one slice of a tensor that is not per layer).
@@ -64,32 +102,9 @@ size_t num_parameters(const GPT2Config& config);
 // HellaSwag rows, tests, tools), since a bad id would read outside the embedding table.
 void check_batch(const GPT2Config& config, const int* inputs, const int* targets, int B, int T);
 
-// GPT-2 initialisation from a seed: weights N(0, 0.02), the two residual projections (attprojw,
-// fcprojw) N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1 and biases 0, padded vocab rows 0.
+// GPT-2 initialisation from a seed, by the init column of llmc/gpt2_params.def; the tensors draw
+// their normal values in checkpoint order.
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed);
-
-// Model files (docs/contract.md): a header of kModelHeaderInts int32, then the parameters.
-constexpr int32_t kModelMagic = 20240326;
-constexpr int kModelVersionFp32 = 3;
-constexpr int kModelVersionBf16 = 5;
-constexpr int kModelHeaderInts = 256;
-
-struct ModelFile {
-  GPT2Config config;
-  int version = kModelVersionFp32;  // the version it was stored with
-  std::vector<float> params;        // always fp32 in memory
-};
-// Reads a version 3 (fp32) or 5 (bf16) model file; throws std::runtime_error naming the file on a
-// bad magic/version/shape or a size that does not match the header.
-ModelFile load_model(const std::string& path);
-// The shape in a model file's header, with the same checks as load_model (magic, version, shape,
-// file size), without reading the parameters.
-GPT2Config load_model_config(const std::string& path);
-// Writes crash-safely (path + ".tmp", fsync, rename, fsync of the directory: see
-// llmc/io/checkpoint_files.h); version 5 rounds to bf16 to nearest even. Returns the Checksum64 of
-// the file's bytes (checkpoints store it in their state file; the model file format has no room
-// reserved for it and stays byte-identical to llm.c's). Throws std::runtime_error naming the file.
-uint64_t save_model(const std::string& path, const GPT2Config& config, const float* params, int version);
 
 uint16_t float_to_bf16(float x);  // round to nearest even; NaN stays NaN
 float bf16_to_float(uint16_t x);

@@ -9,12 +9,12 @@
 namespace llmc {
 
 enum class LinearLayer {
-#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) id,
+#define LLMC_LINEAR(id, name, weight, bias, fp8) id,
 #include "llmc/linear_layers.def"
 };
 
 constexpr LinearLayer kLinearLayerIds[] = {
-#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) LinearLayer::id,
+#define LLMC_LINEAR(id, name, weight, bias, fp8) LinearLayer::id,
 #include "llmc/linear_layers.def"
 };
 constexpr int kLinearLayers = int(sizeof kLinearLayerIds / sizeof kLinearLayerIds[0]);
@@ -22,7 +22,8 @@ constexpr int kLinearLayers = int(sizeof kLinearLayerIds / sizeof kLinearLayerId
 // A linear layer without a bias names this as its bias tensor.
 constexpr int kNoBias = -1;
 
-// One row of the table for a model's shape: out = inp W^T + b, W of out x in values.
+// One row of the table for a model's shape: out = inp W^T + b, W of out x in values (W's shape in
+// the model table).
 struct LinearLayerSpec {
   LinearLayer id;
   const char* name;
@@ -37,11 +38,13 @@ struct LinearLayerSpec {
 // The rows for `config`, indexed by LinearLayer. (Inline, as the kernel benchmarks of dev/cuda use
 // it without the host library.)
 inline std::array<LinearLayerSpec, kLinearLayers> linear_layers(const GPT2Config& config) {
-  // The names the rows' shapes are written in.
-  const size_t C = size_t(config.channels), H = mlp_width(config), Vp = size_t(config.padded_vocab_size);
+  const auto params = param_specs(config);
+  const auto row = [&](LinearLayer id, const char* name, int weight, int bias, bool fp8) {
+    const ParamSpec& w = params[weight];
+    return LinearLayerSpec{id, name, weight, bias, w.shape.rows, w.shape.cols, w.per_layer, fp8};
+  };
   return {{
-#define LLMC_LINEAR(id, name, weight, bias, out, in, per_layer, fp8) \
-  {LinearLayer::id, name, weight, bias, out, in, per_layer, fp8},
+#define LLMC_LINEAR(id, name, weight, bias, fp8) row(LinearLayer::id, name, weight, bias, fp8),
 #include "llmc/linear_layers.def"
   }};
 }

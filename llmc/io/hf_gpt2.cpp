@@ -11,6 +11,7 @@
 
 #include "llmc/gpt2_constants.h"
 #include "llmc/io/json.h"
+#include "llmc/io/model_file.h"
 
 namespace llmc {
 
@@ -30,32 +31,26 @@ struct Mapping {
   size_t numel() const { return rows * (cols == 0 ? 1 : cols); }
 };
 
-// The HF tensors in state_dict order, each mapped onto our layout.
+// The HF tensors in state_dict order, each mapped onto our layout by its row of the model table
+// (llmc/gpt2_params.def). HF's order is ours, except that it groups the per-layer tensors by layer:
+// h.0.*, h.1.*, ... stand where our block of per-layer tensors does.
 std::vector<Mapping> mappings(const GPT2Config& config) {
   const auto layout = param_layout(config);
-  const size_t C = config.channels, H = mlp_width(config);
+  const auto specs = param_specs(config);
   std::vector<Mapping> m;
-  m.push_back({"wte.weight", layout[kWte].offset, size_t(config.vocab_size), C, false});
-  m.push_back({"wpe.weight", layout[kWpe].offset, size_t(config.max_seq_len), C, false});
-  struct PerLayer {
-    const char* suffix;
-    int param;
-    size_t rows, cols;
-    bool transposed;
+  const auto map = [&](int i, int layer, const std::string& name) {
+    const ParamShape& shape = specs[i].shape;
+    m.push_back({name, layout[i].at(layer), shape.rows - specs[i].padding, shape.cols, specs[i].hf_transposed});
   };
-  const PerLayer per_layer[] = {
-      {"ln_1.weight", kLn1w, C, 0, false},          {"ln_1.bias", kLn1b, C, 0, false},
-      {"attn.c_attn.weight", kQkvw, 3 * C, C, true}, {"attn.c_attn.bias", kQkvb, 3 * C, 0, false},
-      {"attn.c_proj.weight", kAttprojw, C, C, true}, {"attn.c_proj.bias", kAttprojb, C, 0, false},
-      {"ln_2.weight", kLn2w, C, 0, false},          {"ln_2.bias", kLn2b, C, 0, false},
-      {"mlp.c_fc.weight", kFcw, H, C, true},         {"mlp.c_fc.bias", kFcb, H, 0, false},
-      {"mlp.c_proj.weight", kFcprojw, C, H, true},   {"mlp.c_proj.bias", kFcprojb, C, 0, false},
-  };
-  for (int layer = 0; layer < config.num_layers; ++layer)
-    for (const PerLayer& p : per_layer)
-      m.push_back({fmt::format("h.{}.{}", layer, p.suffix), layout[p.param].at(layer), p.rows, p.cols, p.transposed});
-  m.push_back({"ln_f.weight", layout[kLnfw].offset, C, 0, false});
-  m.push_back({"ln_f.bias", layout[kLnfb].offset, C, 0, false});
+  for (int i = 0; i < kNumParamTensors; ++i) {
+    if (!specs[i].per_layer) {
+      map(i, 0, specs[i].hf_name);
+    } else if (i == 0 || !specs[i - 1].per_layer) {  // the first of a block of per-layer tensors
+      for (int layer = 0; layer < config.num_layers; ++layer)
+        for (int j = i; j < kNumParamTensors && specs[j].per_layer; ++j)
+          map(j, layer, fmt::format("h.{}.{}", layer, specs[j].hf_name));
+    }
+  }
   return m;
 }
 
@@ -230,11 +225,9 @@ GPT2Config parse_hf_config(const std::string& text, const std::string& path) {
   c.num_heads = config_int(root, "n_head", path);
   c.max_seq_len = config_int(root, root.find("n_positions") != nullptr ? "n_positions" : "n_ctx", path);
   c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
-  const int channels = c.channels;
+  const double width = double(mlp_width(c));
   check_optional(root, "n_inner", path,
-                 [channels](const json::Value& v) {
-                   return v.kind == Kind::Null || (v.kind == Kind::Number && v.number == 4.0 * channels);
-                 },
+                 [width](const json::Value& v) { return v.kind == Kind::Null || (v.kind == Kind::Number && v.number == width); },
                  "the MLP width must be 4 * n_embd");
   if (c.channels % c.num_heads != 0)
     throw std::runtime_error(fmt::format("{}: n_embd {} is not divisible by n_head {}", path, c.channels, c.num_heads));

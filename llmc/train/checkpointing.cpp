@@ -8,6 +8,7 @@
 
 #include "llmc/dist/resharding.h"
 #include "llmc/io/checkpoint_files.h"
+#include "llmc/io/model_file.h"
 #include "llmc/train/trainer.h"
 
 namespace llmc {

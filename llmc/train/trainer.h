@@ -16,6 +16,7 @@
 #include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
 #include "llmc/io/checkpoint_state.h"
+#include "llmc/io/model_file.h"
 #include "llmc/rng.h"
 #include "llmc/train/evaluation.h"
 #include "llmc/train/lr_schedule.h"

@@ -11,6 +11,7 @@
 #include "llmc/dist/process_group.h"
 #include "llmc/dist/zero_sharding.h"
 #include "llmc/gpt2.h"
+#include "llmc/io/model_file.h"
 #include "llmc/train/options.h"
 
 namespace llmc {

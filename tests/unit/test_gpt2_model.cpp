@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "llmc/gpt2.h"
+#include "llmc/io/model_file.h"
+#include "llmc/rng.h"
 #include "tests/unit/test_support.h"
 
 using namespace llmc;
@@ -154,6 +156,25 @@ TEST_CASE("gpt2: initialisation statistics") {
     for (size_t i = 0; i < layout[index].numel; ++i) REQUIRE(p[layout[index].offset + i] == 1.0f);
   CHECK(init_parameters(c, 42) == p);
   CHECK(init_parameters(c, 43) != p);
+}
+
+TEST_CASE("gpt2: initialisation draws the normal tensors in checkpoint order, wte's real rows only") {
+  const GPT2Config c = small_config();
+  const auto layout = param_layout(c);
+  const std::vector<float> p = init_parameters(c, 7);
+  Rng rng(7);
+  size_t mismatches = 0;
+  const auto expect = [&](int index, size_t n, float stddev) {
+    for (size_t i = 0; i < n; ++i) mismatches += p[layout[index].offset + i] != stddev * rng.normal();
+  };
+  const float residual_std = 0.02f / std::sqrt(2.0f * c.num_layers);
+  expect(kWte, size_t(c.vocab_size) * c.channels, 0.02f);
+  expect(kWpe, layout[kWpe].numel, 0.02f);
+  expect(kQkvw, layout[kQkvw].numel, 0.02f);
+  expect(kAttprojw, layout[kAttprojw].numel, residual_std);
+  expect(kFcw, layout[kFcw].numel, 0.02f);
+  expect(kFcprojw, layout[kFcprojw].numel, residual_std);
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("gpt2: bf16 rounds to nearest even") {

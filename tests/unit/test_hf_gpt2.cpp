@@ -8,6 +8,7 @@
 
 #include "llmc/gpt2.h"
 #include "llmc/io/hf_gpt2.h"
+#include "llmc/io/model_file.h"
 #include "llmc/io/safetensors.h"
 #include "llmc/rng.h"
 #include "tests/unit/test_support.h"
