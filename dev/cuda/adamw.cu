@@ -5,12 +5,12 @@
 // trainer's multi-tensor kernel (v4, every load of a thread before its first store) runs over the
 // parameters cut into slices, some that decay and some that do not, some misaligned (by elements):
 // checked against the CPU on each slice, its floatX parameters the master rounded to nearest, and
-// bit for bit over a second launch; v3, each half of a thread's state loaded in turn, the same way
-// and bit for bit v4; v5, v4 recording the largest |parameter written| of each W into FP8 amax slots
-// (LLMC_FP8_WEIGHT_AMAX=adamw): the first slice as Ws of a third (or a half) of it, a block's
-// vectors over several Ws (an atomic a thread), the third slice, element by element, as one W (an
-// atomic a block); the same way, bit for bit v4, and each W's amax the largest |floatX parameter|
-// of its values, exactly.
+// bit for bit over a second launch; v5, v4 recording the largest |parameter written| of each W
+// into FP8 amax slots (LLMC_FP8_WEIGHT_AMAX=adamw): the first slice as Ws of a third (or a half) of
+// it, a block's vectors over several Ws (an atomic a thread), the third slice, element by element,
+// as one W (an atomic a block); the same way, bit for bit v4, and each W's amax the largest
+// |floatX parameter| of its values, exactly. (v3, each half of a thread's state loaded in turn,
+// a GPU measured 15% slower than v4: docs/gpu-runs.md, 2026-11-28.)
 // The versions: kVersions below (or --help).
 #include <algorithm>
 #include <cmath>
@@ -37,7 +37,7 @@ llmc::OptimizerSlice<Real> slice(size_t n, Real* params, float* master, const Re
   return s;
 }
 
-// The slices v3 cuts n parameters into: [0, b1) decays, [b1, b1 + 5) does not (5 elements: scalar),
+// The slices v4 cuts n parameters into: [0, b1) decays, [b1, b1 + 5) does not (5 elements: scalar),
 // [b1 + 5, b3) decays (misaligned start: scalar), [b3, n) does not; b1 and b3 multiples of 8 near
 // n/3 and 2n/3. Each as optimizer_slice makes it: params and grads at its first element, master and
 // the state tensors at the same place (the whole buffer is the owned range).
@@ -58,7 +58,7 @@ std::vector<llmc::OptimizerSlice<Real>> cut(size_t n, Real* params, float* maste
 }
 
 // The parameters, gradients and optimizer state of n parameters, and the CPU's answers: over one
-// tensor that decays (v1) and over the slices of v3 to v5 (sliced_*).
+// tensor that decays (v1) and over the slices of v4 and v5 (sliced_*).
 struct Data {
   size_t n;
   floatX *params, *grads;
@@ -84,17 +84,16 @@ void v1(Data& d, int block) {
   CUDA_CHECK_LAST();
 }
 
-// The slices of v3 to v5 in the device buffers.
+// The slices of v4 and v5 in the device buffers.
 std::vector<llmc::OptimizerSlice<floatX>> device_slices(Data& d, float* const* state) {
   return cut(d.n, d.params, d.master, d.grads, state);
 }
 
-template <llmc::AdamWLoads kLoads>
 void multi_tensor(Data& d, int) {
   float* const state[] = {d.m, d.v};
   const auto slices = device_slices(d, state);
   llmc::adamw_update_slices(slice(d.n, d.params, d.master, d.grads, state), slices.data(), int(slices.size()), kStep,
-                            kHyper, 0, nullptr, kLoads);
+                            kHyper, 0);
 }
 
 // v5's Ws: the first slice's (a third of it, or a half) at tensors 0.., the third slice's (one)
@@ -175,7 +174,7 @@ bool check_slices(Data& d, const Version& v, const std::string& tag, int block) 
   ok &= bench::check(tag + " v", got[2], d.sliced_v_ref, 1e-5);
   ok &= bench::check(tag + " params (floatX)", got[3], d.sliced_params_ref, 1e-2);
   ok &= check_rounded(tag, got[0], got[3]);
-  const auto trainer = step_outputs(d, [](Data& data) { multi_tensor<llmc::AdamWLoads::kFirst>(data, 0); });
+  const auto trainer = step_outputs(d, [](Data& data) { multi_tensor(data, 0); });
   const char* names[] = {" master", " m", " v", " params (floatX)"};
   for (int i = 0; i < 4; ++i) ok &= bench::check_identical(tag + names[i] + " = v4's", got[i], trainer[i]);
   return ok;
@@ -216,15 +215,10 @@ bool check_amax(Data& d, const Version& v, const std::string& tag, int block) {
 const std::vector<Version> kVersions = {
     {"v1", "an element per thread over one tensor (llmc::adamw_element, the multi-tensor kernel's odd-size path)",
      {256, 128, 512, 1024}, v1, check, cost},
-    {"v3",
-     "llmc/cuda/adamw.cuh multi-tensor kernel: every slice in one launch, a table of slices by value, 16 bytes of "
-     "params/grads and of each fp32 state per thread; each half of a thread's state loaded, updated and stored in "
-     "turn (llmc::AdamWLoads::kInTurn)",
-     {}, multi_tensor<llmc::AdamWLoads::kInTurn>, check_slices, cost},
     {"v4",
-     "v3 with every load of a thread before its first store (llmc::AdamWLoads::kFirst, the trainer's): one wait for "
-     "memory a thread, not two",
-     {}, multi_tensor<llmc::AdamWLoads::kFirst>, check_slices, cost},
+     "llmc/cuda/adamw.cuh multi-tensor kernel, the trainer's: every slice in one launch, a table of slices by value, "
+     "16 bytes of params/grads and of each fp32 state per thread, every load of a thread before its first store",
+     {}, multi_tensor, check_slices, cost},
     {"v5",
      "v4 recording each W's amax for its FP8 scale (LLMC_FP8_WEIGHT_AMAX=adamw): an atomic a block within one W, "
      "else a thread",

@@ -34,9 +34,9 @@ struct Data {
   std::vector<float> qkv0, q_ref, k_ref, v_ref, tokens0, heads_ref, datt, att_ref, dpreatt_ref;
 };
 
-void permute_qkv(Data& d, int) { llmc::permute_qkv(d.q, d.k, d.v, d.qkv, d.s.B, d.s.T, d.s.NH, d.s.HS, 0); }
+void permute_qkv(Data& d, int) { llmc::permute_qkv(d.q, d.k, d.v, d.qkv, d.s.B, d.s.T, d.s.NH, d.s.HS, true, 0); }
 void unpermute_dqkv(Data& d, int) {
-  llmc::unpermute_dqkv(d.dqkv, d.q, d.k, d.v, d.s.B, d.s.T, d.s.NH, d.s.HS, 0);
+  llmc::permute_qkv(d.q, d.k, d.v, d.dqkv, d.s.B, d.s.T, d.s.NH, d.s.HS, false, 0);
 }
 void permute_heads(Data& d, int) { llmc::permute_heads(d.q, d.tokens, d.s.B, d.s.T, d.s.NH, d.s.HS, true, 0); }
 void softmax_fwd(Data& d, int) { llmc::causal_softmax_forward(d.scores, d.preatt, d.s.rows(), d.s.T, d.scale, 0); }
@@ -106,7 +106,8 @@ bool check_softmax_bwd(Data& d, const Version& v, const std::string& tag, int bl
 
 const std::vector<Version> kVersions = {
     {"permute_qkv", "qkv (B, T, 3C) -> Q, K, V (B, NH, T, HS)", {}, permute_qkv, check_permute_qkv, qkv_cost},
-    {"unpermute_dqkv", "dQ, dK, dV -> dqkv, its inverse", {}, unpermute_dqkv, check_unpermute_dqkv, qkv_cost},
+    {"unpermute_dqkv", "dQ, dK, dV -> dqkv, its inverse (the same kernel the other way)", {}, unpermute_dqkv,
+     check_unpermute_dqkv, qkv_cost},
     {"permute_heads", "(B, T, C) <-> (B, NH, T, HS), both directions (timed: to heads)", {}, permute_heads,
      check_permute_heads, heads_cost},
     {"softmax_fwd_fast", "causal softmax of the scores, a warp per row: scale carries log2(e), exp2f", {}, softmax_fwd,

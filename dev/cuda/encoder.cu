@@ -88,7 +88,7 @@ void bwd1(Data& d, int) {
   CUDA_CHECK_LAST();
 }
 
-// The trainer's backward: whether any bucket is cut into pieces (num_cut) chooses its kernels.
+// The trainer's backward: a second pass adds the pieces' sums where a bucket is cut (num_cut).
 void bwd3(Data& d, int) {
   llmc::encoder_backward(d.dwte, d.dwpe, d.piece_sums, d.dout, d.buckets_dev, d.buckets, d.s.B, d.s.T, d.s.C, 77, 0);
 }

@@ -48,18 +48,9 @@ __device__ inline float adamw_element(Real* params, float* master, const Real* g
   return fabsf(float(out));
 }
 
-// Which of a thread's loads may wait for its stores (adamw_vector). A bf16 vector of 8 parameters
-// has its fp32 state (m, v, master) in two 16-byte halves. kFirst, the trainer's order: every load
-// of both halves is issued before the first store, so a thread waits for memory once. kInTurn: each
-// half is loaded, updated and stored before the next half is loaded; the compiler keeps that order,
-// since a store to m may be the memory a later load of v reads, so a thread waits twice. The same
-// arithmetic on the same values: the same bits. dev/cuda/adamw.cu keeps kInTurn as v3 beside
-// kFirst (v4), which a GPU measured faster (docs/gpu-runs.md).
-enum class AdamWLoads { kFirst, kInTurn };
-
 // Elements i .. i+S-1 of a slice as one 16-byte vector of parameters/gradients, with the fp32
 // state as 16-byte vectors too. Returns the largest |parameter written| (a NaN is not the largest).
-template <class Real, AdamWLoads kLoads = AdamWLoads::kFirst>
+template <class Real>
 __device__ inline float adamw_vector(Real* params, float* master, const Real* grads, float* m, float* v, size_t i,
                                     const AdamWArgs& a) {
   constexpr int S = Packed128<Real>::size;
@@ -68,21 +59,21 @@ __device__ inline float adamw_vector(Real* params, float* master, const Real* gr
   const Packed128<Real> g = load128cs(grads + i);
   // Without a master copy the parameters themselves are the values being updated.
   const Packed128<Real> p_low = master ? Packed128<Real>::zeros() : load128(params + i);
+  // Every load of both halves of the state (bf16) before the first store, so that a thread waits
+  // for memory once: loading, updating and storing each half in turn waits twice (the compiler keeps
+  // that order, since a store to m may be the memory a later load of v reads), which a GPU measured
+  // 15% slower (docs/gpu-runs.md, 2026-11-28).
   Packed128<float> mv[H], vv[H], pm[H];
-  const auto load_state = [&](int h) {
+#pragma unroll
+  for (int h = 0; h < H; ++h) {
     mv[h] = load128cs(m + i + h * F);
     vv[h] = load128cs(v + i + h * F);
     if (master) pm[h] = load128cs(master + i + h * F);
-  };
-  if constexpr (kLoads == AdamWLoads::kFirst) {
-#pragma unroll
-    for (int h = 0; h < H; ++h) load_state(h);
   }
   Packed128<Real> p_out;
   float largest = 0.0f;
 #pragma unroll
   for (int h = 0; h < H; ++h) {
-    if constexpr (kLoads == AdamWLoads::kInTurn) load_state(h);
 #pragma unroll
     for (int k = 0; k < F; ++k) {
       const int e = h * F + k;
@@ -133,7 +124,7 @@ constexpr int kAdamWBlock = 256;  // threads per block
 // Ws' amaxes, the largest |bf16 value written| of each W (Fp8WeightAmaxSink): one atomic per block
 // for a block within one W (every block, when a W's values are a multiple of the block's), else
 // one per thread. The same values the weights' amax pass would read, so the same amax.
-template <class Real, AdamWLoads kLoads>
+template <class Real>
 __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Real* grads, float* m, float* v,
                                           AdamWSliceTable table, AdamWArgs a) {
   LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
@@ -151,7 +142,7 @@ __global__ void adamw_multi_tensor_kernel(Real* params, float* master, const Rea
   const size_t i = t * per_thread;
   float largest = 0.0f;
   if (i < slice.n)
-    largest = slice.vector ? adamw_vector<Real, kLoads>(p, pm, g, ms, vs, i, a) : adamw_element(p, pm, g, ms, vs, i, a);
+    largest = slice.vector ? adamw_vector(p, pm, g, ms, vs, i, a) : adamw_element(p, pm, g, ms, vs, i, a);
   if (!slice.amax) return;
   const size_t block_first = (t - threadIdx.x) * per_thread, block_end = block_first + blockDim.x * per_thread;
   const size_t first_w = block_first / slice.amax_values;
@@ -194,10 +185,9 @@ inline unsigned adamw_blocks(const OptimizerSlice<floatX>& slice, bool vector) {
 // (its n and weight decay unused). base.master may be null, in which case the parameters hold the
 // master values themselves (the FP32 build).
 // amax: null, or for each slice where its Ws' amaxes go (Fp8WeightAmaxSink; slots null: nowhere).
-// loads: AdamWLoads, the same bits either way.
 inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const OptimizerSlice<floatX>* slices, int count,
                                 const OptimizerStep& step, const AdamWHyper& hyper, cudaStream_t stream,
-                                const Fp8WeightAmaxSink* amax = nullptr, AdamWLoads loads = AdamWLoads::kFirst) {
+                                const Fp8WeightAmaxSink* amax = nullptr) {
   if (count > kAdamWMaxSlices)
     throw std::logic_error("AdamW multi-tensor: " + std::to_string(count) + " slices, more than the table's " +
                            std::to_string(kAdamWMaxSlices));
@@ -227,12 +217,8 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
   }
   if (table.blocks == 0) return;
   const AdamWArgs a = adamw_args(step, hyper, step.weight_decay);
-  const auto launch_kernel = [&](auto order) {
-    launch<adamw_multi_tensor_kernel<floatX, decltype(order)::value>>(static_cast<int>(table.blocks), kAdamWBlock, 0,
-                                                                      stream, base.params, base.master, base.grads,
-                                                                      base.state_at(0), base.state_at(1), table, a);
-  };
-  with_value_instance<AdamWLoads::kFirst, AdamWLoads::kInTurn>(loads, "adamw_update_slices: AdamWLoads", launch_kernel);
+  launch<adamw_multi_tensor_kernel<floatX>>(static_cast<int>(table.blocks), kAdamWBlock, 0, stream, base.params,
+                                            base.master, base.grads, base.state_at(0), base.state_at(1), table, a);
   CUDA_CHECK_LAST();
 }
 

@@ -29,57 +29,24 @@ using AttentionBuffers = AttentionScratch<floatX>;
 
 // ---- permutes between the token-major and the head-major layouts (16-byte vectors) ----
 
-// Where element qkv_index of the token-major (B, T, 3C) buffer lives in the head-major layout:
-// which of q/k/v (0, 1, 2) and the offset into that (B, NH, T, HS) tensor.
-struct HeadMajorPosition {
-  int which;
-  size_t offset;
-};
-__device__ inline HeadMajorPosition head_major_position(size_t qkv_index, int T, int NH, int HS) {
+// Between `parts` token-major tensors side by side, (B, T, parts*C) (qkv: parts = 3), and as many
+// head-major ones (B, NH, T, HS), part 0 in q, 1 in k, 2 in v. to_heads = true:
+// q/k/v[b][h][t][:] = tokens[b][t][part*C + h*HS + :]; false: the reverse.
+template <class Real>
+__global__ void permute_heads_kernel(Real* q, Real* k, Real* v, Real* tokens, int parts, int B, int T, int NH, int HS,
+                                     bool to_heads) {
   const int C = NH * HS;
-  const int c3 = int(qkv_index % (3 * C));
-  const size_t bt = qkv_index / (3 * C);
-  const int t = int(bt % T), b = int(bt / T);
-  const int h = (c3 % C) / HS, d = c3 % HS;
-  return {c3 / C, ((size_t(b) * NH + h) * T + t) * HS + d};
-}
-
-// q/k/v[b][h][t][:] = qkv[b][t][which*C + h*HS + :].
-template <class Real>
-__global__ void permute_qkv_kernel(Real* q, Real* k, Real* v, const Real* qkv, int B, int T, int NH, int HS) {
+  const size_t width = size_t(parts) * C;
   const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
-  if (idx >= size_t(B) * T * 3 * NH * HS) return;
-  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
-  Real* dst = p.which == 0 ? q : (p.which == 1 ? k : v);
-  store128(dst + p.offset, load128cs(qkv + idx));
-}
-
-// dqkv[b][t][which*C + h*HS + :] = dq/dk/dv[b][h][t][:] (the inverse of permute_qkv).
-template <class Real>
-__global__ void unpermute_dqkv_kernel(Real* dqkv, const Real* dq, const Real* dk, const Real* dv, int B, int T,
-                                      int NH, int HS) {
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * Packed128<Real>::size;
-  if (idx >= size_t(B) * T * 3 * NH * HS) return;
-  const HeadMajorPosition p = head_major_position(idx, T, NH, HS);
-  const Real* src = p.which == 0 ? dq : (p.which == 1 ? dk : dv);
-  store128(dqkv + idx, load128cs(src + p.offset));
-}
-
-// to_heads = true: heads[b][h][t][:] = tokens[b][t][h*HS + :]; false: the reverse.
-template <class Real>
-__global__ void permute_heads_kernel(Real* heads, Real* tokens, int B, int T, int NH, int HS, bool to_heads) {
-  using x128 = Packed128<Real>;
-  const int C = NH * HS;
-  const size_t idx = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * x128::size;
-  if (idx >= size_t(B) * T * C) return;
-  const int c = int(idx % C);
-  const size_t bt = idx / C;
+  if (idx >= size_t(B) * T * width) return;
+  const int c = int(idx % width), part = c / C;
+  const size_t bt = idx / width;
   const int t = int(bt % T), b = int(bt / T);
-  const size_t head_idx = ((size_t(b) * NH + c / HS) * T + t) * HS + c % HS;
+  Real* heads = (part == 0 ? q : part == 1 ? k : v) + ((size_t(b) * NH + c % C / HS) * T + t) * HS + c % HS;
   if (to_heads)
-    store128(heads + head_idx, load128cs(tokens + idx));
+    store128(heads, load128cs(tokens + idx));
   else
-    store128(tokens + idx, load128cs(heads + head_idx));
+    store128(tokens + idx, load128cs(heads));
 }
 
 // ---- causal softmax, one warp per score row, fp32 math ----
@@ -130,24 +97,18 @@ __global__ void causal_softmax_backward_kernel(Real* dpreatt, const Real* datt, 
 
 inline int vec_blocks(size_t elements) { return ceil_div(elements / Packed128<floatX>::size, 256); }
 
-inline void permute_qkv(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS,
+// to_heads: q, k, v from qkv (B, T, 3C); else the reverse, dqkv from dq, dk, dv.
+inline void permute_qkv(floatX* q, floatX* k, floatX* v, floatX* qkv, int B, int T, int NH, int HS, bool to_heads,
                         cudaStream_t stream) {
-  launch<permute_qkv_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, B, T, NH,
-                                     HS);
-  CUDA_CHECK_LAST();
-}
-
-inline void unpermute_dqkv(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv, int B, int T, int NH,
-                           int HS, cudaStream_t stream) {
-  launch<unpermute_dqkv_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, dqkv, dq, dk, dv, B,
-                                        T, NH, HS);
+  launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, 3, B, T,
+                                       NH, HS, to_heads);
   CUDA_CHECK_LAST();
 }
 
 inline void permute_heads(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads,
                           cudaStream_t stream) {
-  launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, tokens, B, T, NH,
-                                       HS, to_heads);
+  launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, heads, heads,
+                                       tokens, 1, B, T, NH, HS, to_heads);
   CUDA_CHECK_LAST();
 }
 
@@ -166,16 +127,16 @@ inline void causal_softmax_backward(floatX* dpreatt, const floatX* datt, const f
 
 // ---- batched GEMMs, one per (b, h), row-major views ----
 
-// Row-major C (M x N) = op(A) op(B) (+ C when accumulate) for `batch` matrices at fixed strides;
+// Row-major C (M x N) = op(A) op(B) for `batch` matrices at fixed strides;
 // op(X) = X^T when trans_X (X then stored N x K or K x M). Issued as the column-major
 // C^T = op(B)^T op(A)^T, which swaps the operands and keeps each op flag.
 // `stream` is the handle's (ctx.blas(stream)), for LLMC_PROFILE's events.
 inline void gemm_batched_rm(cublasHandle_t handle, floatX* c, const floatX* a, const floatX* b, int M, int N, int K,
                             bool trans_a, bool trans_b, long long stride_a, long long stride_b, long long stride_c,
-                            int batch, bool accumulate, cudaStream_t stream) {
+                            int batch, cudaStream_t stream) {
   const cudaDataType_t type = floatX_cuda_type();
   const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float alpha = 1.0f, beta = 0.0f;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const TimedRegion timed(stream, [&] {
     return "cublas batched M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " " +
@@ -201,11 +162,11 @@ inline void attention_forward(BlasContext& ctx, floatX* out, floatX* att, const 
   const int HS = C / NH;
   const long long tt = (long long)T * T, th = (long long)T * HS;
   cublasHandle_t h = ctx.blas(stream);
-  permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
+  permute_qkv(buf.q, buf.k, buf.v, const_cast<floatX*>(qkv), B, T, NH, HS, true, stream);
   // preatt = Q K^T (unscaled; the softmax applies 1/sqrt(HS) in fp32).
-  gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, false, stream);
+  gemm_batched_rm(h, buf.scratch, buf.q, buf.k, T, T, HS, false, true, th, th, tt, B * NH, stream);
   causal_softmax_forward(att, buf.scratch, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
-  gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, false, stream);
+  gemm_batched_rm(h, buf.vaccum, att, buf.v, T, HS, T, false, false, tt, th, th, B * NH, stream);
   permute_heads(buf.vaccum, out, B, T, NH, HS, false, stream);
 }
 
@@ -219,16 +180,16 @@ inline void attention_backward(BlasContext& ctx, floatX* dqkv, const floatX* dou
   cublasHandle_t h = ctx.blas(stream);
   floatX* dvaccum = buf.vaccum;
   floatX *dq = buf.dq, *dk = buf.dk, *dv = buf.dv;
-  permute_qkv(buf.q, buf.k, buf.v, qkv, B, T, NH, HS, stream);
+  permute_qkv(buf.q, buf.k, buf.v, const_cast<floatX*>(qkv), B, T, NH, HS, true, stream);
   permute_heads(dvaccum, const_cast<floatX*>(dout), B, T, NH, HS, true, stream);
   // vaccum = att V:  d(att) = d(vaccum) V^T,  dV = att^T d(vaccum).
-  gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, false, stream);
-  gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, false, stream);
+  gemm_batched_rm(h, buf.scratch, dvaccum, buf.v, T, T, HS, false, true, th, th, tt, B * NH, stream);
+  gemm_batched_rm(h, dv, att, dvaccum, T, HS, T, true, false, tt, th, th, B * NH, stream);
   causal_softmax_backward(buf.scratch, buf.scratch, att, B * NH * T, T, 1.0f / sqrtf(float(HS)), stream);
   // preatt = Q K^T:  dQ = d(preatt) K,  dK = d(preatt)^T Q.
-  gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, false, stream);
-  gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, false, stream);
-  unpermute_dqkv(dqkv, dq, dk, dv, B, T, NH, HS, stream);
+  gemm_batched_rm(h, dq, buf.scratch, buf.k, T, HS, T, false, false, tt, th, th, B * NH, stream);
+  gemm_batched_rm(h, dk, buf.scratch, buf.q, T, HS, T, true, false, tt, th, th, B * NH, stream);
+  permute_qkv(dq, dk, dv, dqkv, B, T, NH, HS, false, stream);
 }
 
 }  // namespace llmc

@@ -90,15 +90,4 @@ inline void require_whole_vectors(const char* who, const char* what, size_t coun
 
 inline int ceil_div(long long a, long long b) { return int((a + b - 1) / b); }
 
-// A value fixed at run time (a speed switch's) picks a kernel instance, so that one binary holds an
-// instance for each value: calls launch_instance with std::integral_constant<E, v>{} for the v among
-// kValues equal to `value`. `who` names the caller and the switch in the error for a value not
-// listed.
-template <auto... kValues, class Value, class Launch>
-inline void with_value_instance(Value value, const char* who, Launch&& launch_instance) {
-  const bool launched =
-      ((value == kValues && (launch_instance(std::integral_constant<decltype(kValues), kValues>{}), true)) || ...);
-  if (!launched) throw std::invalid_argument(std::string(who) + ": unknown value " + std::to_string(int(value)));
-}
-
 }  // namespace llmc

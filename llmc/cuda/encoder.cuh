@@ -158,30 +158,14 @@ __device__ void add_to_wte_row(Real* dwte, int token, int v, int C, const float 
   store128(dwte + row, w);
 }
 
-// A batch with no bucket cut into pieces: one block per bucket. threadIdx.x walks the row's 16-byte
-// vectors; the blockDim.y groups split the bucket's positions (sum_dout_rows).
+// dwte's first pass: blocks [0, num_pieces) sum one piece of a cut bucket each into its row of
+// piece_sums (C floats); the others take the uncut buckets whole, a block each, into dwte (with no
+// bucket cut, every bucket). threadIdx.x walks the row's 16-byte vectors; the blockDim.y groups
+// split the positions (sum_dout_rows).
 template <class Real>
-__global__ void encoder_backward_wte_kernel(Real* dwte, const Real* dout, const int* buckets, int num_buckets, int BT,
-                                            int C, unsigned seed) {
-  constexpr int S = Packed128<Real>::size;
-  const EncoderBucketView b(buckets, num_buckets, BT);
-  const int k = blockIdx.x;
-  const int vectors = C / S;
-  for (int v0 = 0; v0 < vectors; v0 += blockDim.x) {
-    const int v = v0 + threadIdx.x;
-    float acc[S];
-    sum_dout_rows(acc, dout, b.positions, b.offsets[k], b.offsets[k + 1], v, vectors, C, dynamic_shared<float>());
-    if (threadIdx.y == 0 && v < vectors) add_to_wte_row(dwte, b.tokens[k], v, C, acc, seed);
-  }
-}
-
-// With cut buckets, first pass: blocks [0, num_pieces) sum one piece of a cut bucket each into its
-// row of piece_sums (C floats); the others take the uncut buckets whole, exactly as
-// encoder_backward_wte_kernel does (the same sums, the same rounding).
-template <class Real>
-__global__ void encoder_backward_wte_pieces_kernel(Real* dwte, float* piece_sums, const Real* dout,
-                                                   const int* buckets, int num_buckets, int num_cut, int num_pieces,
-                                                   int BT, int C, unsigned seed) {
+__global__ void encoder_backward_wte_kernel(Real* dwte, float* piece_sums, const Real* dout, const int* buckets,
+                                            int num_buckets, int num_cut, int num_pieces, int BT, int C,
+                                            unsigned seed) {
   constexpr int S = Packed128<Real>::size;
   const EncoderBucketView b(buckets, num_buckets, BT);
   const int vectors = C / S;
@@ -274,21 +258,18 @@ inline void encoder_backward(floatX* dwte, floatX* dwpe, float* piece_sums, cons
   const int groups = std::max(1, 256 / threads_x);
   const dim3 block(threads_x, groups);
   const size_t shared = static_cast<size_t>(threads_x) * groups * S * sizeof(float);
-  if (counts.num_cut > 0) {
-    if (piece_sums == nullptr)
-      throw std::invalid_argument("encoder_backward: buckets cut into pieces need the piece sums' scratch");
+  if (counts.num_cut > 0 && piece_sums == nullptr)
+    throw std::invalid_argument("encoder_backward: buckets cut into pieces need the piece sums' scratch");
+  if (counts.num_buckets > 0) {
     const int blocks = counts.num_pieces + counts.num_buckets - counts.num_cut;
-    launch<encoder_backward_wte_pieces_kernel<floatX>>(blocks, block, shared, stream, dwte, piece_sums, dout, buckets,
-                                                       counts.num_buckets, counts.num_cut, counts.num_pieces, BT, C,
-                                                       seed);
+    launch<encoder_backward_wte_kernel<floatX>>(blocks, block, shared, stream, dwte, piece_sums, dout, buckets,
+                                                counts.num_buckets, counts.num_cut, counts.num_pieces, BT, C, seed);
     CUDA_CHECK_LAST();
+  }
+  if (counts.num_cut > 0) {
     launch<encoder_backward_wte_piece_sums_kernel<floatX>>(dim3(ceil_div(vectors, threads_x), counts.num_cut),
                                                            threads_x, 0, stream, dwte, piece_sums, buckets,
                                                            counts.num_buckets, BT, C, seed);
-    CUDA_CHECK_LAST();
-  } else if (counts.num_buckets > 0) {
-    launch<encoder_backward_wte_kernel<floatX>>(counts.num_buckets, block, shared, stream, dwte, dout, buckets,
-                                                counts.num_buckets, BT, C, seed);
     CUDA_CHECK_LAST();
   }
   const long long wpe_vectors = static_cast<long long>(T) * vectors;

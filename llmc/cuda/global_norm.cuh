@@ -13,12 +13,11 @@ namespace llmc {
 // same on any GPU for the same input.
 constexpr int kGlobalNormThreads = 512;
 
-// partials[blockIdx] (+)= this block's sum of squares over its grid-stride 16-byte vectors. With
-// accumulate, several buffers (e.g. tensors in separate allocations) add into the same partials.
-// values must be 16-byte aligned when n >= 16 / sizeof(T); the n % (16 / sizeof(T)) trailing
-// elements are summed by block 0.
+// partials[blockIdx] = this block's sum of squares over its grid-stride 16-byte vectors. values
+// must be 16-byte aligned when n >= 16 / sizeof(T); the n % (16 / sizeof(T)) trailing elements are
+// summed by block 0.
 template <class T>
-__global__ void global_norm_partial_kernel(float* partials, const T* values, size_t n, bool accumulate) {
+__global__ void global_norm_partial_kernel(float* partials, const T* values, size_t n) {
   constexpr int S = Packed128<T>::size;
   LLMC_SHARED(float, scratch, [kMaxWarpsPerBlock]);
   const size_t vectors = n / S;
@@ -38,7 +37,7 @@ __global__ void global_norm_partial_kernel(float* partials, const T* values, siz
     sum += f * f;
   }
   sum = block_reduce_sum(sum, scratch);
-  if (threadIdx.x == 0) partials[blockIdx.x] = accumulate ? partials[blockIdx.x] + sum : sum;
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
 // out[0] = sum of the kCount partials; launched with one block of kCount threads.
@@ -49,14 +48,6 @@ __global__ void global_norm_finish_kernel(float* out, const float* partials) {
   if (threadIdx.x == 0) out[0] = total;
 }
 
-template <class T>
-inline void global_norm_squared_partial(float* partials, const T* values, size_t n, bool accumulate,
-                                        cudaStream_t stream) {
-  launch<global_norm_partial_kernel<T>>(kGlobalNormBlocks, kGlobalNormThreads, 0, stream, partials, values, n,
-                                        accumulate);
-  CUDA_CHECK_LAST();
-}
-
 inline void global_norm_squared_finish(float* out, const float* partials, cudaStream_t stream) {
   launch<global_norm_finish_kernel<kGlobalNormBlocks>>(1, kGlobalNormBlocks, 0, stream, out, partials);
   CUDA_CHECK_LAST();
@@ -65,7 +56,8 @@ inline void global_norm_squared_finish(float* out, const float* partials, cudaSt
 // out[0] = sum of values[i]^2 (fp32 on the device). partials: kGlobalNormBlocks floats of scratch.
 template <class T>
 inline void global_norm_squared(float* out, float* partials, const T* values, size_t n, cudaStream_t stream) {
-  global_norm_squared_partial(partials, values, n, false, stream);
+  launch<global_norm_partial_kernel<T>>(kGlobalNormBlocks, kGlobalNormThreads, 0, stream, partials, values, n);
+  CUDA_CHECK_LAST();
   global_norm_squared_finish(out, partials, stream);
 }
 

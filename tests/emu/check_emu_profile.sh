@@ -52,8 +52,7 @@ grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/profiled.out" ||
 #   is cut into pieces); global_norm_partial_kernel 1; adamw_multi_tensor_kernel 1 (one launch for
 #   the 16 parameter tensors).
 # The kernels' template arguments: the element type, then the registers LayerNorm's source and
-# vectors per lane, the classifier's false (no FP8 copy) and AdamW's kFirst, the order of its loads
-# (llmc/cuda/adamw.cuh).
+# vectors per lane and the classifier's false (no FP8 copy).
 # The calls per step (4th field) of the row whose name (the rest of the line after two spaces) is $1,
 # in the output $2 (default: the profiled run's).
 calls_of() {
@@ -80,7 +79,7 @@ expect_calls profile "$tmp/profiled.out" \
   "bias_grad_finish_kernel<__nv_bfloat16>:12" "fused_classifier_kernel<__nv_bfloat16, false>:1" \
   "accumulate_loss_kernel:1" "encoder_backward_wte_kernel<__nv_bfloat16>:1" \
   "encoder_backward_wpe_kernel<__nv_bfloat16>:1" "global_norm_partial_kernel<__nv_bfloat16>:1" \
-  "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>:1"
+  "adamw_multi_tensor_kernel<__nv_bfloat16>:1"
 rows=$(grep -c '^profile: ' "$tmp/profiled.out")
 
 # The default LLMC_GEMM_SEARCH=timed ran a start-up tuning pass (a forward and backward pass that
@@ -94,7 +93,7 @@ LLMC_GEMM_SEARCH=heuristic LLMC_PROFILE=on LLMC_EMU_SEED=5 "$trainer" "${run[@]}
 grep -q '^profile: 3 step(s) after 1 warm-up: ' "$tmp/heuristic.out" ||
   fail "with LLMC_GEMM_SEARCH=heuristic: $(grep '^profile:' "$tmp/heuristic.out" | head -n 1)"
 for name in "cublasLt m=384 n=80 k=96 NN dgelu" "cublasLt m=96 n=1024 k=80 NT +=" \
-  "adamw_multi_tensor_kernel<__nv_bfloat16, llmc::AdamWLoads::kFirst>"; do
+  "adamw_multi_tensor_kernel<__nv_bfloat16>"; do
   [ "$(calls_of "$name" "$tmp/heuristic.out")" = "$(calls_of "$name")" ] ||
     fail "with LLMC_GEMM_SEARCH=heuristic, $name: $(calls_of "$name" "$tmp/heuristic.out") calls per step, not $(calls_of "$name")"
 done

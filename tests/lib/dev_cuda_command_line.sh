@@ -59,10 +59,10 @@ dev_cuda_command_line() {
   TIMED="cast cast_transposed" timed_shape fp8 -N 4096
   # Several versions named: each of them checked and timed, no other.
   log="$logdir/cli-adamw-two.log"
-  if "$bindir/adamw" v3 v4 -N 4104 --reps 1 >"$log" 2>&1 && grep -Eq ' v3 +[0-9.]+ ms' "$log" &&
-    grep -Eq ' v4 +[0-9.]+ ms' "$log" && ! grep -Eq ' v[12] ' "$log"
-  then echo "ok    dev/cuda adamw v3 v4: both versions, and only they, checked and timed"
-  else fail "dev/cuda adamw v3 v4: failed, or not v3 and v4 alone (log: $log)"; fi
+  if "$bindir/adamw" v4 v5 -N 4104 --reps 1 >"$log" 2>&1 && grep -Eq ' v4 +[0-9.]+ ms' "$log" &&
+    grep -Eq ' v5 +[0-9.]+ ms' "$log" && ! grep -Eq ' v1 ' "$log"
+  then echo "ok    dev/cuda adamw v4 v5: both versions, and only they, checked and timed"
+  else fail "dev/cuda adamw v4 v5: failed, or not v4 and v5 alone (log: $log)"; fi
   # Not global_norm: its fixed grid of 1024 blocks of 512 threads takes ASan 90 s a run; its
   # `--check --small` run covers its kernels, and its command line is the same code as the others'.
 
@@ -74,7 +74,7 @@ dev_cuda_command_line() {
   refused "--sweep with --block" "--sweep and --block" gelu --sweep --block 64
   refused "shape flags with --small" "--small runs only the built-in small shapes" layernorm --small -N 64
   refused "an unknown version" "unknown version 'fwd9' \(have: all, fwd1, fwd2" layernorm fwd9
-  refused "an unknown version beside known ones" "unknown version 'v9'" adamw v3 v9 v4
+  refused "an unknown version beside known ones" "unknown version 'v9'" adamw v4 v9 v5
   refused "another family's flag" "unknown flag '-V'" layernorm -V 3
   refused "a padded vocabulary under the vocabulary" "-Vp 64 is smaller than -V 100" classifier -V 100 -Vp 64
   refused "too many threads for the shared memory" "layernorm: 32 warps of C=1600 need 102400 bytes" \
