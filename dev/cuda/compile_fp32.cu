@@ -16,13 +16,10 @@ static_assert(sizeof(llmc::floatX) == sizeof(float), "ENABLE_FP32 must select fp
 
 int main() {
   const void* launchers[] = {
-      reinterpret_cast<const void*>(&llmc::encoder_forward),
       reinterpret_cast<const void*>(&llmc::encoder_backward),
       reinterpret_cast<const void*>(&llmc::layernorm_forward),
       reinterpret_cast<const void*>(&llmc::fused_residual_layernorm_forward),
       reinterpret_cast<const void*>(&llmc::encoder_layernorm_forward),
-      reinterpret_cast<const void*>(&llmc::layernorm_forward_staged),
-      reinterpret_cast<const void*>(&llmc::fused_residual_layernorm_forward_staged),
       reinterpret_cast<const void*>(&llmc::layernorm_backward),
       reinterpret_cast<const void*>(&llmc::gelu_forward),
       reinterpret_cast<const void*>(&llmc::gelu_backward),

@@ -312,19 +312,21 @@ bool check_fused(size_t n, const std::string& tag) {
   floatX* d_b = bench::to_device<floatX>(b);
   floatX* d_ln = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
   floatX* d_res = bench::to_device<floatX>(std::vector<float>(rows_c, 1.0f));
-  // The registers kernel, and the staged one that rows too wide for it run.
+  // The registers kernel, and its mode for rows too wide to hold (vectors 0: the row read again in
+  // each pass), here at kChannels.
   expect("layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
     llmc::layernorm_forward(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
   }, __NV_E4M3);
   expect("fused residual layernorm forward", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
     llmc::fused_residual_layernorm_forward(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels, 0, s);
   }, __NV_E4M3);
-  expect("layernorm forward (staged)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-    llmc::layernorm_forward_staged(d_ln, nullptr, nullptr, d_x, d_w, d_b, kRows, kChannels, 0, s);
+  expect("layernorm forward (rows read again)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::launch_layernorm_forward_registers<llmc::LayerNormSource::kInput>(
+        0, 0, d_ln, nullptr, nullptr, nullptr, d_x, nullptr, nullptr, 1, d_w, d_b, kRows, kChannels, 0, s);
   }, __NV_E4M3);
-  expect("fused residual layernorm forward (staged)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
-    llmc::fused_residual_layernorm_forward_staged(d_res, d_ln, nullptr, nullptr, d_x, d_y, d_w, d_b, kRows, kChannels,
-                                                  0, s);
+  expect("fused residual layernorm forward (rows read again)", d_ln, rows_c, [&](const llmc::Fp8Sink& s) {
+    llmc::launch_layernorm_forward_registers<llmc::LayerNormSource::kResidual>(
+        0, 0, d_ln, d_res, nullptr, nullptr, d_x, d_y, nullptr, 1, d_w, d_b, kRows, kChannels, 0, s);
   }, __NV_E4M3);
   // The LayerNorm backward's residual gradient (LLMC_FP8_RESIDUAL_CAST=layernorm), added to what the
   // buffer held, as the trainer's is: its copy is of the sums it stores.

@@ -115,7 +115,7 @@ class TimedRegion {
   cudaStream_t stream_;
 };
 
-// "layernorm_forward_kernel<__nv_bfloat16>": Kernel's name, parsed once from this function's signature.
+// "layernorm_backward_kernel<__nv_bfloat16>": Kernel's name, parsed once from this function's signature.
 template <auto Kernel>
 const std::string& kernel_name() {
   static const std::string name = kernel_name_from_signature(__PRETTY_FUNCTION__);

@@ -1,5 +1,6 @@
-// Token + position embedding on the GPU: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], and its
-// backward pass, which scatters dout rows into dwte by token and sums them over b into dwpe.
+// Token + position embedding on the GPU, out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]: its backward
+// pass, which scatters dout rows into dwte by token and sums them over b into dwpe. (The forward is
+// fused into layer 0's LayerNorm: encoder_layernorm_forward, layernorm_forward.cuh.)
 //
 // The backward pass is deterministic without atomics: the host groups the B*T positions by token
 // once per batch (EncoderBuckets), and one thread block per distinct token adds that token's
@@ -18,34 +19,6 @@
 #include "llmc/cuda/random.cuh"
 
 namespace llmc {
-
-template <class Real>
-__global__ void encoder_forward_kernel(Real* out, const int* tokens, const Real* wte, const Real* wpe,
-                                       int BT, int T, int C) {
-  constexpr int S = Packed128<Real>::size;
-  const long long i = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * S;
-  if (i >= static_cast<long long>(BT) * C) return;
-  const int bt = static_cast<int>(i / C);
-  const int c = static_cast<int>(i % C);
-  const int t = bt % T;
-  // Embedding rows are reused by repeated tokens and by every b: keep them cacheable.
-  const Packed128<Real> e = load128(wte + static_cast<long long>(tokens[bt]) * C + c);
-  const Packed128<Real> p = load128(wpe + static_cast<long long>(t) * C + c);
-  Packed128<Real> o;
-#pragma unroll
-  for (int k = 0; k < S; ++k) o[k] = Real(float(e[k]) + float(p[k]));
-  store128cs(out + i, o);
-}
-
-inline void encoder_forward(floatX* out, const int* tokens, const floatX* wte, const floatX* wpe, int B, int T,
-                            int C, cudaStream_t stream) {
-  require_whole_vectors("encoder_forward", "channels", C);
-  constexpr int block = 256;
-  const long long vectors = static_cast<long long>(B) * T * C / Packed128<floatX>::size;
-  launch<encoder_forward_kernel<floatX>>(ceil_div(vectors, block), block, 0, stream, out, tokens, wte, wpe, B * T, T,
-                                         C);
-  CUDA_CHECK_LAST();
-}
 
 // Positions grouped by token, packed into one int buffer for a single host-to-device copy:
 //   [0, n)                  the distinct tokens, most frequent first (long buckets start early),

@@ -23,9 +23,9 @@ constexpr int kProfileEventPairs = 4096;
 bool profile_from_env();
 
 // A kernel's name from the __PRETTY_FUNCTION__ of a function template whose non-type parameter
-// `Kernel` is that kernel, e.g. "... [with auto Kernel = llmc::layernorm_forward_kernel<__nv_bfloat16>]"
+// `Kernel` is that kernel, e.g. "... [with auto Kernel = llmc::layernorm_backward_kernel<__nv_bfloat16>]"
 // (g++) or "... [Kernel = &llmc::f]" (clang): the kernel's name without its namespaces or '&', its
-// template arguments kept ("layernorm_forward_kernel<__nv_bfloat16>"). The signature itself when it
+// template arguments kept ("layernorm_backward_kernel<__nv_bfloat16>"). The signature itself when it
 // names no Kernel. Inline: the dev/cuda benchmarks include it without the host library.
 inline std::string kernel_name_from_signature(std::string_view signature) {
   constexpr std::string_view kKey = "Kernel = ";

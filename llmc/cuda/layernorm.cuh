@@ -1,13 +1,8 @@
-// LayerNorm on the GPU (eps kLayerNormEps, biased variance): the staged forward kernel, and the
-// backward pass. The trainer's forward is layernorm_forward.cuh's, which runs the staged kernel only
-// for rows too wide to hold in registers.
-//
-// Staged forward: one warp per row; the row is staged once in shared memory so global memory is
-// read once, then mean, variance (two-pass, from the staged copy) and the output follow; optionally
-// fused with the residual add that precedes every LayerNorm after the first.
-// Backward: one warp per row for dinp; dweight/dbias are summed per warp in shared memory (each
-// lane owns fixed channels, so no atomics), then per block in warp order into fp32 partials, then
-// over blocks in block order by a second tiny kernel: bit-reproducible for a given (N, C).
+// LayerNorm backward on the GPU (eps kLayerNormEps, biased variance; the forward is
+// layernorm_forward.cuh's): one warp per row for dinp; dweight/dbias are summed per warp in shared
+// memory (each lane owns fixed channels, so no atomics), then per block in warp order into fp32
+// partials, then over blocks in block order by a second tiny kernel: bit-reproducible for a given
+// (N, C).
 #pragma once
 #include <algorithm>
 
@@ -21,113 +16,6 @@ namespace llmc {
 
 constexpr float kLayerNormEpsF = float(kLayerNormEps);
 constexpr int kLayerNormSharedBudget = 48 * 1024;  // the default per-block limit, no opt-in needed
-
-// The output vector at channel c of the row at `base`: out = (x - m) * s * weight + bias, stored,
-// and its FP8 copy where fp8.data is set. Returns that vector's amax (0 without FP8). Both forward
-// kernels (this file's staged one, layernorm_forward.cuh's registers one) write through it, so their
-// outputs are the same arithmetic.
-template <class Real>
-__device__ inline float layernorm_store_vector(Real* out, long long base, int c, const Packed128<Real>& xv, float m,
-                                               float s, const Real* weight, const Real* bias, const Fp8Sink& fp8) {
-  constexpr int S = Packed128<Real>::size;
-  const Packed128<Real> w = load128(weight + c);
-  const Packed128<Real> bb = load128(bias + c);
-  Packed128<Real> o;
-#pragma unroll
-  for (int k = 0; k < S; ++k) o[k] = Real((float(xv[k]) - m) * s * float(w[k]) + float(bb[k]));
-  store128(out + base + c, o);
-  return fp8.data ? fp8_store_vector(fp8, size_t(base + c), o) : 0.0f;
-}
-
-// The end of a warp's row: the FP8 amax recorded (every lane takes part), mean and rstd kept where
-// they are wanted.
-__device__ inline void layernorm_finish_row(const Fp8Sink& fp8, float amax, int row, int lane, float* mean, float* rstd,
-                                            float m, float s) {
-  if (fp8.amax) fp8_record_warp_amax(fp8.amax, amax, row);
-  if (lane == 0) {
-    if (mean) mean[row] = m;
-    if (rstd) rstd[row] = s;
-  }
-}
-
-// With kResidual, x = a + b (rounded to Real, the stored residual stream) is also written to
-// residual_out; otherwise x = a. mean/rstd may be null (inference). With fp8.data, the output's FP8
-// copy too (llmc/cuda/fp8.cuh: the next GEMM's operand under --fp8 1).
-template <class Real, bool kResidual>
-__global__ void layernorm_forward_kernel(Real* out, Real* residual_out, float* mean, float* rstd, const Real* a,
-                                         const Real* b, const Real* weight, const Real* bias, int N, int C,
-                                         Fp8Sink fp8) {
-  constexpr int S = Packed128<Real>::size;
-  const int warps = blockDim.x / kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  const int row = blockIdx.x * warps + warp;
-  if (row >= N) return;
-  Real* x = dynamic_shared<Real>() + static_cast<size_t>(warp) * C;
-  const long long base = static_cast<long long>(row) * C;
-  const int vectors = C / S;
-
-  float sum = 0.0f;
-  for (int v = lane; v < vectors; v += kWarpSize) {
-    Packed128<Real> xv = load128cs(a + base + v * S);
-    if constexpr (kResidual) {
-      const Packed128<Real> bv = load128cs(b + base + v * S);
-#pragma unroll
-      for (int k = 0; k < S; ++k) xv[k] = Real(float(xv[k]) + float(bv[k]));
-      store128(residual_out + base + v * S, xv);
-    }
-    store128(x + v * S, xv);
-#pragma unroll
-    for (int k = 0; k < S; ++k) sum += float(xv[k]);
-  }
-  const float m = warp_reduce_sum(sum) / C;
-
-  // Each lane re-reads only the vectors it staged itself, so no barrier is needed.
-  float sq = 0.0f;
-  for (int v = lane; v < vectors; v += kWarpSize) {
-    const Packed128<Real> xv = load128(x + v * S);
-#pragma unroll
-    for (int k = 0; k < S; ++k) {
-      const float d = float(xv[k]) - m;
-      sq += d * d;
-    }
-  }
-  const float s = rsqrtf(warp_reduce_sum(sq) / C + kLayerNormEpsF);
-
-  float amax = 0.0f;
-  for (int v = lane; v < vectors; v += kWarpSize)
-    amax = fmaxf(amax, layernorm_store_vector(out, base, v * S, load128(x + v * S), m, s, weight, bias, fp8));
-  layernorm_finish_row(fp8, amax, row, lane, mean, rstd, m, s);
-}
-
-// Warps per block such that each warp's staged row fits the shared-memory budget.
-inline int layernorm_forward_warps(int C) {
-  require_whole_vectors("layernorm", "channels", C);
-  const int per_warp = C * static_cast<int>(sizeof(floatX));
-  return std::clamp(kLayerNormSharedBudget / per_warp, 1, 8);
-}
-
-// layernorm_forward (layernorm_forward.cuh) in the staged kernel.
-inline void layernorm_forward_staged(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                                     const floatX* bias, int N, int C, cudaStream_t stream, const Fp8Sink& fp8 = {}) {
-  const int warps = layernorm_forward_warps(C);
-  const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  launch<layernorm_forward_kernel<floatX, false>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out, nullptr,
-                                                  mean, rstd, inp, nullptr, weight, bias, N, C, fp8);
-  CUDA_CHECK_LAST();
-}
-
-// fused_residual_layernorm_forward (layernorm_forward.cuh) in the staged kernel.
-inline void fused_residual_layernorm_forward_staged(floatX* residual_out, floatX* out, float* mean, float* rstd,
-                                                    const floatX* a, const floatX* b, const floatX* weight,
-                                                    const floatX* bias, int N, int C, cudaStream_t stream,
-                                                    const Fp8Sink& fp8 = {}) {
-  const int warps = layernorm_forward_warps(C);
-  const size_t shared = static_cast<size_t>(warps) * C * sizeof(floatX);
-  launch<layernorm_forward_kernel<floatX, true>>(ceil_div(N, warps), warps * kWarpSize, shared, stream, out,
-                                                 residual_out, mean, rstd, a, b, weight, bias, N, C, fp8);
-  CUDA_CHECK_LAST();
-}
 
 // The backward grid is fixed by (N, C) (at most kLayerNormBackwardMaxBlocks, kernel_scratch.h), so
 // the summation order (and the result) is too. Each warp keeps 2*C per-channel sums in shared
