@@ -81,7 +81,6 @@ void v1(Data& d, int block) {
   const llmc::AdamWArgs a = llmc::adamw_args(kStep, kHyper, kStep.weight_decay);
   llmc::launch<adamw_scalar_kernel>(llmc::ceil_div(static_cast<long long>(d.n), block), block, 0, 0, d.params,
                                     d.master, d.grads, d.m, d.v, d.n, a);
-  CUDA_CHECK_LAST();
 }
 
 // The slices of v4 and v5 in the device buffers.

@@ -174,7 +174,7 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
     fmt::print("timings: median of {} runs, L2 ({} MiB) flushed before each\n", reps, flush_l2.bytes() / 2 >> 20);
   timings_announced = true;
   for (int i = 0; i < warmup; ++i) launch();
-  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
@@ -188,7 +188,7 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
     CUDA_CHECK(cudaEventSynchronize(stop));
     CUDA_CHECK(cudaEventElapsedTime(&times[i], start, stop));
   }
-  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaEventDestroy(start));
   CUDA_CHECK(cudaEventDestroy(stop));
   std::nth_element(times.begin(), times.begin() + reps / 2, times.end());

@@ -88,7 +88,6 @@ void fwd1(Data& d, int) {
   const int B = d.s.B, T = d.s.T, C = d.s.C;
   llmc::launch<encoder_forward_naive>(llmc::ceil_div(static_cast<long long>(B) * T * C, 256), 256, 0, 0, d.out,
                                       d.tokens, d.wte, d.wpe, B * T, T, C);
-  CUDA_CHECK_LAST();
 }
 
 void fwd2(Data& d, int) {
@@ -96,7 +95,6 @@ void fwd2(Data& d, int) {
   const long long vectors = static_cast<long long>(B) * T * C / llmc::Packed128<floatX>::size;
   llmc::launch<encoder_forward_vectors>(llmc::ceil_div(vectors, 256), 256, 0, 0, d.out, d.tokens, d.wte, d.wpe, B * T,
                                         T, C);
-  CUDA_CHECK_LAST();
 }
 
 void bwd1(Data& d, int) {
@@ -104,9 +102,7 @@ void bwd1(Data& d, int) {
   const int B = d.s.B, T = d.s.T, C = d.s.C;
   llmc::launch<encoder_backward_wte_naive>(llmc::ceil_div(static_cast<long long>(num_buckets) * C, 256), 256, 0, 0,
                                            d.dwte, d.dout, d.buckets_dev, num_buckets, C);
-  CUDA_CHECK_LAST();
   llmc::launch<encoder_backward_wpe_naive>(llmc::ceil_div(T * C, 256), 256, 0, 0, d.dwpe, d.dout, B, T, C);
-  CUDA_CHECK_LAST();
 }
 
 // The trainer's backward: a second pass adds the pieces' sums where a bucket is cut (num_cut).

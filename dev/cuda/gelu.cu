@@ -37,7 +37,6 @@ int blocks_of(const Data& d, int block, int per_thread) {
 void fwd1(Data& d, int block) {
   block = block ? block : 256;
   llmc::launch<gelu_forward_naive>(blocks_of(d, block, 1), block, 0, 0, d.out, d.inp, d.n);
-  CUDA_CHECK_LAST();
 }
 
 // The production kernels (llmc/cuda/gelu.cuh), a 16-byte vector per thread; block 0 is the
@@ -47,13 +46,11 @@ void fwd_vectors(Data& d, int block) {
   llmc::require_whole_vectors("gelu_forward", "size", d.n);
   llmc::launch<llmc::gelu_forward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
                                                   d.out, d.inp, d.n, llmc::Fp8Sink{});
-  CUDA_CHECK_LAST();
 }
 
 void bwd1(Data& d, int block) {
   block = block ? block : 256;
   llmc::launch<gelu_backward_naive>(blocks_of(d, block, 1), block, 0, 0, d.dinp, d.inp, d.dout, d.n);
-  CUDA_CHECK_LAST();
 }
 
 void bwd_vectors(Data& d, int block) {
@@ -61,7 +58,6 @@ void bwd_vectors(Data& d, int block) {
   llmc::require_whole_vectors("gelu_backward", "size", d.n);
   llmc::launch<llmc::gelu_backward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
                                                    d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, nullptr);
-  CUDA_CHECK_LAST();
 }
 
 // bwd3 also writing gelu(inp) into `out` (LLMC_FP8_GELU=epilogue: the forward kept the GELU in FP8
@@ -72,7 +68,6 @@ void bwd_gelu_out(Data& d, int block) {
   llmc::require_whole_vectors("gelu_backward", "size", d.n);
   llmc::launch<llmc::gelu_backward_kernel<floatX>>(blocks_of(d, block, llmc::Packed128<floatX>::size), block, 0, 0,
                                                    d.dinp, d.inp, d.dout, d.n, llmc::Fp8Sink{}, d.gelu_out);
-  CUDA_CHECK_LAST();
 }
 
 // Bytes for n elements in floatX: the forward reads inp and writes out; the backward reads inp and

@@ -163,14 +163,12 @@ void launch_staged(const Data& d, const floatX* a, int block) {
   llmc::launch<layernorm_forward_staged<kResidual>>(llmc::ceil_div(d.N, warps), warps * llmc::kWarpSize, shared, 0,
                                                     d.out, kResidual ? d.residual : nullptr, d.mean, d.rstd, a,
                                                     kResidual ? d.b : nullptr, d.weight, d.bias, d.N, d.C);
-  CUDA_CHECK_LAST();
 }
 
 void fwd1(Data& d, int block) {
   block = block ? block : 128;
   llmc::launch<layernorm_forward_naive>(llmc::ceil_div(d.N, block), block, 0, 0, d.out, d.mean, d.rstd, d.a, d.weight,
                                         d.bias, d.N, d.C);
-  CUDA_CHECK_LAST();
 }
 
 void fwd2(Data& d, int block) { launch_staged<false>(d, d.a, block); }
@@ -205,7 +203,6 @@ void fused3(Data& d, int block) {
 void enc1(Data& d, int) {
   llmc::launch<encoder_naive>(llmc::ceil_div(static_cast<long long>(d.N) * d.C, 256), 256, 0, 0, d.residual, d.tokens,
                               d.wte, d.wpe, d.N, d.T, d.C);
-  CUDA_CHECK_LAST();
   launch_staged<false>(d, d.residual, 0);
 }
 
@@ -223,7 +220,6 @@ void fused1(Data& d, int block) {
   const size_t NC = static_cast<size_t>(d.N) * d.C;
   llmc::launch<residual_naive>(llmc::ceil_div(static_cast<long long>(NC), block), block, 0, 0, d.residual, d.a, d.b,
                                NC);
-  CUDA_CHECK_LAST();
   launch_staged<false>(d, d.residual, 0);
 }
 
@@ -234,10 +230,8 @@ void bwd1(Data& d, int block) {
   block = block ? block : 128;
   llmc::launch<layernorm_backward_dinp_naive>(llmc::ceil_div(d.N, block), block, 0, 0, d.dinp, d.dout, d.a, d.weight,
                                               d.mean, d.rstd, d.N, d.C);
-  CUDA_CHECK_LAST();
   llmc::launch<layernorm_backward_params_naive>(llmc::ceil_div(d.C, block), block, 0, 0, d.dweight, d.dbias, d.dout,
                                                 d.a, d.mean, d.rstd, d.N, d.C);
-  CUDA_CHECK_LAST();
 }
 
 // The backward's grid is fixed by (N, C), for bit-reproducible sums: no block-size parameter.

@@ -117,7 +117,7 @@ float* device_floats(size_t n) {
 // Runs a launch and then synchronises, as a program would; the error then ends the program.
 void run(const std::function<void()>& launch_it) {
   launch_it();
-  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 

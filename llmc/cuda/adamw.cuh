@@ -219,7 +219,6 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
   const AdamWArgs a = adamw_args(step, hyper, step.weight_decay);
   launch<adamw_multi_tensor_kernel<floatX>>(static_cast<int>(table.blocks), kAdamWBlock, 0, stream, base.params,
                                             base.master, base.grads, base.state_at(0), base.state_at(1), table, a);
-  CUDA_CHECK_LAST();
 }
 
 // The CUDA backend's AdamW (run_optimizer_step_at_once, llmc/optim/registry.h).

@@ -102,27 +102,23 @@ inline void permute_qkv(floatX* q, floatX* k, floatX* v, floatX* qkv, int B, int
                         cudaStream_t stream) {
   launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * 3 * NH * HS), 256, 0, stream, q, k, v, qkv, 3, B, T,
                                        NH, HS, to_heads);
-  CUDA_CHECK_LAST();
 }
 
 inline void permute_heads(floatX* heads, floatX* tokens, int B, int T, int NH, int HS, bool to_heads,
                           cudaStream_t stream) {
   launch<permute_heads_kernel<floatX>>(vec_blocks(size_t(B) * T * NH * HS), 256, 0, stream, heads, heads, heads,
                                        tokens, 1, B, T, NH, HS, to_heads);
-  CUDA_CHECK_LAST();
 }
 
 // rows = B * NH * T score rows of length T, eight rows (warps) per block.
 inline void causal_softmax_forward(floatX* att, const floatX* preatt, int rows, int T, float scale,
                                    cudaStream_t stream) {
   launch<causal_softmax_forward_kernel<floatX>>(ceil_div(rows, 8), 256, 0, stream, att, preatt, rows, T, scale);
-  CUDA_CHECK_LAST();
 }
 
 inline void causal_softmax_backward(floatX* dpreatt, const floatX* datt, const floatX* att, int rows, int T,
                                     float scale, cudaStream_t stream) {
   launch<causal_softmax_backward_kernel<floatX>>(ceil_div(rows, 8), 256, 0, stream, dpreatt, datt, att, rows, T, scale);
-  CUDA_CHECK_LAST();
 }
 
 // ---- batched GEMMs, one per (b, h), row-major views ----

@@ -174,7 +174,6 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
     launch_kernel(std::true_type{});
   else
     launch_kernel(std::false_type{});
-  CUDA_CHECK_LAST();
 }
 
 }  // namespace llmc

@@ -40,8 +40,6 @@ inline void cuda_check(cudaError_t err, const char* file, int line) {
                              ": " + cudaGetErrorString(err));
 }
 #define CUDA_CHECK(call) ::llmc::cuda_check((call), __FILE__, __LINE__)
-// After a kernel launch: reports launch-configuration errors without synchronising.
-#define CUDA_CHECK_LAST() ::llmc::cuda_check(cudaGetLastError(), __FILE__, __LINE__)
 
 // 16 bytes of T, loaded and stored as one vector instruction. Pointers must be 16-byte aligned,
 // which holds for every tensor here because all sizes are multiples of 8 elements.

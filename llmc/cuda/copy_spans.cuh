@@ -32,7 +32,6 @@ void copy_spans(T* flat, T* packed, const CopySpan* spans, int num_spans, size_t
   // Enough blocks per span to cover the longest with a few elements per thread.
   const int blocks_x = std::max(1, std::min(ceil_div(static_cast<long long>(largest), block * 8), 1024));
   launch<copy_spans_kernel<T>>(dim3(blocks_x, num_spans), block, 0, stream, flat, packed, spans, to_packed);
-  CUDA_CHECK_LAST();
 }
 
 }  // namespace llmc

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -122,7 +123,7 @@ const std::string& kernel_name() {
   return name;
 }
 
-// kernel<<<grid, block, shared, stream>>>(args...), written launch<kernel>(grid, block, shared,
+// kernel<<<grid, block, shared, stream>>>(args...) and the check of its launch, written launch<kernel>(grid, block, shared,
 // stream, args...) so that the emulated build, whose compiler has no <<<>>>, runs the same code.
 template <auto Kernel, class... Args>
 inline void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {
@@ -132,6 +133,10 @@ inline void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Ar
 #else
   Kernel<<<grid, block, shared, stream>>>(std::forward<Args>(args)...);
 #endif
+  // A launch-configuration error (a bad grid, too much shared memory) now, without synchronising.
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess)
+    throw std::runtime_error("CUDA error launching " + kernel_name<Kernel>() + ": " + cudaGetErrorString(launched));
 }
 
 // Shared memory, declared the same way for both builds. A static array of the block:

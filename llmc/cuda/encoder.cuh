@@ -237,18 +237,15 @@ inline void encoder_backward(floatX* dwte, floatX* dwpe, float* piece_sums, cons
     const int blocks = counts.num_pieces + counts.num_buckets - counts.num_cut;
     launch<encoder_backward_wte_kernel<floatX>>(blocks, block, shared, stream, dwte, piece_sums, dout, buckets,
                                                 counts.num_buckets, counts.num_cut, counts.num_pieces, BT, C, seed);
-    CUDA_CHECK_LAST();
   }
   if (counts.num_cut > 0) {
     launch<encoder_backward_wte_piece_sums_kernel<floatX>>(dim3(ceil_div(vectors, threads_x), counts.num_cut),
                                                            threads_x, 0, stream, dwte, piece_sums, buckets,
                                                            counts.num_buckets, BT, C, seed);
-    CUDA_CHECK_LAST();
   }
   const long long wpe_vectors = static_cast<long long>(T) * vectors;
   launch<encoder_backward_wpe_kernel<floatX>>(ceil_div(wpe_vectors, 256), 256, 0, stream, dwpe, dout, B, T, C,
                                               mix32(seed ^ 0x5bd1e995u));
-  CUDA_CHECK_LAST();
 }
 
 }  // namespace llmc

@@ -106,7 +106,6 @@ inline void fp8_cast(const Fp8Sink& sink, const floatX* in, size_t n, cudaStream
   constexpr int block = 256;
   launch<fp8_cast_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0,
                                   stream, sink, in, n);
-  CUDA_CHECK_LAST();
 }
 
 // ---- Scales ----
@@ -156,7 +155,6 @@ inline void fp8_update_delayed(const Fp8Layout& layout, float* state, int entry,
   const int delayed = layout.delayed();
   launch<fp8_update_delayed_kernel<kFp8History>>(ceil_div(delayed, 128), 128, 0, stream, state, delayed,
                                                  layout.tensors_per_role(), entry, filled, stale_shift);
-  CUDA_CHECK_LAST();
 }
 
 // ---- Weights: current scaling, then the copies the GEMMs read ----
@@ -233,7 +231,6 @@ inline void fp8_cast_transposed(__nv_fp8_storage_t* x8, __nv_fp8_storage_t* xt8,
   const dim3 grid(ceil_div(cols, kFp8Tile), ceil_div(rows, kFp8Tile));
   launch<fp8_transposing_cast_kernel<floatX>>(grid, dim3(kFp8Tile, 8), 0, stream, x8, xt8, x, scale, rows, cols,
                                               format);
-  CUDA_CHECK_LAST();
 }
 
 // One E4M3 weight (rows x cols, scaling tensor `tensor`) and where its copies go.
@@ -255,10 +252,8 @@ inline void fp8_cast_weights(const std::vector<Fp8WeightCast>& weights, float* s
     if (amax_recorded) continue;
     launch<fp8_amax_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), 256), 256, 0,
                                     stream, reinterpret_cast<unsigned*>(state + fp8_amax_offset(w.tensor)), w.w, n);
-    CUDA_CHECK_LAST();
   }
   launch<fp8_update_current_kernel<int(kE4M3Max)>>(ceil_div(count, 128), 128, 0, stream, state, first, count);
-  CUDA_CHECK_LAST();
   for (const Fp8WeightCast& w : weights)
     fp8_cast_transposed(w.w8, w.wt8, w.w, state + fp8_scale_offset(w.tensor), w.rows, w.cols, __NV_E4M3, stream);
 }

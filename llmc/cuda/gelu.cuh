@@ -105,7 +105,6 @@ inline void gelu_forward(floatX* out, const floatX* inp, size_t n, cudaStream_t 
   constexpr int block = 256;
   launch<gelu_forward_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0,
                                       stream, out, inp, n, fp8);
-  CUDA_CHECK_LAST();
 }
 
 inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n, cudaStream_t stream,
@@ -114,7 +113,6 @@ inline void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, s
   constexpr int block = 256;
   launch<gelu_backward_kernel<floatX>>(ceil_div(static_cast<long long>(n / Packed128<floatX>::size), block), block, 0,
                                        stream, dinp, inp, dout, n, fp8, gelu_out);
-  CUDA_CHECK_LAST();
 }
 
 }  // namespace llmc

@@ -76,7 +76,7 @@ GemmTable gemm_table_from_bytes(const std::vector<uint8_t>& bytes, const std::st
   table.library_version = w[2];
   for (size_t e = 0; e < count; ++e) {
     const uint64_t* entry = w.data() + kHeaderWords + e * kEntryWords;
-    GemmAlgoWords algo;
+    GemmAlgoWords algo{};
     std::copy(entry + key_words, entry + kEntryWords, algo.begin());
     if (!table.algos.emplace(key_from_words(entry, key_words, source, e), algo).second)
       throw std::runtime_error(fmt::format("{}: GEMM algorithm table entry {} repeats a shape", source, e));

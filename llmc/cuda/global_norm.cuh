@@ -50,14 +50,12 @@ __global__ void global_norm_finish_kernel(float* out, const float* partials) {
 
 inline void global_norm_squared_finish(float* out, const float* partials, cudaStream_t stream) {
   launch<global_norm_finish_kernel<kGlobalNormBlocks>>(1, kGlobalNormBlocks, 0, stream, out, partials);
-  CUDA_CHECK_LAST();
 }
 
 // out[0] = sum of values[i]^2 (fp32 on the device). partials: kGlobalNormBlocks floats of scratch.
 template <class T>
 inline void global_norm_squared(float* out, float* partials, const T* values, size_t n, cudaStream_t stream) {
   launch<global_norm_partial_kernel<T>>(kGlobalNormBlocks, kGlobalNormThreads, 0, stream, partials, values, n);
-  CUDA_CHECK_LAST();
   global_norm_squared_finish(out, partials, stream);
 }
 

@@ -128,10 +128,8 @@ inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, flo
   const size_t shared = static_cast<size_t>(warps) * outputs * sizeof(float);
   launch<layernorm_backward_kernel<floatX>>(blocks, warps * kWarpSize, shared, stream, dinp, scratch, dout, inp,
                                             weight, mean, rstd, N, C, fp8);
-  CUDA_CHECK_LAST();
   launch<layernorm_backward_finish_kernel<floatX>>(ceil_div(outputs, 256), 256, 0, stream, dweight, dbias, scratch,
                                                    blocks, C);
-  CUDA_CHECK_LAST();
 }
 
 }  // namespace llmc

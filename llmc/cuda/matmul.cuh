@@ -330,7 +330,6 @@ __global__ void bias_grad_finish_kernel(T* dbias, const float* partial, int slic
 inline void bias_grad_finish(floatX* dbias, const float* partial, int BT, int OC, cudaStream_t stream) {
   launch<bias_grad_finish_kernel<floatX>>(ceil_div(OC, kWarpSize), dim3(kWarpSize, kBiasFinishWarps), 0, stream, dbias,
                                           partial, bias_grad_slices(BT), OC);
-  CUDA_CHECK_LAST();
 }
 
 // dbias (OC) += column sums of the BT x OC vectors `rows` gives, and with fp8.data their FP8 copy.
@@ -342,7 +341,6 @@ inline void bias_grad_sums(floatX* dbias, float* scratch, Rows rows, int BT, int
   const dim3 grid(ceil_div(OC, kCols), bias_grad_slices(BT));
   launch<bias_grad_partial_kernel<floatX, Rows>>(grid, dim3(kWarpSize, kBiasWarps), 0, stream, scratch, rows, BT, OC,
                                                  fp8);
-  CUDA_CHECK_LAST();
   bias_grad_finish(dbias, scratch, BT, OC, stream);
 }
 
