@@ -71,13 +71,7 @@ inline std::string lt_gemm_profile_name(const LtGemm& g) {
   if (g.fp8)
     name += std::string(" fp8 ") + (g.a8.format == __NV_E4M3 ? "e4m3" : "e5m2") + " x " +
             (g.b8.format == __NV_E4M3 ? "e4m3" : "e5m2") + (g.d8.data ? " -> e4m3" : "") + (g.fast_accum ? " fast" : "");
-  switch (g.epilogue) {
-    case CUBLASLT_EPILOGUE_DEFAULT: break;
-    case CUBLASLT_EPILOGUE_BIAS: name += " bias"; break;
-    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: name += " gelu_aux_bias"; break;
-    case CUBLASLT_EPILOGUE_DGELU: name += " dgelu"; break;
-    default: name += " epilogue " + std::to_string(int(g.epilogue)); break;
-  }
+  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) name += std::string(" ") + epilogue_name(g.epilogue);
   return g.accumulate ? name + " +=" : name;
 }
 

@@ -95,12 +95,6 @@ void set_speed_switch(SpeedSwitches& s, size_t row, const std::string& value) {
   throw std::runtime_error(fmt::format("{}: '{}' is not {} ({})", r.variable, value, names, r.what));
 }
 
-bool operator==(const SpeedSwitches& a, const SpeedSwitches& b) {
-  for (size_t row = 0; row < speed_switch_rows().size(); ++row)
-    if (speed_switch_value(a, row) != speed_switch_value(b, row)) return false;
-  return true;
-}
-
 SpeedSwitches speed_switches_from_env(std::FILE* notices) {
   for (const RetiredSpeedSwitch& r : retired_speed_switches()) {
     const char* env = std::getenv(r.variable);

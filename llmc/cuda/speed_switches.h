@@ -54,9 +54,6 @@ void set_speed_switch(SpeedSwitches& s, size_t row, int value);
 // when `value` is none of them.
 void set_speed_switch(SpeedSwitches& s, size_t row, const std::string& value);
 
-// Every switch at the same value.
-bool operator==(const SpeedSwitches& a, const SpeedSwitches& b);
-
 // Every switch from its environment variable (unset or empty: the default); throws
 // std::runtime_error naming the variable and its values for any other text. A retired variable
 // that is set gets one line on `notices` saying it no longer exists and what runs instead.
