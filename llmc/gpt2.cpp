@@ -46,21 +46,16 @@ bool parse_number(const std::string& s, size_t& pos, int& value) {
 
 // "L<layers>H<heads>C<channels>[T<max_seq_len>]" into config; false when s has another form.
 bool parse_custom_descriptor(const std::string& s, GPT2Config& config) {
+  // The keys in order, each with the field its number sets; T is optional.
+  const char keys[] = "LHCT";
+  int GPT2Config::*const fields[] = {&GPT2Config::num_layers, &GPT2Config::num_heads, &GPT2Config::channels,
+                                     &GPT2Config::max_seq_len};
   size_t pos = 0;
-  const char keys[] = {'L', 'H', 'C'};
-  int values[3];
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
+    if (i == 3 && pos == s.size()) break;
     if (pos >= s.size() || s[pos] != keys[i]) return false;
     ++pos;
-    if (!parse_number(s, pos, values[i])) return false;
-  }
-  config.num_layers = values[0];
-  config.num_heads = values[1];
-  config.channels = values[2];
-  if (pos < s.size()) {
-    if (s[pos] != 'T') return false;
-    ++pos;
-    if (!parse_number(s, pos, config.max_seq_len)) return false;
+    if (!parse_number(s, pos, config.*fields[i])) return false;
   }
   return pos == s.size();
 }
@@ -76,7 +71,6 @@ bool find_descriptor(const std::string& s, GPT2Config& config) {
   }
   return parse_custom_descriptor(s, config);
 }
-
 
 void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
   for (size_t i = 0; i < n; ++i) p[i] = stddev * rng.normal();
