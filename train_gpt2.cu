@@ -13,7 +13,7 @@
 // each has a GPU of its own, MPI when ranks share a GPU (NCCL refuses that) or when the build has no
 // NCCL (NO_MULTI_GPU=1).
 // LLMC_PEAK_TFLOPS=<dense TFLOP/s> sets the peak the step line's MFU is counted against, for a GPU
-// that llmc/peak_flops.h's table does not know (no MFU is shown then) or for the FP32 build.
+// that llmc/mfu.h's table does not know (no MFU is shown then) or for the FP32 build.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -30,8 +30,8 @@
 #include "llmc/cuda/launch_profile.h"
 #include "llmc/cuda/memory_fit.h"
 #include "llmc/cuda/memory_plan.h"
+#include "llmc/mfu.h"
 #include "llmc/train/gpu_flags.h"
-#include "llmc/train/mfu.h"
 #include "llmc/train/trainer_main.h"
 
 namespace {

@@ -47,7 +47,7 @@ class Backend {
   // Which elements this rank keeps optimizer state for (fixed at construction).
   virtual const OptimizerPartition& partition() const = 0;
   // The dense peak FLOP/s of this rank's device that the loop reports model FLOPs utilisation
-  // against (llmc/train/mfu.h, llmc/peak_flops.h); 0 when there is none (the CPU, a GPU not in the table), and then
+  // against (llmc/mfu.h); 0 when there is none (the CPU, a GPU not in the table), and then
   // the loop shows no MFU rather than a wrong one.
   virtual double peak_flops() const { return 0.0; }
 

@@ -46,21 +46,16 @@ bool parse_number(const std::string& s, size_t& pos, int& value) {
 
 // "L<layers>H<heads>C<channels>[T<max_seq_len>]" into config; false when s has another form.
 bool parse_custom_descriptor(const std::string& s, GPT2Config& config) {
+  // The keys in order, each with the field its number sets; T is optional.
+  const char keys[] = "LHCT";
+  int GPT2Config::*const fields[] = {&GPT2Config::num_layers, &GPT2Config::num_heads, &GPT2Config::channels,
+                                     &GPT2Config::max_seq_len};
   size_t pos = 0;
-  const char keys[] = {'L', 'H', 'C'};
-  int values[3];
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
+    if (i == 3 && pos == s.size()) break;
     if (pos >= s.size() || s[pos] != keys[i]) return false;
     ++pos;
-    if (!parse_number(s, pos, values[i])) return false;
-  }
-  config.num_layers = values[0];
-  config.num_heads = values[1];
-  config.channels = values[2];
-  if (pos < s.size()) {
-    if (s[pos] != 'T') return false;
-    ++pos;
-    if (!parse_number(s, pos, config.max_seq_len)) return false;
+    if (!parse_number(s, pos, config.*fields[i])) return false;
   }
   return pos == s.size();
 }
@@ -76,7 +71,6 @@ bool find_descriptor(const std::string& s, GPT2Config& config) {
   }
   return parse_custom_descriptor(s, config);
 }
-
 
 void fill_normal(Rng& rng, float* p, size_t n, float stddev) {
   for (size_t i = 0; i < n; ++i) p[i] = stddev * rng.normal();
@@ -140,9 +134,8 @@ std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config)
   std::array<ParamTensor, kNumParamTensors> layout{};
   size_t offset = 0;
   for (int i = 0; i < kNumParamTensors; ++i) {
-    const ParamSpec& spec = specs[i];
-    const size_t slice = spec.shape.numel(), numel = slice * spec.copies(config.num_layers);
-    layout[i] = ParamTensor{spec.name, offset, numel, spec.weight_decay, spec.per_layer, slice};
+    const size_t numel = specs[i].shape.numel() * specs[i].copies(config.num_layers);
+    layout[i] = ParamTensor{specs[i], offset, numel};
     offset += numel;
   }
   return layout;
@@ -170,20 +163,17 @@ void check_batch(const GPT2Config& config, const int* inputs, const int* targets
 
 std::vector<float> init_parameters(const GPT2Config& config, uint64_t seed) {
   std::vector<float> params(num_parameters(config), 0.0f);
-  const auto layout = param_layout(config);
-  const auto specs = param_specs(config);
   Rng rng(seed);
   // GPT-2 scales the residual projections so the residual stream's variance does not grow with
   // depth: each of the 2L residual additions contributes 1/(2L) of it.
   const float residual_std = 0.02f / std::sqrt(2.0f * config.num_layers);
-  for (int i = 0; i < kNumParamTensors; ++i) {
-    const ParamSpec& spec = specs[i];
+  for (const ParamTensor& t : param_layout(config)) {
     // Each slice's padding rows stay 0: no real token maps to them. Slice by slice in layer order
     // draws the same values as the whole tensor at once.
-    const size_t n = (spec.shape.rows - spec.padding) * spec.shape.row_numel();
-    for (size_t layer = 0; layer < spec.copies(config.num_layers); ++layer) {
-      float* p = params.data() + layout[i].at(int(layer));
-      switch (spec.init) {
+    const size_t n = (t.shape.rows - t.padding) * t.shape.row_numel();
+    for (size_t layer = 0; layer < t.copies(config.num_layers); ++layer) {
+      float* p = params.data() + t.at(int(layer));
+      switch (t.init) {
         case ParamInit::kNormal: fill_normal(rng, p, n, 0.02f); break;
         case ParamInit::kResidual: fill_normal(rng, p, n, residual_std); break;
         case ParamInit::kOnes: std::fill(p, p + n, 1.0f); break;

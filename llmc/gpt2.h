@@ -50,7 +50,7 @@ enum class ParamInit { kNormal, kResidual, kOnes, kZeros };  // the table's init
 // One slice's shape: rows x cols, or a vector of `rows` values (cols 0).
 struct ParamShape {
   size_t rows, cols;
-  ParamShape(size_t rows_, size_t cols_ = 0) : rows(rows_), cols(cols_) {}
+  ParamShape(size_t rows_ = 0, size_t cols_ = 0) : rows(rows_), cols(cols_) {}
   size_t row_numel() const { return cols == 0 ? 1 : cols; }
   size_t numel() const { return rows * row_numel(); }
 };
@@ -79,18 +79,14 @@ inline std::array<ParamSpec, kNumParamTensors> param_specs(const GPT2Config& con
   }};
 }
 
-// Where a parameter tensor lies in the flat buffer: a per-layer tensor is L equal slices, one per
-// layer in layer order; any other is one slice, shared by all layers. Both backends and the
-// Hugging Face mapping find a layer's weights through at().
-struct ParamTensor {
-  const char* name;
+// A parameter tensor's row and where it lies in the flat buffer: a per-layer tensor is L equal
+// slices, one per layer in layer order; any other is one slice, shared by all layers. Both backends
+// and the Hugging Face mapping find a layer's weights through at().
+struct ParamTensor : ParamSpec {
   size_t offset;       // in floats, from the start of the flat parameter buffer
-  size_t numel;        // the whole tensor (all layers)
-  bool weight_decay;
-  bool per_layer;
-  size_t slice_numel;  // one layer's slice (numel / L), or numel for a tensor that is not per layer
+  size_t numel;        // the whole tensor (all layers); one layer's slice is shape.numel()
   // Offset of `layer`'s slice (any layer gives the one slice of a tensor that is not per layer).
-  size_t at(int layer) const { return offset + (per_layer ? size_t(layer) * slice_numel : 0); }
+  size_t at(int layer) const { return offset + (per_layer ? size_t(layer) * shape.numel() : 0); }
 };
 std::array<ParamTensor, kNumParamTensors> param_layout(const GPT2Config& config);
 size_t num_parameters(const GPT2Config& config);

@@ -74,7 +74,7 @@ pylog, culog, py_mem, cu_mem = sys.argv[5:9]
 py = json.loads(open(pylog).read().strip().splitlines()[-1])
 cu = read_step_log(culog)
 cu_ms, cu_loss = cu.ms, cu.losses
-# train_gpt2cu's own count (6N + 6LCT) and peak (llmc/train/mfu.h), for both sides' MFU.
+# train_gpt2cu's own count (6N + 6LCT) and peak (llmc/mfu.h), for both sides' MFU.
 flops_per_token, peak = cu.flops_per_token, cu.peak_flops
 if len(cu_ms) < steps or len(py["ms"]) < steps:
     sys.exit(f"bench: expected {steps} steps, got {len(cu_ms)} (cuda) and {len(py['ms'])} (pytorch)")

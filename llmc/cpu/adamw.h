@@ -12,9 +12,10 @@ namespace llmc {
 
 void adamw_update(const OptimizerSlice<float>& slice, const OptimizerStep& step, const AdamWHyper& hyper);
 
-// The CPU backend's AdamW (run_optimizer_step, llmc/optim/registry.h).
-inline void optimizer_update(AdamW, const OptimizerSlice<float>& slice, const OptimizerStep& step) {
-  adamw_update(slice, step, AdamW::kHyper);
+// The CPU backend's AdamW (run_optimizer_step, llmc/optim/registry.h), slice by slice.
+inline void optimizer_update_slices(AdamW, const OptimizerSlice<float>&, const OptimizerSlice<float>* slices, int count,
+                                    const OptimizerStep& step) {
+  for (int i = 0; i < count; ++i) adamw_update(slices[i], step, AdamW::kHyper);
 }
 
 }  // namespace llmc

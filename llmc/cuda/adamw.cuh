@@ -221,7 +221,7 @@ inline void adamw_update_slices(const OptimizerSlice<floatX>& base, const Optimi
                                             base.master, base.grads, base.state_at(0), base.state_at(1), table, a);
 }
 
-// The CUDA backend's AdamW (run_optimizer_step_at_once, llmc/optim/registry.h).
+// The CUDA backend's AdamW (run_optimizer_step, llmc/optim/registry.h).
 inline void optimizer_update_slices(AdamW, const OptimizerSlice<floatX>& buffers, const OptimizerSlice<floatX>* slices,
                                     int count, const OptimizerStep& step, cudaStream_t stream,
                                     const Fp8WeightAmaxSink* amax) {

@@ -19,7 +19,7 @@
 #include "llmc/backend.h"
 #include "llmc/cuda/memory_plan.h"
 #include "llmc/cuda/speed_switches.h"
-#include "llmc/peak_flops.h"
+#include "llmc/mfu.h"
 
 namespace llmc {
 
@@ -94,7 +94,7 @@ bool cuda_build_has_nccl();
 // The least compute capability with FP8 tensor cores (Ada, sm_89), which --fp8 1 needs.
 constexpr int kFp8ComputeCapability = 89;
 // What MFU is counted against on the current device, for this build's precision:
-// LLMC_PEAK_TFLOPS=<dense TFLOP/s> when set, else the table of llmc/peak_flops.h for its name
+// LLMC_PEAK_TFLOPS=<dense TFLOP/s> when set, else the table of llmc/mfu.h for its name
 // (cudaDeviceProp::name). Throws std::runtime_error naming LLMC_PEAK_TFLOPS for a bad value.
 PeakFlops cuda_device_peak();
 // The versions of the CUDA driver and runtime, cuBLASLt, cuDNN and NCCL this process loaded, e.g.

@@ -144,8 +144,8 @@ void CudaBackend::optimizer_step(const OptimizerStep& step) {
   buffers.state = d.optimizer_state.data();
   // One launch for every tensor part the rank owns, recording the FP8 weights' amaxes where it can.
   const bool record_amax = !d.fp8_adamw_sinks.empty();
-  run_optimizer_step_at_once(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream,
-                             record_amax ? d.fp8_adamw_sinks.data() : nullptr);
+  run_optimizer_step(d.optimizer.name, d.layout, d.owned_slices, buffers, step, d.stream,
+                     record_amax ? d.fp8_adamw_sinks.data() : nullptr);
   d.fp8_weight_amax_recorded = record_amax;
 }
 

@@ -21,7 +21,7 @@ std::vector<GradientBucket> gradient_buckets(const GPT2Config& config) {
     GradientBucket b;
     b.name = fmt::format("layer {}", layer);
     for (const ParamTensor& t : layout)
-      if (t.per_layer) b.segments.push_back({t.at(layer), t.at(layer) + t.slice_numel});
+      if (t.per_layer) b.segments.push_back({t.at(layer), t.at(layer) + t.shape.numel()});
     if (layer == L - 1) {
       b.name += " + lnf";
       b.segments.push_back(whole(kLnfw));

@@ -48,10 +48,6 @@ int step_of(const std::string& name, const std::string& prefix) {
   return std::stoi(digits);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 void Checksum64::update(const void* data, size_t bytes) {
@@ -179,7 +175,7 @@ int remove_stale_temporaries(const std::string& dir) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!ends_with(name, ".tmp")) continue;
+    if (entry.path().extension() != ".tmp") continue;
     if (step_of(name, "model_") >= 0 || step_of(name, "state_") >= 0 || step_of(name, "DONE_") >= 0 ||
         name == "main.log.tmp") {
       std::error_code rm;

@@ -17,18 +17,28 @@ namespace llmc {
 
 namespace {
 
-// One HF tensor as a slice of our parameters: our `rows` x `cols` block (cols == 0 for a vector)
-// at `offset` floats; HF stores it transposed when `transposed`.
+// One HF tensor as a slice of our parameters: our block of `shape` at `offset` floats; HF stores it
+// transposed when `transposed`.
 struct Mapping {
   std::string name;  // without the "transformer." prefix
-  size_t offset, rows, cols;
+  size_t offset;
+  ParamShape shape;
   bool transposed;
 
   std::vector<size_t> hf_shape() const {
-    if (cols == 0) return {rows};
-    return transposed ? std::vector<size_t>{cols, rows} : std::vector<size_t>{rows, cols};
+    if (shape.cols == 0) return {shape.rows};
+    return transposed ? std::vector<size_t>{shape.cols, shape.rows} : std::vector<size_t>{shape.rows, shape.cols};
   }
-  size_t numel() const { return rows * (cols == 0 ? 1 : cols); }
+  // Copies the tensor from our layout to HF's (to_hf) or back, transposing it when `transposed`.
+  void copy(const float* src, float* dst, bool to_hf) const {
+    if (!transposed) {
+      std::copy(src, src + shape.numel(), dst);
+      return;
+    }
+    const size_t rows = to_hf ? shape.rows : shape.cols, cols = to_hf ? shape.cols : shape.rows;  // src's
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+  }
 };
 
 // The HF tensors in state_dict order, each mapped onto our layout by its row of the model table
@@ -36,19 +46,17 @@ struct Mapping {
 // h.0.*, h.1.*, ... stand where our block of per-layer tensors does.
 std::vector<Mapping> mappings(const GPT2Config& config) {
   const auto layout = param_layout(config);
-  const auto specs = param_specs(config);
   std::vector<Mapping> m;
-  const auto map = [&](int i, int layer, const std::string& name) {
-    const ParamShape& shape = specs[i].shape;
-    m.push_back({name, layout[i].at(layer), shape.rows - specs[i].padding, shape.cols, specs[i].hf_transposed});
+  const auto map = [&](const ParamTensor& t, int layer, const std::string& name) {
+    m.push_back({name, t.at(layer), {t.shape.rows - t.padding, t.shape.cols}, t.hf_transposed});
   };
   for (int i = 0; i < kNumParamTensors; ++i) {
-    if (!specs[i].per_layer) {
-      map(i, 0, specs[i].hf_name);
-    } else if (i == 0 || !specs[i - 1].per_layer) {  // the first of a block of per-layer tensors
+    if (!layout[i].per_layer) {
+      map(layout[i], 0, layout[i].hf_name);
+    } else if (i == 0 || !layout[i - 1].per_layer) {  // the first of a block of per-layer tensors
       for (int layer = 0; layer < config.num_layers; ++layer)
-        for (int j = i; j < kNumParamTensors && specs[j].per_layer; ++j)
-          map(j, layer, fmt::format("h.{}.{}", layer, specs[j].hf_name));
+        for (int j = i; j < kNumParamTensors && layout[j].per_layer; ++j)
+          map(layout[j], layer, fmt::format("h.{}.{}", layer, layout[j].hf_name));
     }
   }
   return m;
@@ -96,14 +104,8 @@ std::string read_text(const std::string& path) {
 std::vector<HfTensor> gpt2_to_hf(const GPT2Config& config, const float* params) {
   std::vector<HfTensor> out;
   for (const Mapping& m : mappings(config)) {
-    HfTensor t{"transformer." + m.name, m.hf_shape(), std::vector<float>(m.numel())};
-    const float* src = params + m.offset;
-    if (m.transposed) {
-      for (size_t r = 0; r < m.rows; ++r)
-        for (size_t c = 0; c < m.cols; ++c) t.values[c * m.rows + r] = src[r * m.cols + c];
-    } else {
-      std::copy(src, src + m.numel(), t.values.begin());
-    }
+    HfTensor t{"transformer." + m.name, m.hf_shape(), std::vector<float>(m.shape.numel())};
+    m.copy(params + m.offset, t.values.data(), true);
     out.push_back(std::move(t));
   }
   return out;
@@ -126,14 +128,7 @@ std::vector<float> hf_to_gpt2(const GPT2Config& config, const SafeTensorsFile& f
     if (t->shape != m.hf_shape())
       throw std::runtime_error(fmt::format("{}: tensor {} has shape {}, config.json implies {}", file.path, name,
                                            shape_string(t->shape), shape_string(m.hf_shape())));
-    const std::vector<float> values = file.to_float(*t);
-    float* dst = params.data() + m.offset;
-    if (m.transposed) {
-      for (size_t r = 0; r < m.rows; ++r)
-        for (size_t c = 0; c < m.cols; ++c) dst[r * m.cols + c] = values[c * m.rows + r];
-    } else {
-      std::copy(values.begin(), values.end(), dst);
-    }
+    m.copy(file.to_float(*t).data(), params.data() + m.offset, false);
     used.insert(name);
   }
 

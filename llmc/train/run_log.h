@@ -20,7 +20,7 @@ class RunLog {
   RunLog& operator=(const RunLog&) = delete;
 
   // s:%d trl:%.6f lr:%.6e norm:%.6f, plus " mfu:%.2f" (percent) when the backend's device has a
-  // known peak (llmc/train/mfu.h) and " skipped:1" when the update was skipped (-sl/-sg): the
+  // known peak (llmc/mfu.h) and " skipped:1" when the update was skipped (-sl/-sg): the
   // llm.c keys stay first, so llm.c's log parsers still read the line.
   void train(int step, float loss, float lr, float norm, bool skipped = false, std::optional<double> mfu = {});
   void val(int step, float loss);       // s:%d tel:%.6f

@@ -101,10 +101,10 @@ TEST_CASE("gpt2: per-layer slices") {
     CHECK(layout[i].per_layer == per_layer);
     CHECK(layout[i].at(0) == layout[i].offset);
     if (per_layer) {
-      CHECK(layout[i].slice_numel == slice[i]);
+      CHECK(layout[i].shape.numel() == slice[i]);
       CHECK(layout[i].at(1) == layout[i].offset + slice[i]);
     } else {
-      CHECK(layout[i].slice_numel == layout[i].numel);
+      CHECK(layout[i].shape.numel() == layout[i].numel);
       CHECK(layout[i].at(1) == layout[i].offset);  // shared by every layer
     }
   }

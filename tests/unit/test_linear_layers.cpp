@@ -49,9 +49,9 @@ TEST_CASE("linear layers: each W has its row's shape in the model table, each b 
   const auto layout = param_layout(config);
   for (const LinearLayerSpec& linear : linear_layers(config)) {
     CAPTURE(linear.name);
-    CHECK(layout[linear.weight].slice_numel == linear.out * linear.in);
+    CHECK(layout[linear.weight].shape.numel() == linear.out * linear.in);
     CHECK(layout[linear.weight].per_layer == linear.per_layer);
-    if (linear.bias != kNoBias) CHECK(layout[linear.bias].slice_numel == linear.out);
+    if (linear.bias != kNoBias) CHECK(layout[linear.bias].shape.numel() == linear.out);
   }
   CHECK(num_parameters(config) == 124475904);
 }

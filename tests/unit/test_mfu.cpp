@@ -1,4 +1,4 @@
-// MFU (llmc/train/mfu.h): the FLOP count against a count by hand for GPT-2 small, the peak table's
+// MFU (llmc/mfu.h): the FLOP count against a count by hand for GPT-2 small, the peak table's
 // exact-name lookups, LLMC_PEAK_TFLOPS, and the step line and main.log that show it.
 #include <doctest/doctest.h>
 
@@ -6,8 +6,7 @@
 #include <string>
 
 #include "llmc/gpt2.h"
-#include "llmc/peak_flops.h"
-#include "llmc/train/mfu.h"
+#include "llmc/mfu.h"
 #include "llmc/train/run_log.h"
 #include "tests/unit/test_support.h"
 

@@ -10,6 +10,21 @@
 
 using namespace llmc;
 
+namespace {
+
+// A tensor that is not per layer: `numel` values at `offset`.
+ParamTensor tensor(const char* name, size_t offset, size_t numel, bool weight_decay) {
+  ParamTensor t{};
+  t.name = name;
+  t.shape = ParamShape(numel);
+  t.weight_decay = weight_decay;
+  t.offset = offset;
+  t.numel = numel;
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("zero layout: equal chunks that cover the buffer once, padded at the end") {
   struct Case { size_t n; int W; size_t align; size_t shard; };
   // shard_size = ceil(n/W) rounded up to the alignment, worked out by hand
@@ -52,7 +67,7 @@ TEST_CASE("zero layout: bad arguments are rejected") {
 
 TEST_CASE("tensor slices: a range cutting through tensors") {
   // three tensors at [0,5), [5,12), [12,14); a range [3, 13)
-  const ParamTensor t[] = {{"a", 0, 5, true, false, 5}, {"b", 5, 7, false, false, 7}, {"c", 12, 2, true, false, 2}};
+  const ParamTensor t[] = {tensor("a", 0, 5, true), tensor("b", 5, 7, false), tensor("c", 12, 2, true)};
   const auto s = tensor_slices(t, 3, ElementRange{3, 13});
   REQUIRE(s.size() == 3);
   CHECK((s[0].tensor == 0 && s[0].tensor_offset == 3 && s[0].range_offset == 0 && s[0].count == 2 && s[0].weight_decay));
@@ -63,10 +78,10 @@ TEST_CASE("tensor slices: a range cutting through tensors") {
 }
 
 TEST_CASE("tensor slices: overlapping or unordered tensors are rejected") {
-  const ParamTensor overlap[] = {{"a", 0, 5, true, false, 5}, {"b", 4, 3, false, false, 3}};
+  const ParamTensor overlap[] = {tensor("a", 0, 5, true), tensor("b", 4, 3, false)};
   CHECK_THROWS_WITH_AS(tensor_slices(overlap, 2, ElementRange{0, 7}),
                        "tensor slices: tensor 1 (b) starts at 4, inside the tensor before it", std::invalid_argument);
-  const ParamTensor t[] = {{"a", 0, 5, true, false, 5}};
+  const ParamTensor t[] = {tensor("a", 0, 5, true)};
   CHECK_THROWS_AS(tensor_slices(t, 1, ElementRange{4, 2}), std::invalid_argument);
 }
 

@@ -1,5 +1,5 @@
-// The table of GPU peaks (llmc/peak_flops.h).
-#include "llmc/peak_flops.h"
+// MFU (llmc/mfu.h): the FLOP count and the table of GPU peaks.
+#include "llmc/mfu.h"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,15 @@
 #include <stdexcept>
 
 namespace llmc {
+
+double model_flops_per_token(const GPT2Config& config, int seq_len) {
+  const double N = double(num_parameters(config));
+  return 6.0 * N + 6.0 * config.num_layers * double(config.channels) * seq_len;
+}
+
+double mfu_percent(double flops_per_token, double tokens_per_second, double peak_flops_per_second) {
+  return 100.0 * flops_per_token * tokens_per_second / peak_flops_per_second;
+}
 
 std::optional<double> dense_bf16_peak_tflops(const std::string& device_name) {
   // Dense bf16 with fp32 accumulation; the data sheets print twice these "with sparsity".
