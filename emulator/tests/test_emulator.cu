@@ -490,18 +490,23 @@ __global__ void fill_dynamic_kernel(float* out, int floats) {
 }
 
 TEST_CASE("launch configuration errors come from cudaGetLastError, and are not sticky") {
+  // emu::launch is the emulated kernel<<<...>>> itself (llmc::launch throws what cudaGetLastError reports).
   float* out = device_array<float>(1);
-  launch<fill_dynamic_kernel>(1, 1025, 0, 0, out, 1);
+  emu::launch<fill_dynamic_kernel>(1, 1025, 0, 0, out, 1);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  launch<fill_dynamic_kernel>(1, dim3(2, 2, 65), 0, 0, out, 1);
+  emu::launch<fill_dynamic_kernel>(1, dim3(2, 2, 65), 0, 0, out, 1);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  launch<fill_dynamic_kernel>(dim3(1, 1, 65536), 32, 0, 0, out, 1);
+  emu::launch<fill_dynamic_kernel>(dim3(1, 1, 65536), 32, 0, 0, out, 1);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  launch<fill_dynamic_kernel>(0, 32, 0, 0, out, 1);
+  emu::launch<fill_dynamic_kernel>(0, 32, 0, 0, out, 1);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  // llmc::launch checks its launch: it throws the error, naming the kernel, and leaves none behind.
+  CHECK_THROWS_WITH_AS(launch<fill_dynamic_kernel>(1, 1025, 0, 0, out, 1),
+                       doctest::Contains("fill_dynamic_kernel: invalid configuration argument"), std::runtime_error);
+  CHECK(cudaGetLastError() == cudaSuccess);
   // 64 KiB of dynamic shared memory: an error until the kernel opts in, then usable to its end.
   const int floats = 16 * 1024;
-  launch<fill_dynamic_kernel>(1, 256, floats * sizeof(float), 0, out, floats);
+  emu::launch<fill_dynamic_kernel>(1, 256, floats * sizeof(float), 0, out, floats);
   CHECK(cudaGetLastError() == cudaErrorInvalidValue);
   REQUIRE(cudaFuncSetAttribute(reinterpret_cast<const void*>(&fill_dynamic_kernel),
                                cudaFuncAttributeMaxDynamicSharedMemorySize, floats * sizeof(float)) == cudaSuccess);
