@@ -251,7 +251,7 @@ int run(const Args& a) {
       SpeedSwitches same_sums = variants[i];
       same_sums.gemm_search = defaults.gemm_search;
       same_sums.cuda_graphs = defaults.cuda_graphs;
-      if (cuda_device_emulated() && same_sums == defaults)
+      if (cuda_device_emulated() && speed_switches_summary(same_sums) == speed_switches_summary(defaults))
         report.exact(fmt::format("grad with {} = the defaults', bit for bit", speed_switches_summary(variants[i])),
                      variant_grads, grads);
       // A recompute reruns the forward's kernels in the switches' form, so on the emulated GPU -r 0
