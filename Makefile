@@ -4,6 +4,7 @@ CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -MMD -MP
 LDLIBS   += -lfmt -lpthread
+include scripts/ccache.mk
 
 # BUILD=DIR puts every object and binary under DIR (default build). NO_USE_MPI=1 (NO_MULTI_GPU=1
 # implies it) builds without MPI into $(BUILD)/no-mpi/ (see the MPI section), also under a BUILD given
@@ -29,7 +30,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.cpp)
 UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 LIBLLMC   := $(BUILD)/libllmc.a
 
-.PHONY: all setup data run test bench-tokenize clean
+.PHONY: all setup data run test test-quick bench-tokenize clean
 all: tokenize train_gpt2 test_gpt2 hf_convert
 
 setup:
@@ -37,7 +38,7 @@ setup:
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(CCACHE) $(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The recipe of the three host libraries: a new archive each time, as `ar r` into the old one would
 # keep the members of sources that are gone.
@@ -74,9 +75,18 @@ run: data
 	@$(MAKE) --no-print-directory train_gpt2
 	@bash scripts/run.sh
 
-test: setup
+# make test: every check (tests/run_all.sh); make test-cpu, test-dist, test-emu, test-text, test-tools
+# and test-gpu-tools (tests/gpu: the CUDA build, the GPU bundle and the GPU session's scripts, all
+# without a GPU): one area's checks; make test-quick: the edit loop's few minutes (tests/quick.sh).
+TEST_AREA_TARGETS := test-cpu test-dist test-emu test-text test-tools test-gpu-tools
+.PHONY: $(TEST_AREA_TARGETS)
+test $(TEST_AREA_TARGETS): setup
 	@$(MAKE) --no-print-directory tokenize train_gpt2 test_gpt2 hf_convert
-	@bash tests/run_all.sh
+	@TEST_AREAS="$(patsubst test-%,%,$(patsubst test-gpu-tools,gpu,$(filter-out test,$@)))" bash tests/run_all.sh
+
+test-quick: setup
+	@$(MAKE) --no-print-directory tokenize train_gpt2 test_gpt2 hf_convert
+	@bash tests/quick.sh
 
 bench-tokenize: setup
 	@$(MAKE) --no-print-directory tokenize
@@ -141,8 +151,11 @@ endif
 CUDA_NO_CUDNN  := $(filter 0,$(USE_CUDNN))
 CUDA_NO_NCCL   := $(filter 1,$(NO_MULTI_GPU))
 CUDA_VARIANT   := $(if $(CUDA_NO_CUDNN),-nocudnn)$(if $(CUDA_NO_NCCL),-nonccl)
-CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)$(CUDA_VARIANT)
-CUDA_HOST      := $(BUILD)/cuda-host
+# CUDA_WERROR=1 (tests/gpu/check_cuda_build.sh and check_gpu_dist.sh): warnings are errors, in folders
+# of their own (-werror), so that every object there compiled clean whatever was built elsewhere.
+CUDA_WERROR_DIR := $(if $(filter 1,$(CUDA_WERROR)),-werror)
+CUDA_DIR       := $(BUILD)/cuda-$(CUDA_PREC)$(CUDA_VARIANT)$(CUDA_WERROR_DIR)
+CUDA_HOST      := $(BUILD)/cuda-host$(CUDA_WERROR_DIR)
 CUDA_HOST_OBJS := $(LLMC_SRCS:%.cpp=$(CUDA_HOST)/%.o)
 CUDA_HOST_LIB  := $(CUDA_HOST)/libllmc.a
 CUDA_LIB_OBJS  := $(addprefix $(CUDA_DIR)/llmc/,cuda/cuda_backend.o cuda/cuda_backend_state.o cuda/cuda_backend_fp8.o cuda/forward_backward.o cuda/cuda_device.o \
@@ -153,10 +166,9 @@ CUDA_CXXFLAGS  := -std=c++17 -O3 -march=x86-64-v3 -Wall -Wextra -fopenmp -I. -MM
                   $(CUDA_LIB_INCLUDES)
 CUDA_NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCHS) -I. $(CUDA_FMT_FLAGS) $(CUDA_LIB_INCLUDES) $(CUDA_PREC_FLAGS) \
                   $(CUDA_VARIANT_FLAGS) -DLLMC_CUDA_CODES='"$(CUDA_CODES)"' -Xcompiler -Wall,-Wextra,-fopenmp
-# CUDA_WERROR=1 (tests/gpu/check_cuda_build.sh, in its own BUILD dir): an object that exists compiled clean.
 ifeq ($(CUDA_WERROR),1)
 CUDA_CXXFLAGS  += -Werror
-CUDA_NVCCFLAGS += -Werror all-warnings -Xcompiler -Werror
+CUDA_NVCCFLAGS += -Werror=all-warnings -Xcompiler -Werror
 endif
 # RUNPATH $ORIGIN: a bundle's libfmt/libgomp next to the binary win over missing system ones.
 CUDA_LDFLAGS   := -Xlinker -rpath -Xlinker '$$ORIGIN'
@@ -166,7 +178,7 @@ CUDA_LDLIBS    := $(CUDA_FMT_LIBS) $(CUBLAS_LIBS) $(if $(CUDA_NO_CUDNN),,$(CUDNN
 GPU_DIST       := $(BUILD)/gpu-dist
 DEV_CUDA_BENCHES := $(filter-out compile_fp32,$(basename $(notdir $(wildcard dev/cuda/*.cu))))
 
-.PHONY: test-gpu bench gpu-session gpu-dist cuda-binaries gpu-build-check FORCE
+.PHONY: test-gpu bench gpu-session gpu-dist cuda-binaries dev-cuda gpu-build-check FORCE
 
 # Every object of the CUDA binaries waits for it (order-only: it never makes one out of date).
 gpu-build-check:
@@ -177,14 +189,14 @@ gpu-build-check:
 
 $(CUDA_HOST)/%.o: %.cpp | gpu-build-check
 	@mkdir -p $(dir $@)
-	$(CXX) $(CUDA_CXXFLAGS) -c $< -o $@
+	$(CCACHE) $(CXX) $(CUDA_CXXFLAGS) -c $< -o $@
 
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
 	$(archive)
 
 $(CUDA_DIR)/%.o: %.cu | gpu-build-check
 	@mkdir -p $(dir $@)
-	$(NVCC) $(CUDA_NVCCFLAGS) $(NVCC_COMPRESS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(CCACHE) $(NVCC) $(CUDA_NVCCFLAGS) $(NVCC_COMPRESS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 # The two mains hold no device code (they reach the GPU through llmc/cuda/cuda_backend.h, a plain
 # C++ header): nvcc compiles them as C++, without a device pass per architecture over every header.
@@ -207,6 +219,13 @@ train_gpt2cu test_gpt2cu: %: $(CUDA_DIR)/% FORCE
 	cp -f $< $@
 
 cuda-binaries: $(CUDA_DIR)/train_gpt2cu $(CUDA_DIR)/test_gpt2cu $(CUDA_DIR)/hold_gpu_memory
+
+# The dev/cuda benchmarks (dev/cuda/Makefile) as gpu-dist carries them: their objects in
+# $(BUILD)/dev_cuda[-werror], linked with the CPU references that the trainers' host library holds.
+DEV_CUDA_REF_OBJS := $(filter $(CUDA_HOST)/llmc/cpu/%,$(CUDA_HOST_OBJS))
+dev-cuda: $(DEV_CUDA_REF_OBJS) | gpu-build-check
+	@$(MAKE) --no-print-directory -C dev/cuda OBJDIR=$(abspath $(BUILD))/dev_cuda$(CUDA_WERROR_DIR) \
+	  REF_OBJS="$(abspath $(DEV_CUDA_REF_OBJS))" $(if $(CUDA_WERROR_DIR),WERROR=1)
 
 test-gpu:
 	@bash scripts/test_gpu.sh
@@ -233,11 +252,11 @@ GPU_DIST_MAX_MIB := 60
 gpu-dist: gpu-build-check data
 	@$(MAKE) --no-print-directory PRECISION=BF16 cuda-binaries
 	@$(MAKE) --no-print-directory PRECISION=FP32 cuda-binaries
-	@$(MAKE) --no-print-directory -C dev/cuda
+	@$(MAKE) --no-print-directory dev-cuda
 	@rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/bin $(GPU_DIST)/include
 	@for p in bf16 fp32; do for b in train_gpt2cu test_gpt2cu; do \
-	  cp $(BUILD)/cuda-$$p$(CUDA_VARIANT)/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
-	@cp $(BUILD)/cuda-bf16$(CUDA_VARIANT)/hold_gpu_memory $(GPU_DIST)/bin/
+	  cp $(BUILD)/cuda-$$p$(CUDA_VARIANT)$(CUDA_WERROR_DIR)/$$b $(GPU_DIST)/bin/$$b-$$p; done; done
+	@cp $(BUILD)/cuda-bf16$(CUDA_VARIANT)$(CUDA_WERROR_DIR)/hold_gpu_memory $(GPU_DIST)/bin/
 	@cp $(addprefix dev/cuda/,$(DEV_CUDA_BENCHES) run_all.sh) $(GPU_DIST)/bin/
 	@cp -L $$(ldd $(GPU_DIST)/bin/*-bf16 $(GPU_DIST)/bin/*-fp32 $(addprefix $(GPU_DIST)/bin/,$(DEV_CUDA_BENCHES)) \
 	  | awk '/libfmt|libgomp/ {print $$3}' | sort -u) $(GPU_DIST)/bin/
@@ -346,7 +365,7 @@ sanitize: $(SANITIZE)/unit_tests $(SANITIZE)/train_gpt2
 
 $(SANITIZE)/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(SANITIZE_FLAGS) -c $< -o $@
+	$(CCACHE) $(CXX) $(CXXFLAGS) $(SANITIZE_FLAGS) -c $< -o $@
 
 $(SANITIZE_LIB): $(SANITIZE_OBJS)
 	$(archive)

@@ -6,8 +6,8 @@
 # CPU, under a checker: EMU_SANITIZER=address (ASan + UBSan), thread (TSan), racecheck (the
 # emulator's own shared-memory race check) or none; PRECISION as for the CUDA build. Everything goes
 # to build/emu-<sanitizer>/.
-#   make test-emu                       the emulator's tests and every hand-written kernel family's
-#                                       dev/cuda checks at small shapes, under the three checkers
+#   make test-emu (the top Makefile)    every check of tests/emu: the emulator's tests, every kernel
+#                                       family's dev/cuda checks under the three checkers, the trainer
 #   make emu-benches EMU_SANITIZER=none the dev/cuda benchmarks as CPU binaries, build/emu-none/<prec>/
 # Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
 # every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire
@@ -67,11 +67,7 @@ EMU_TSAN_LEFT_OUT := global_norm matmul
 EMU_BENCHES   := $(filter-out $(if $(filter thread,$(EMU_SANITIZER)),$(EMU_TSAN_LEFT_OUT)),$(DEV_CUDA_BENCHES))
 EMU_TESTS     := $(basename $(notdir $(wildcard emulator/tests/*.cu)))
 
-.PHONY: test-emu emu-benches emu-tests print-emu-benches emu-switch-cost
-test-emu:
-	@bash tests/emu/check_emu.sh
-	@bash tests/emu/check_emu_trainer.sh
-
+.PHONY: emu-benches emu-tests print-emu-benches emu-switch-cost
 print-emu-benches:
 	@echo $(EMU_BENCHES)
 
@@ -90,7 +86,7 @@ $(BUILD)/emu-none/switch_cost: emulator/bench/switch_cost.cpp emulator/runtime/f
 
 $(EMU)/emulator/runtime/%.o: emulator/runtime/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
+	$(CCACHE) $(CXX) $(EMU_CXXFLAGS) $(EMU_RUNTIME_FLAGS) $(MPI_CFLAGS) -MMD -MP -c $< -o $@
 
 # The GEMMs under the emulated cuBLAS: optimised, uninstrumented (they read only the emulator's own
 # fp32 copies of checked operands), parallel on the emulator's worker threads.
@@ -101,7 +97,7 @@ $(EMU_RUNTIME_LIB): $(EMU_RUNTIME_SRCS:%.cpp=$(EMU)/%.o)
 
 $(EMU)/ref/%.o: llmc/cpu/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) -O2 $(EMU_OPENMP) $(if $(filter address,$(EMU_SANITIZER)),$(EMU_SAN_FLAGS)) -MMD -MP \
+	$(CCACHE) $(CXX) $(EMU_CXXFLAGS) -O2 $(EMU_OPENMP) $(if $(filter address,$(EMU_SANITIZER)),$(EMU_SAN_FLAGS)) -MMD -MP \
 	  -c $< -o $@
 
 $(EMU_REF_LIB): $(patsubst llmc/cpu/%.cpp,$(EMU)/ref/%.o,$(wildcard llmc/cpu/*.cpp))
@@ -109,14 +105,14 @@ $(EMU_REF_LIB): $(patsubst llmc/cpu/%.cpp,$(EMU)/ref/%.o,$(wildcard llmc/cpu/*.c
 
 $(EMU)/$(CUDA_PREC)/%.o: dev/cuda/%.cu
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
+	$(CCACHE) $(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
 $(EMU)/$(CUDA_PREC)/%: $(EMU)/$(CUDA_PREC)/%.o $(EMU_REF_LIB) $(EMU_RUNTIME_LIB)
 	$(CXX) $(EMU_LINK_FLAGS) $(EMU_OPENMP) $^ -o $@ $(EMU_LDLIBS)
 
 $(EMU)/emulator/tests/%.o: emulator/tests/%.cu
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
+	$(CCACHE) $(CXX) $(EMU_KERNEL_FLAGS) -x c++ -c $< -o $@
 
 $(EMU)/tests/%: $(EMU)/emulator/tests/%.o $(EMU_RUNTIME_LIB)
 	@mkdir -p $(dir $@)
@@ -156,7 +152,7 @@ fp8-convergence:
 
 $(EMU_TRAINER)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_KERNEL_FLAGS) $(CUDA_VARIANT_FLAGS) $(MPI_CFLAGS) -x c++ -c $< -o $@
+	$(CCACHE) $(CXX) $(EMU_KERNEL_FLAGS) $(CUDA_VARIANT_FLAGS) $(MPI_CFLAGS) -x c++ -c $< -o $@
 
 # As for the sanitizer's binaries: the main's object first on the link line, the libraries last.
 $(EMU_TRAINER)/train_gpt2cu: $(EMU_TRAINER)/train_gpt2.o $(EMU_TRAINER_OBJS) $(EMU_HOST_LIB) $(EMU_RUNTIME_LIB)

