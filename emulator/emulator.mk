@@ -12,6 +12,8 @@
 # Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
 # every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire
 # (LLMC_EMU_TSAN). The CPU references run serially there (no OpenMP: libgomp is not TSan-aware).
+# Under ASan neither (it is no code under test, and its instrumented runs took a third of every
+# kernel's time): it tells ASan of its fibers and poisons device and shared memory (LLMC_EMU_ASAN).
 # The emulated NCCL carries its ranks over MPI (runtime/nccl_api.cpp), so the emulator builds with
 # MPI: NO_USE_MPI=1 (and NO_MULTI_GPU=1, which implies it) is refused for its targets; NO_MULTI_GPU=1
 # NO_USE_MPI=0 builds the trainer without NCCL on the emulated GPU.
@@ -27,7 +29,7 @@ EMU           := $(BUILD)/emu-$(EMU_SANITIZER)
 EMU_CXXFLAGS  := -std=c++17 -g1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unknown-pragmas -I. -I$(CUDA_HOME)/include
 ifeq ($(EMU_SANITIZER),address)
 EMU_SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
-EMU_RUNTIME_FLAGS := $(EMU_SAN_FLAGS)
+EMU_RUNTIME_FLAGS := -O2 -DLLMC_EMU_ASAN
 EMU_OPENMP    := -fopenmp
 else ifeq ($(EMU_SANITIZER),thread)
 EMU_SAN_FLAGS := -O1 -fsanitize=thread

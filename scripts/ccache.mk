@@ -4,7 +4,9 @@
 # messages) from the cache in ~/.cache/ccache. BASEDIR: paths inside the checkout count relative to
 # it, so a clone in another folder hits what this one compiled; NOHASHDIR: nor does the folder the
 # -g builds record for the debugger. The cache is never needed: without it, everything is compiled.
+# Exported for dev/bench/vs_llmc.sh, whose build of llm.c (under make gpu-dist) uses it too.
 CCACHE ?= $(shell command -v ccache 2>/dev/null)
+export CCACHE
 ifneq ($(CCACHE),)
 export CCACHE_BASEDIR ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 export CCACHE_NOHASHDIR ?= 1

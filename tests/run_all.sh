@@ -9,9 +9,8 @@
 # TEST_JOBS checks (default 2, one per core of the machine CI runs on) run side by side, the longest
 # first. Their makes take turns (tests/lib/make_lock/make), so that an object two checks need is
 # built once; each line gives the check's seconds in all, in make (build) and after (run), and the
-# CPU seconds it used. A check with the line "# run_all: alone" (and why) acts on wall-clock time,
-# as a signal sent within a window: it runs last, with no other check beside it. TEST_AREAS
-# (default every area) runs only the areas it names: make test-cpu, test-dist, ... (the Makefile).
+# CPU seconds it used. TEST_AREAS (default every area) runs only the areas it names: make test-cpu,
+# test-dist, ... (the Makefile).
 set -u
 cd "$(dirname "$0")/.."
 # A calling `make -j` (make test) does not hand the checks its jobserver: without its MAKEFLAGS the
@@ -68,7 +67,6 @@ run_check() {  # run_check NAME SCRIPT: runs it, prints its line, leaves its ver
 
 start=$SECONDS
 names=()
-alone=()
 for check in "${checks[@]}"; do
   area=$(basename "$(dirname "$check")")
   [[ " $areas " == *" $area "* ]] || continue
@@ -76,15 +74,10 @@ for check in "${checks[@]}"; do
   name=${name#check_}
   names+=("$name")
   rm -f "$logs/$name.verdict"
-  if grep -q '^# run_all: alone' "$check"; then alone+=("$check"); continue; fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
   run_check "$name" "$check" &
 done
 wait
-for check in "${alone[@]}"; do
-  name=$(basename "$check" .sh)
-  run_check "${name#check_}" "$check"
-done
 
 passed=0; failed=0; skipped=0
 for name in "${names[@]}"; do

@@ -106,6 +106,7 @@ Environment:
   VS_LLMC_VAL=GLOB          val shards (default data/corpus/corpus_val_*.bin): llm.c-format shards
                             of at least B*T+1 tokens each, e.g. FineWeb's (dev/data/fineweb.py)
   GPU_COMPUTE_CAPABILITY=90 the architecture llm.c is built for (default: the GPU's, else 90)
+  CCACHE=/usr/bin/ccache    a compiler cache for llm.c's compiles (make gpu-dist passes its own)
 EOF
 }
 
@@ -261,7 +262,7 @@ else
   llm_c_link_dir "$work/lib"
   echo "vs_llmc: building llm.c $commit for sm_$cc in $copy (cudaMemAdvise calls patched: $patched)"
   if ! make -j"$(nproc)" -C "$copy" train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$frontend/include" \
-    GPU_COMPUTE_CAPABILITY="$cc" NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="$toolkit/bin/nvcc ${link_flags[*]}" \
+    GPU_COMPUTE_CAPABILITY="$cc" NO_MULTI_GPU=1 NO_USE_MPI=1 NVCC="${CCACHE:+$CCACHE }$toolkit/bin/nvcc ${link_flags[*]}" \
     NVCC_LDLIBS="-lnvrtc -lcuda" >"$work/build.log" 2>&1 || [ ! -x "$copy/train_gpt2cu" ]; then
     tail -n 30 "$work/build.log" >&2
     die "building llm.c's train_gpt2cu failed (log: $work/build.log)"

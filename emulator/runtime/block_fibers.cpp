@@ -32,7 +32,7 @@ thread_local SharedView shared_view{0, 0, 0, -1, 0, nullptr};
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
 constexpr size_t kFiberStackBytes = 256 * 1024;  // ASan's redzones make frames larger
 #else
 constexpr size_t kFiberStackBytes = 64 * 1024;

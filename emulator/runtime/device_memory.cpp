@@ -26,7 +26,7 @@
 #include "emulator/runtime/stream_capture.h"
 #include "emulator/runtime/stream_order.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -34,12 +34,12 @@ namespace emu {
 namespace {
 
 void poison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __asan_poison_memory_region(p, bytes);
 #endif
 }
 void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __asan_unpoison_memory_region(p, bytes);
 #endif
 }
@@ -109,7 +109,7 @@ cudaError_t check_side(const char* call, const char* side, const void* p, size_t
 class UsableAllocation {
  public:
   UsableAllocation([[maybe_unused]] const void* p, [[maybe_unused]] bool device) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
     if (!device) return;
     std::lock_guard<std::mutex> lock(state().mutex);
     const auto* a = device_range(p, 0);
@@ -201,7 +201,7 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
 // Makes all device memory usable while a kernel or a library call runs, poisoned again afterwards
 // (under ASan).
 void with_device_memory(const std::function<void()>& work) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   std::lock_guard<std::mutex> lock(state().mutex);
   for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second.bytes);
   work();

@@ -9,11 +9,14 @@
 #include <new>
 #include <stdexcept>
 
-#if defined(__SANITIZE_ADDRESS__)
+// The emulator's own code is not instrumented by either sanitizer. The ASan build defines
+// LLMC_EMU_ASAN for it: it tells ASan of every switch between fibers, and poisons what kernels must
+// not touch (instrumenting it would only slow the kernels' runs: it is no code under test).
+#if defined(LLMC_EMU_ASAN)
 #include <sanitizer/common_interface_defs.h>
 #endif
-// The emulator's own code is not instrumented by TSan (its bookkeeping would make every CUDA thread
-// of a block look ordered after every other); the TSan build defines LLMC_EMU_TSAN for it instead.
+// Nor by TSan (its bookkeeping would make every CUDA thread of a block look ordered after every
+// other); the TSan build defines LLMC_EMU_TSAN for it instead.
 #if defined(LLMC_EMU_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
@@ -120,7 +123,7 @@ void init_worker_context(Context& worker) {
 }
 
 void switch_context(Context& from, Context& to) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __sanitizer_start_switch_fiber(&from.asan_fake_stack, to.stack_bottom, to.stack_size);
 #endif
 #if defined(LLMC_EMU_TSAN)
@@ -129,7 +132,7 @@ void switch_context(Context& from, Context& to) {
   __tsan_switch_to_fiber(to.tsan_fiber, __tsan_switch_to_fiber_no_sync);
 #endif
   emu_switch(&from.sp, to.sp);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   const void* previous_bottom = nullptr;
   size_t previous_size = 0;
   __sanitizer_finish_switch_fiber(from.asan_fake_stack, &previous_bottom, &previous_size);
@@ -137,7 +140,7 @@ void switch_context(Context& from, Context& to) {
 }
 
 void fiber_started([[maybe_unused]] Context& came_from) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __sanitizer_finish_switch_fiber(nullptr, &came_from.stack_bottom, &came_from.stack_size);
 #endif
 }

@@ -9,7 +9,7 @@
 
 #include "emulator/runtime/block_worker.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif
 #if defined(LLMC_EMU_TSAN)
@@ -94,13 +94,13 @@ void SharedArena::fresh(size_t offset, size_t bytes) {
 }
 
 void SharedArena::poison([[maybe_unused]] size_t offset, [[maybe_unused]] size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __asan_poison_memory_region(bytes_ + offset, bytes);
 #endif
 }
 
 void SharedArena::unpoison([[maybe_unused]] size_t offset, [[maybe_unused]] size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
   __asan_unpoison_memory_region(bytes_ + offset, bytes);
 #endif
 }

@@ -17,7 +17,7 @@
 #include "emulator/runtime/block_worker.h"
 #include "llmc/rng.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(LLMC_EMU_TSAN)
@@ -35,7 +35,7 @@ void permutation(std::vector<uint32_t>& order, uint32_t n, uint64_t seed) {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
 // After an ASan or UBSan report from kernel code: which kernel, block and thread it was.
 void name_faulting_thread() {
   Worker* w = tls_worker;
@@ -77,7 +77,7 @@ class Pool {
 
  private:
   Pool() {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LLMC_EMU_ASAN)
     __sanitizer_set_death_callback(&name_faulting_thread);
 #endif
     int count = int(std::thread::hardware_concurrency());

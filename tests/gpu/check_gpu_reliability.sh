@@ -14,8 +14,6 @@
 #      sanitizer report: each of those rows FAIL, the session fails, and the ranks left hanging
 #      are ended by the step itself;
 #  (c) GPU_SESSION_RELIABILITY_SECONDS caps the step: what does not fit says so.
-# run_all: alone (its kill -9 must land inside a checkpoint write of the stand-in's, a window a
-# busy core misses)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 make -s train_gpt2 >/dev/null || { echo "FAIL: build of train_gpt2"; exit 1; }
@@ -114,12 +112,14 @@ cp "$FAKE/hold_gpu_memory" "$dist/bin/"
 chmod +x "$FAKE"/bin/* "$dist"/bin/*
 
 # session NAME [VAR=VALUE...]: the reliability step alone, its output in $tmp/NAME.out, its status.
+# Its stand-in runs take a few seconds each on an idle core; the step gets 480 s (not its default
+# 120), so that a busy machine (make test runs two checks at a time) does not run it out of time.
 session() {
   local name=$1
   shift
   rm -f "$FAKE/sanitized"
   env PATH="$FAKE/bin:$PATH" GPU_SESSION_STEPS=reliability GPU_SESSION_DIST="$dist" GPU_SESSION_OUT="$tmp/out-$name" \
-    GPU_SESSION_BUDGET=600 "$@" bash scripts/gpu_session.sh >"$tmp/$name.out" 2>&1
+    GPU_SESSION_BUDGET=600 GPU_SESSION_RELIABILITY_SECONDS=480 "$@" bash scripts/gpu_session.sh >"$tmp/$name.out" 2>&1
 }
 # row_of NAME STATUS TEXT: the summary of session NAME has a row of that status whose text holds TEXT.
 row_of() { grep -E "^$2 +" "$tmp/$1.out" | grep -qF -- "$3"; }
