@@ -36,21 +36,13 @@ unit() {
 }
 
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
+# shellcheck source=tests/lib/emu_kernel_checks.sh
+source tests/lib/emu_kernel_checks.sh
+fail() { echo "FAIL  $*"; kernel_failures=$((kernel_failures + 1)); }
 kernels() {
-  make --no-print-directory -s -j2 CUDA_HOME="$cuda_home" EMU_SANITIZER=address PRECISION=BF16 emu-benches || return 1
-  local bench passes total=0 bad=0
-  for bench in $(make --no-print-directory -s print-emu-benches EMU_SANITIZER=address); do
-    if build/emu-address/bf16/"$bench" all --check --small >"$logs/kernels-$bench.log" 2>&1 &&
-      ! grep -q '^FAIL' "$logs/kernels-$bench.log"; then
-      passes=$(grep -c '^PASS' "$logs/kernels-$bench.log")
-      total=$((total + passes))
-      echo "ok    $bench: $passes checks"
-    else
-      echo "FAIL  $bench (log: $logs/kernels-$bench.log)"
-      bad=$((bad + 1))
-    fi
-  done
-  [ "$bad" -eq 0 ] && echo "$total kernel checks passed (bf16, ASan + UBSan)"
+  kernel_failures=0 kernel_checks=0
+  emu_kernel_checks address BF16 0 "$logs" && [ "$kernel_failures" -eq 0 ] &&
+    echo "$kernel_checks kernel checks passed (bf16, ASan + UBSan)"
 }
 
 trainer() {

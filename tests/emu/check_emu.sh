@@ -14,6 +14,8 @@ cd "$(dirname "$0")/../.." || exit 1
 source tests/lib/emu_headers.sh
 # shellcheck source-path=SCRIPTDIR source=../lib/dev_cuda_command_line.sh
 source tests/lib/dev_cuda_command_line.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/emu_kernel_checks.sh
+source tests/lib/emu_kernel_checks.sh
 jobs=${EMU_JOBS:-2}
 logs=build/test-logs/emu
 mkdir -p "$logs"
@@ -161,23 +163,8 @@ for san in address thread racecheck; do
   precisions="BF16 FP32"
   [ "$san" = thread ] && precisions=BF16
   for precision in $precisions; do
-    build "$san" "$precision" emu-benches || continue
-    prec_dir=$(tr 'A-Z' 'a-z' <<<"$precision")
-    for bench in $(make --no-print-directory -s print-emu-benches EMU_SANITIZER="$san"); do
-      log="$logs/$san-$prec_dir-$bench.log"
-      rc=0
-      LLMC_EMU_SEED=$seed "build/emu-$san/$prec_dir/$bench" all --check --small >"$log" 2>&1 || rc=$?
-      passes=$(grep -c '^PASS' "$log")
-      fails=$(grep -c '^FAIL' "$log")
-      kernel_checks=$((kernel_checks + passes))
-      if [ "$rc" -ne 0 ] || [ "$fails" -ne 0 ] || [ "$passes" -eq 0 ]; then
-        fail "$san $prec_dir $bench: exit $rc, $passes passed, $fails failed (log: $log)"
-        grep -E -m 10 '^FAIL|ERROR|WARNING|emulated GPU' "$log" | sed 's/^/      /'
-      else
-        echo "ok    $san $prec_dir $bench: $passes checks"
-      fi
-    done
-    [ "$san$precision" = addressBF16 ] && dev_cuda_command_line "build/emu-$san/$prec_dir" "$logs"
+    emu_kernel_checks "$san" "$precision" "$seed" "$logs" || continue
+    [ "$san$precision" = addressBF16 ] && dev_cuda_command_line "build/emu-$san/bf16" "$logs"
   done
 done
 
