@@ -7,7 +7,8 @@
 # build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
 #
 # TEST_JOBS checks (default 2, one per core of the machine CI runs on) run side by side, the longest
-# first. Their makes take turns (tests/lib/make_lock/make), so that an object two checks need is
+# first; the checks that mostly wait (for watchdogs, signals and timeouts: a sixth of their time on
+# a core) run one after another beside them, outside that count. Their makes take turns (tests/lib/make_lock/make), so that an object two checks need is
 # built once; each line gives the check's seconds in all, in make (build) and after (run), and the
 # CPU seconds it used. TEST_AREAS (default every area) runs only the areas it names: make test-cpu,
 # test-dist, ... (the Makefile).
@@ -24,9 +25,11 @@ areas=${TEST_AREAS:-cpu dist emu gpu text tools}
 RUN_ALL_MAKE=$(command -v make) || { echo "error: no make on PATH"; exit 1; }
 export RUN_ALL_MAKE RUN_ALL_MAKE_LOCK=$PWD/build/.make.lock PATH=$PWD/tests/lib/make_lock:$PATH
 
-# The checks that take longest on a fresh clone start first (docs/testing.md has the times), so
-# that the short ones fill the other core while they run; the rest follow in area order.
-longest_first="cuda_build emu_trainer emu gpu_dist sanitize emu_gpu_build gpu_reliability nompi_emu emu_ranks"
+# The waiting checks start at once; then the checks that take longest on a fresh clone
+# (docs/testing.md has the times), so that the short ones fill the other core while they run; the
+# rest follow in area order.
+waiting="gpu_reliability gpu_session"
+longest_first="$waiting cuda_build emu_trainer emu gpu_dist sanitize emu_gpu_build nompi_emu emu_ranks"
 checks=()
 for name in $longest_first; do
   for check in tests/*/check_"$name".sh; do
@@ -67,6 +70,8 @@ run_check() {  # run_check NAME SCRIPT: runs it, prints its line, leaves its ver
 
 start=$SECONDS
 names=()
+selected=()
+waiting_selected=()
 for check in "${checks[@]}"; do
   area=$(basename "$(dirname "$check")")
   [[ " $areas " == *" $area "* ]] || continue
@@ -74,8 +79,22 @@ for check in "${checks[@]}"; do
   name=${name#check_}
   names+=("$name")
   rm -f "$logs/$name.verdict"
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  run_check "$name" "$check" &
+  if [[ " $waiting " == *" $name "* ]]; then waiting_selected+=("$check"); else selected+=("$check"); fi
+done
+# The waiting checks one after another (each runs scripts/gpu_session.sh, whose logs folder is one
+# per checkout), beside the TEST_JOBS lanes.
+waiting_lane=""
+if [ "${#waiting_selected[@]}" -gt 0 ]; then
+  (for check in "${waiting_selected[@]}"; do
+    name=$(basename "$check" .sh)
+    run_check "${name#check_}" "$check"
+  done) &
+  waiting_lane=$!
+fi
+for check in "${selected[@]}"; do
+  name=$(basename "$check" .sh)
+  while [ "$(jobs -rp | grep -cvx "$waiting_lane")" -ge "$jobs" ]; do wait -n; done
+  run_check "${name#check_}" "$check" &
 done
 wait
 

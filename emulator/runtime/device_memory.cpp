@@ -1,8 +1,9 @@
 // Device memory on the emulated GPU: cudaMalloc and cudaFree, pinned host memory, copies, fills and
 // the free-memory query (less what LLMC_EMU_MEMORY_TAKEN says another process holds). Device memory
 // is host memory from the allocator, filled with 0xFF bytes (NaN in fp32 and bf16) as a real
-// cudaMalloc leaves it uninitialised; under ASan it is poisoned except while a kernel or a copy
-// uses it, so host code that touches it directly is reported.
+// cudaMalloc leaves it uninitialised; under ASan it is poisoned except while the device runs work
+// (a DeviceWorkBatch, while the host waits in the runtime), so host code that touches it directly
+// is reported.
 // Copies and fills are queued on their streams; which copies the host waits for follows the
 // runtime's documented synchronisation rules (pinned or pageable host memory, synchronous or
 // asynchronous call).
@@ -104,29 +105,6 @@ cudaError_t check_side(const char* call, const char* side, const void* p, size_t
   return cudaSuccess;
 }
 
-// The allocation that holds a copy's device side, usable for the copy's lifetime (under ASan). Whole
-// allocations are unpoisoned and poisoned again, so that no partly poisoned granule is left behind.
-class UsableAllocation {
- public:
-  UsableAllocation([[maybe_unused]] const void* p, [[maybe_unused]] bool device) {
-#if defined(LLMC_EMU_ASAN)
-    if (!device) return;
-    std::lock_guard<std::mutex> lock(state().mutex);
-    const auto* a = device_range(p, 0);
-    begin_ = reinterpret_cast<const void*>(a->first);
-    bytes_ = a->second.bytes;
-    unpoison(begin_, bytes_);
-#endif
-  }
-  ~UsableAllocation() { poison(begin_, bytes_); }
-  UsableAllocation(const UsableAllocation&) = delete;
-  UsableAllocation& operator=(const UsableAllocation&) = delete;
-
- private:
-  const void* begin_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 // A copy, checked when issued, run in stream order. When the host waits for it follows the
 // runtime's documented synchronisation behaviour:
 //   - from pageable host memory, the source is read when the call is made (staged);
@@ -168,14 +146,10 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
     std::vector<unsigned char> staged(static_cast<const unsigned char*>(src),
                                       static_cast<const unsigned char*>(src) + count);
     issued = device_work(stream, [dst, staged = std::move(staged)] {
-      const UsableAllocation to(dst, true);
-      std::memcpy(dst, staged.data(), staged.size());
+      with_device_memory([&] { std::memcpy(dst, staged.data(), staged.size()); });
     });
   } else {
-    issued = device_work(stream, [=] {
-      const UsableAllocation to(dst, dst_device), from(src, src_device);
-      std::memmove(dst, src, count);
-    });
+    issued = device_work(stream, [=] { with_device_memory([&] { std::memmove(dst, src, count); }); });
   }
   if (issued != cudaSuccess) return issued;
   const bool host_waits = kind == cudaMemcpyDeviceToHost   ? synchronous || !host_pinned
@@ -190,25 +164,40 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  return device_work(stream, [=] {
-    const UsableAllocation to(p, true);
-    std::memset(p, value, count);
-  });
+  return device_work(stream, [=] { with_device_memory([&] { std::memset(p, value, count); }); });
 }
 
 }  // namespace
 
-// Makes all device memory usable while a kernel or a library call runs, poisoned again afterwards
-// (under ASan).
-void with_device_memory(const std::function<void()>& work) {
-#if defined(LLMC_EMU_ASAN)
+// Device memory is usable from the first work of a batch to the batch's end; `batch_depth` counts
+// the batches open (nested when a library call's work runs inside the scheduler's), `memory_open`
+// says whether work has unpoisoned the allocations. Both under state().mutex.
+namespace {
+int batch_depth = 0;
+bool memory_open = false;
+}  // namespace
+
+DeviceWorkBatch::DeviceWorkBatch() {
   std::lock_guard<std::mutex> lock(state().mutex);
-  for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second.bytes);
-  work();
+  ++batch_depth;
+}
+
+DeviceWorkBatch::~DeviceWorkBatch() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (--batch_depth > 0 || !memory_open) return;
   for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second.bytes);
-#else
+  memory_open = false;
+}
+
+void with_device_memory(const std::function<void()>& work) {
+  const DeviceWorkBatch batch;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (!memory_open)
+      for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second.bytes);
+    memory_open = true;
+  }
   work();
-#endif
 }
 
 bool inside_device_allocation(const void* p, size_t bytes) {
@@ -242,7 +231,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (state().allocated + memory_taken() + size > kGlobalMemory || posix_memalign(&p, 256, size) != 0)
     return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(size) + " bytes");
   std::memset(p, 0xFF, size);
-  poison(p, size);
+  if (!memory_open) poison(p, size);
   state().allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{size, ++state().malloc_calls};
   state().allocated += size;
   *ptr = p;

@@ -34,7 +34,20 @@ void library_fault(cudaError_t code, const std::string& what);
 // LLMC_EMU_COMPUTE_CAPABILITY says otherwise (device_properties.cpp).
 int compute_capability();
 
-// Runs `work` with all device memory usable (it is poisoned for the host otherwise, under ASan).
+// Runs `work` with all device memory usable until the batch around it ends (it is poisoned for the
+// host otherwise, under ASan).
 void with_device_memory(const std::function<void()>& work);
+
+// While one lives, device memory that work made usable stays usable; it is poisoned again (under
+// ASan) when the outermost one ends. The stream scheduler holds one over each run of queued work,
+// during which the host waits in the runtime, so that the allocations are poisoned once per wait
+// rather than around every launch (docs/testing.md has what that saved).
+class DeviceWorkBatch {
+ public:
+  DeviceWorkBatch();
+  ~DeviceWorkBatch();
+  DeviceWorkBatch(const DeviceWorkBatch&) = delete;
+  DeviceWorkBatch& operator=(const DeviceWorkBatch&) = delete;
+};
 
 }  // namespace emu

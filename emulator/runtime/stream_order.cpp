@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "emulator/runtime/block_runner.h"
+#include "emulator/runtime/device_memory.h"
 
 namespace emu {
 namespace {
@@ -137,6 +138,7 @@ class Scheduler {
     } else if (order_ == StreamOrder::seeded) {
       // A GPU runs ahead of the host by a varying amount: on average one piece of ready work per
       // piece issued.
+      const DeviceWorkBatch batch;
       while (random_() % 2 == 0 && run_one_ready(nullptr)) {
       }
     }
@@ -161,6 +163,7 @@ class Scheduler {
 
   // Runs the given work and everything it needs, in the mode's order.
   void run_through(const std::vector<uint64_t>& targets) {
+    const DeviceWorkBatch batch;
     if (order_ == StreamOrder::seeded) {
       std::unordered_set<uint64_t> needed;
       for (uint64_t id : targets) add_needed(id, needed);

@@ -170,6 +170,13 @@ const std::map<std::string, std::function<void()>> kCases = {
        float* p = device_floats(16);
        std::printf("%f\n", p[3]);
      }},
+    {"host_reads_device_after_work",  // poisoned again once the work the host waited for has run
+     [] {
+       float* p = device_floats(64);
+       CUDA_CHECK(cudaMemset(p, 0, 64 * sizeof(float)));
+       run([&] { launch<shared_synced_kernel>(1, 64, 0, 0, p); });
+       std::printf("%f\n", p[0]);
+     }},
     {"divergent_barrier",
      [] {
        float* p = device_floats(64);

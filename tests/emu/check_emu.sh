@@ -81,6 +81,7 @@ memcheck_faults() {
   expect address shared_out_of_bounds nonzero 'use-after-poison' 'came from kernel .*shared_out_of_bounds_kernel'
   expect address dynamic_shared_out_of_bounds nonzero 'use-after-poison' 'dynamic_shared_out_of_bounds_kernel'
   expect address host_reads_device nonzero 'use-after-poison' 'emu_faults.cu'
+  expect address host_reads_device_after_work nonzero 'use-after-poison' 'emu_faults.cu'
 }
 
 # compute-sanitizer's racecheck, by TSan over the fibers: shared memory, within a warp, between blocks.

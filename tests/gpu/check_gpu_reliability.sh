@@ -113,7 +113,7 @@ chmod +x "$FAKE"/bin/* "$dist"/bin/*
 
 # session NAME [VAR=VALUE...]: the reliability step alone, its output in $tmp/NAME.out, its status.
 # Its stand-in runs take a few seconds each on an idle core; the step gets 480 s (not its default
-# 120), so that a busy machine (make test runs two checks at a time) does not run it out of time.
+# 120), so that a busy machine (make test runs it beside two other checks) does not run it out of time.
 session() {
   local name=$1
   shift
