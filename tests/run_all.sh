@@ -8,10 +8,10 @@
 #
 # TEST_JOBS checks (default 2, one per core of the machine CI runs on) run side by side, the longest
 # first; the checks that mostly wait (for watchdogs, signals and timeouts: a sixth of their time on
-# a core) run one after another beside them, outside that count. Their makes take turns (tests/lib/make_lock/make), so that an object two checks need is
-# built once; each line gives the check's seconds in all, in make (build) and after (run), and the
-# CPU seconds it used. TEST_AREAS (default every area) runs only the areas it names: make test-cpu,
-# test-dist, ... (the Makefile).
+# a core) run one after another beside them, outside that count. Their makes take turns
+# (tests/lib/make_lock/make), so that an object two checks need is built once; each line gives the
+# check's seconds in all, in make (build) and after (run), and the CPU seconds it used. TEST_AREAS
+# (default every area) runs only the areas it names: make test-cpu, test-dist, ... (the Makefile).
 set -u
 cd "$(dirname "$0")/.."
 # A calling `make -j` (make test) does not hand the checks its jobserver: without its MAKEFLAGS the
