@@ -12,8 +12,8 @@
 # Under TSan the emulator's own code is not instrumented (it would order every CUDA thread after
 # every other): it says what barriers and shuffles order with __tsan_release/__tsan_acquire
 # (LLMC_EMU_TSAN). The CPU references run serially there (no OpenMP: libgomp is not TSan-aware).
-# Under ASan neither (it is no code under test, and its instrumented runs took a third of every
-# kernel's time): it tells ASan of its fibers and poisons device and shared memory (LLMC_EMU_ASAN).
+# Under ASan neither (it is no code under test; docs/cuda-emulator.md has what instrumenting it
+# cost): it tells ASan of its fibers and poisons device and shared memory (LLMC_EMU_ASAN).
 # The emulated NCCL carries its ranks over MPI (runtime/nccl_api.cpp), so the emulator builds with
 # MPI: NO_USE_MPI=1 (and NO_MULTI_GPU=1, which implies it) is refused for its targets; NO_MULTI_GPU=1
 # NO_USE_MPI=0 builds the trainer without NCCL on the emulated GPU.
@@ -30,7 +30,7 @@ EMU_CXXFLAGS  := -std=c++17 -g1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unkno
 ifeq ($(EMU_SANITIZER),address)
 EMU_SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 # ASan's runtime linked in: its thread-local state is then read directly, not through
-# __tls_get_addr, at each of the fiber switches it is told of (docs/testing.md: a sixth of a run).
+# __tls_get_addr, at each of the fiber switches it is told of (docs/testing.md has what it saved).
 EMU_LINK_FLAGS := $(EMU_SAN_FLAGS) -static-libasan
 EMU_RUNTIME_FLAGS := -O2 -DLLMC_EMU_ASAN
 EMU_OPENMP    := -fopenmp
