@@ -52,7 +52,7 @@ void v1(Data& d, int block) {
                                  dloss_of(d.s));
 }
 
-// The trainer's kernel: a 1024-thread block per row, no block-size parameter.
+// The trainer's kernel: a block per row (llmc::classifier_block), no block-size parameter.
 void v10(Data& d, int) {
   llmc::fused_classifier(d.logits, d.losses, d.targets, d.s.N, d.s.V, d.s.Vp, dloss_of(d.s), true, 0);
 }
@@ -125,17 +125,18 @@ bool run_shape(const bench::Args& args, const Shape& s, bool timed) {
   const size_t NV = static_cast<size_t>(N) * Vp;
   std::vector<float> logits = bench::random_vector(NV, 31, -4.0f, 4.0f);
   std::vector<int> targets = bench::random_ints(N, V, 32);
-  // In odd rows the logits lie far below 0 but for the first thread's vectors (0, 1024, 2048, ...):
-  // 0 (the target, the max), -0.0625, -0.125, ... The row's sum of exponentials is then mostly that
-  // thread's, so any of its vectors lost or counted twice shows in the loss, log(sum) + 0 - 0; the
-  // target's vector, of real columns only, takes the checked path where the others skip it.
+  // In odd rows the logits lie far below 0 but for the first thread's vectors (0, block, 2 block,
+  // ...): 0 (the target, the max), -0.0625, -0.125, ... The row's sum of exponentials is then mostly
+  // that thread's, so any of its vectors lost or counted twice shows in the loss, log(sum) + 0 - 0;
+  // the target's vector, of real columns only, takes the checked path where the others skip it.
   constexpr int S = llmc::Packed128<floatX>::size;
+  const int stride = llmc::classifier_block(Vp) * S;
   for (int n = 1; n < N; n += 2) {
     targets[n] = 0;
     for (int j = 0; j < Vp; ++j) logits[size_t(n) * Vp + j] -= kFarBelow;
-    for (int k = 0; k * llmc::kClassifierBlock * S < V; ++k)
-      for (int e = 0; e < S && k * llmc::kClassifierBlock * S + e < V; ++e)
-        logits[size_t(n) * Vp + size_t(k) * llmc::kClassifierBlock * S + e] = -kLargeLogitStep * (k * S + e);
+    for (int k = 0; k * stride < V; ++k)
+      for (int e = 0; e < S && k * stride + e < V; ++e)
+        logits[size_t(n) * Vp + size_t(k) * stride + e] = -kLargeLogitStep * (k * S + e);
   }
   d.logits0 = bench::round_through<floatX>(logits);
   d.losses_ref.resize(N);
@@ -158,9 +159,10 @@ bool run(const bench::Args& args) {
   bool ok = args.small || run_shape(args, timed, true);
   if (args.shape_given) return ok;  // a shape of one's own: that shape alone
   // A 16-byte vector that is part real, part padding, then whole vectors of padding; fewer
-  // vectors than threads, so most threads hold an empty max/sum. Rows are independent blocks, so
-  // 12 of them check as much as more would (and keep TSan's run of make test-emu short).
-  ok &= run_shape(args, {12, 1003, 1024}, false);
+  // vectors than 1024, so a smaller block (llmc::classifier_block), whose last warp has threads
+  // without a vector, holding an empty max/sum. Rows are independent blocks, so 12 of them check
+  // as much as more would (and keep TSan's run of make test-emu short).
+  ok &= run_shape(args, {12, 1003, 1040}, false);
   // An odd number of vectors, more than threads: some threads hold two (bf16) or three (fp32).
   ok &= run_shape(args, {2, 9001, 9016}, false);
   // Five vectors for some threads, four for the others (bf16).

@@ -43,7 +43,7 @@ template <class T>
 void v1(Data<T>& d, int block) {
   llmc::launch<global_norm_partial_naive<T>>(llmc::kGlobalNormBlocks, block ? block : llmc::kGlobalNormThreads, 0, 0,
                                              d.partials, d.values, d.n);
-  llmc::global_norm_squared_finish(d.out, d.partials, 0);
+  llmc::global_norm_squared_finish(d.out, d.partials, llmc::kGlobalNormBlocks, 0);
 }
 
 template <class T>

@@ -5,7 +5,7 @@
 // Max and sum are found in one pass with the online rescaling sum' = sum * exp(m - m') + ...,
 // then a second pass reads the row from memory again (mostly from L2) and writes the gradient, so
 // the row is read twice and written once. A thread's vectors are v, v + 1024, ... (six or seven of
-// a GPT-2 row), one in flight at a time. (A GPU measured a copy of the row in shared memory, read
+// a GPT-2 row; the block is smaller where a row has fewer than 1024 vectors), one in flight at a time. (A GPU measured a copy of the row in shared memory, read
 // by the second pass instead, and more vectors in flight: neither was faster, docs/gpu-runs.md.)
 // A vector of real columns only (and, in the gradient pass, not the target's) skips the per-column
 // checks: the same arithmetic, with each product rounded on its own (__fmul_rn) so that the
@@ -52,6 +52,13 @@ constexpr size_t kClassifierSharedBytes = kMaxWarpsPerBlock * sizeof(SoftmaxStat
 
 // Threads per block: a row per block.
 constexpr int kClassifierBlock = 1024;
+
+// The block for rows of Vp columns: kClassifierBlock, or the row's vectors rounded up to a whole
+// warp where that is fewer (a small vocabulary), so that no warp of the block is without a vector.
+inline int classifier_block(int Vp) {
+  const int warps = (Vp / Packed128<floatX>::size + kWarpSize - 1) / kWarpSize;
+  return warps * kWarpSize < kClassifierBlock ? warps * kWarpSize : kClassifierBlock;
+}
 
 // The first pass's step over vector v of the row (its values xv): the running max and sum of the
 // row's values seen so far, with the vector's real columns (those below V) added. kAllReal: the
@@ -166,7 +173,7 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
                                 " and at least the vocabulary " + std::to_string(V));
   const auto launch_kernel = [&](auto fp8) {
-    launch<fused_classifier_kernel<floatX, decltype(fp8)::value>>(N, kClassifierBlock, kClassifierSharedBytes, stream,
+    launch<fused_classifier_kernel<floatX, decltype(fp8)::value>>(N, classifier_block(Vp), kClassifierSharedBytes, stream,
                                                                   logits, losses, targets, V, Vp, dloss,
                                                                   write_dlogits, dlogits_fp8);
   };
