@@ -83,6 +83,7 @@ void Worker::lane_exited(int warp, int n, const CudaThread& t) {
   const int lane = t.linear % kWarp;
   exited_[warp] |= 1u << lane;
   --live_;
+  if (waiting_[warp] == 0) return;  // no lane waits at a warp operation
   for (int j = 0; j < kWarp && warp * kWarp + j < n; ++j) {
     const CudaThread& u = *threads_[warp * kWarp + j];
     if ((waiting_[warp] >> j & 1u) && (u.mask >> lane & 1u))
