@@ -446,7 +446,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   // Queued with copies of the descriptors, which the caller may change or destroy once this returns.
   // A refused capture (stream_capture.h) has set its CUDA error: the call failed.
   const cudaError_t issued = device_work(stream, [=, o = o, la = la, lb = lb, lc = lc, ld = ld] {
-    with_device_memory([&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
+    with_device_memory({a, b, c, d, o.bias, o.aux, o.scales[0], o.scales[1], o.scales[2], o.scales[3], o.amax_d},
+                       [&] { run_lt(o, shape, alpha_value, a, la, b, lb, beta_value, c, lc, d, ld); });
   });
   return issued == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
@@ -523,7 +524,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                         static_cast<const char*>(bases[x]) + i * strides[x] * e, spans[x]))
         return CUBLAS_STATUS_EXECUTION_FAILED;
   const ElementType type = element_type(a_type);
-  const cudaError_t issued = device_work(handle->stream, [=] { with_device_memory([&] {
+  const cudaError_t issued = device_work(handle->stream, [=] { with_device_memory({a, b, c}, [&] {
     std::vector<float> acc;
     for (int i = 0; i < batch; ++i) {
       const GemmOperand ga{static_cast<const char*>(a) + i * stride_a * e, type, lda, ta};

@@ -146,10 +146,10 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
     std::vector<unsigned char> staged(static_cast<const unsigned char*>(src),
                                       static_cast<const unsigned char*>(src) + count);
     issued = device_work(stream, [dst, staged = std::move(staged)] {
-      with_device_memory([&] { std::memcpy(dst, staged.data(), staged.size()); });
+      with_device_memory({dst}, [&] { std::memcpy(dst, staged.data(), staged.size()); });
     });
   } else {
-    issued = device_work(stream, [=] { with_device_memory([&] { std::memmove(dst, src, count); }); });
+    issued = device_work(stream, [=] { with_device_memory({dst, src}, [&] { std::memmove(dst, src, count); }); });
   }
   if (issued != cudaSuccess) return issued;
   const bool host_waits = kind == cudaMemcpyDeviceToHost   ? synchronous || !host_pinned
@@ -164,17 +164,28 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
   if (cudaError_t e = sticky_error()) return e;
   if (count == 0) return cudaSuccess;
   if (cudaError_t e = check_side(call, "destination", p, count, true)) return e;
-  return device_work(stream, [=] { with_device_memory([&] { std::memset(p, value, count); }); });
+  return device_work(stream, [=] { with_device_memory({p}, [&] { std::memset(p, value, count); }); });
 }
 
 }  // namespace
 
-// Device memory is usable from the first work of a batch to the batch's end; `batch_depth` counts
-// the batches open (nested when a library call's work runs inside the scheduler's), `memory_open`
-// says whether work has unpoisoned the allocations. Both under state().mutex.
+// An allocation is usable from the first work of a batch that uses it to the batch's end:
+// `batch_depth` counts the batches open (nested when a library call's work runs inside the
+// scheduler's), `opened` lists the allocations work has unpoisoned. Both under state().mutex.
 namespace {
 int batch_depth = 0;
-bool memory_open = false;
+std::vector<uintptr_t> opened;
+
+// Unpoisons the allocation holding address `a`, if any, for the rest of the batch.
+void open_allocation_at(uintptr_t a) {
+  auto it = state().allocations.upper_bound(a);
+  if (it == state().allocations.begin()) return;
+  --it;
+  if (a >= it->first + it->second.bytes || it->second.open) return;
+  unpoison(reinterpret_cast<void*>(it->first), it->second.bytes);
+  it->second.open = true;
+  opened.push_back(it->first);
+}
 }  // namespace
 
 DeviceWorkBatch::DeviceWorkBatch() {
@@ -184,18 +195,36 @@ DeviceWorkBatch::DeviceWorkBatch() {
 
 DeviceWorkBatch::~DeviceWorkBatch() {
   std::lock_guard<std::mutex> lock(state().mutex);
-  if (--batch_depth > 0 || !memory_open) return;
-  for (const auto& a : state().allocations) poison(reinterpret_cast<void*>(a.first), a.second.bytes);
-  memory_open = false;
+  if (--batch_depth > 0) return;
+  // An allocation freed during the batch is gone from the map (or its address holds a new one,
+  // poisoned when it was made and not open).
+  for (uintptr_t start : opened) {
+    auto it = state().allocations.find(start);
+    if (it == state().allocations.end() || !it->second.open) continue;
+    poison(reinterpret_cast<void*>(start), it->second.bytes);
+    it->second.open = false;
+  }
+  opened.clear();
 }
 
-void with_device_memory(const std::function<void()>& work) {
+void with_device_memory(std::initializer_list<const void*> pointers, const std::function<void()>& work) {
   const DeviceWorkBatch batch;
   {
     std::lock_guard<std::mutex> lock(state().mutex);
-    if (!memory_open)
-      for (const auto& a : state().allocations) unpoison(reinterpret_cast<void*>(a.first), a.second.bytes);
-    memory_open = true;
+    for (const void* p : pointers) open_allocation_at(reinterpret_cast<uintptr_t>(p));
+  }
+  work();
+}
+
+void with_kernel_memory(const void* args, size_t bytes, const std::function<void()>& work) {
+  const DeviceWorkBatch batch;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    for (size_t at = 0; at + sizeof(uintptr_t) <= bytes; at += sizeof(uintptr_t)) {
+      uintptr_t word;
+      std::memcpy(&word, static_cast<const char*>(args) + at, sizeof word);
+      open_allocation_at(word);
+    }
   }
   work();
 }
@@ -231,7 +260,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (state().allocated + memory_taken() + size > kGlobalMemory || posix_memalign(&p, 256, size) != 0)
     return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(size) + " bytes");
   std::memset(p, 0xFF, size);
-  if (!memory_open) poison(p, size);
+  poison(p, size);
   state().allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{size, ++state().malloc_calls};
   state().allocated += size;
   *ptr = p;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -34,14 +35,21 @@ void library_fault(cudaError_t code, const std::string& what);
 // LLMC_EMU_COMPUTE_CAPABILITY says otherwise (device_properties.cpp).
 int compute_capability();
 
-// Runs `work` with all device memory usable until the batch around it ends (it is poisoned for the
-// host otherwise, under ASan).
-void with_device_memory(const std::function<void()>& work);
+// Runs `work` with the device allocations that hold any of `pointers` usable until the batch around
+// it ends. Under ASan device memory is poisoned for the host otherwise, and every allocation the
+// work was not given stays poisoned for it too: work that reaches into one is reported.
+void with_device_memory(std::initializer_list<const void*> pointers, const std::function<void()>& work);
+
+// The same for a kernel, given its arguments as it gets them (`bytes` at `args`): the allocations
+// that any pointer-sized word of them points into, which takes in the pointers inside structs
+// passed by value.
+void with_kernel_memory(const void* args, size_t bytes, const std::function<void()>& work);
 
 // While one lives, device memory that work made usable stays usable; it is poisoned again (under
 // ASan) when the outermost one ends. The stream scheduler holds one over each run of queued work,
 // during which the host waits in the runtime, so that the allocations are poisoned once per wait
-// rather than around every launch (docs/testing.md has what that saved).
+// rather than around every launch, and only those that work used (docs/testing.md has what each
+// saved).
 class DeviceWorkBatch {
  public:
   DeviceWorkBatch();

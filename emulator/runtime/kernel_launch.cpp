@@ -17,7 +17,8 @@
 namespace emu {
 
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
-                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args) {
+                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args,
+                          size_t args_bytes) {
   if (cudaError_t e = sticky_error()) return e;
   const std::string launch =
       std::string("launch of ") + name + " with grid " + dim_text(grid) + ", block " + dim_text(block);
@@ -47,8 +48,9 @@ cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 
   const size_t total_limit = limit == kDefaultSharedPerBlock ? kDefaultSharedPerBlock : kOptInSharedPerBlock;
   return device_work(stream, [=, args = std::move(args)] {
     cudaError_t result = cudaSuccess;
-    with_device_memory(
-        [&] { result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args.get()}); });
+    with_kernel_memory(args.get(), args_bytes, [&] {
+      result = run_kernel(KernelJob{name, grid, block, shared, total_limit, invoke, args.get()});
+    });
     if (result != cudaSuccess) make_sticky(result);
   });
 }

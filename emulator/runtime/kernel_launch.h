@@ -14,9 +14,11 @@
 
 namespace emu {
 
-// The launch-time checks and the run; returns the error cudaGetLastError then reports.
+// The launch-time checks and the run; returns the error cudaGetLastError then reports. `args`
+// holds `args_bytes` bytes: the device memory the kernel may use is what they point into.
 cudaError_t launch_kernel(const void* kernel, const char* name, dim3 grid, dim3 block, size_t shared,
-                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args);
+                          cudaStream_t stream, void (*invoke)(const void*), std::shared_ptr<const void> args,
+                          size_t args_bytes);
 
 // "llmc::foo_kernel<__nv_bfloat16>" from this function's signature, as GCC prints it.
 template <auto Kernel>
@@ -43,7 +45,7 @@ void launch_with(void (*)(Params...), dim3 grid, dim3 block, size_t shared, cuda
   // runtime copies them: each CUDA thread gets them by value when the kernel runs.
   auto converted = std::make_shared<const std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
   launch_kernel(reinterpret_cast<const void*>(Kernel), kernel_name<Kernel>(), grid, block, shared, stream,
-                &invoke_kernel<Kernel, std::decay_t<Params>...>, std::move(converted));
+                &invoke_kernel<Kernel, std::decay_t<Params>...>, std::move(converted), sizeof(*converted));
 }
 
 template <auto Kernel, class... Args>

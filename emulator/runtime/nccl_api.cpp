@@ -211,7 +211,7 @@ ncclResult_t collective(Kind kind, const void* send, void* recv, size_t count, n
         return;
       }
     }
-    with_device_memory([&] {
+    with_device_memory({send, recv}, [&] {
       // Broadcast: only the root's buffer counts, the others send zeros of the same size.
       std::vector<unsigned char> zeros(sends ? 0 : send_count * e, 0);
       const std::vector<unsigned char> all = gather(c, sends ? send : zeros.data(), send_count * e);

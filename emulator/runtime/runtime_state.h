@@ -19,7 +19,8 @@ namespace emu {
 
 struct Allocation {
   size_t bytes;
-  uint64_t serial;  // which cudaMalloc call made it: the order live_allocation_sizes reports
+  uint64_t serial;    // which cudaMalloc call made it: the order live_allocation_sizes reports
+  bool open = false;  // usable by the device's work until the batch ends (device_memory.h)
 };
 
 struct State {
