@@ -142,3 +142,10 @@ void parallel_for(long long n, long long chunk, const std::function<void(long lo
 }
 
 }  // namespace emu
+
+#if defined(LLMC_EMU_TSAN)
+// TSan's defaults for the emulated programs (TSAN_OPTIONS still overrides them): no sleep at exit.
+// TSan waits a second there (atexit_sleep_ms) for threads still running to race with the exit;
+// the workers here run only while the host waits for them (run_on_workers), so at exit none runs.
+extern "C" const char* __tsan_default_options() { return "atexit_sleep_ms=0"; }
+#endif

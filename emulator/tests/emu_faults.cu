@@ -27,6 +27,12 @@ __global__ void out_of_bounds_kernel(float* data, int n) {
   if (i <= n) data[i] = 1.0f;
 }
 
+// An index far past the end of `data`, beyond its redzone, into another allocation: memory the
+// kernel was not given, which stays poisoned while it runs.
+__global__ void other_allocation_kernel(float* out, const float* data, long long index) {
+  if (threadIdx.x == 0) out[0] = data[index];
+}
+
 // An index past a static shared array's 32 floats, through a pointer (which UBSan's bounds check
 // cannot follow: ASan's poisoned redzone after the array catches it).
 __global__ void shared_out_of_bounds_kernel(float* out, int index) {
@@ -154,6 +160,13 @@ const std::map<std::string, std::function<void()>> kCases = {
        float* p = device_floats(256);
        CUDA_CHECK(cudaFree(p));
        run([&] { launch<out_of_bounds_kernel>(1, 256, 0, 0, p, 100); });
+     }},
+    {"other_allocation",
+     [] {
+       float* out = device_floats(1);
+       float* mine = device_floats(64);
+       const float* other = device_floats(64);
+       run([&] { launch<other_allocation_kernel>(1, 32, 0, 0, out, mine, static_cast<long long>(other - mine)); });
      }},
     {"shared_out_of_bounds",
      [] {

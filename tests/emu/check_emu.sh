@@ -78,6 +78,7 @@ runtime_faults() {
 memcheck_faults() {
   expect address out_of_bounds nonzero 'heap-buffer-overflow' 'came from kernel .*out_of_bounds_kernel, block \(3,0,0\)'
   expect address use_after_free nonzero 'heap-use-after-free' 'came from kernel .*out_of_bounds_kernel'
+  expect address other_allocation nonzero 'use-after-poison' 'came from kernel .*other_allocation_kernel'
   expect address shared_out_of_bounds nonzero 'use-after-poison' 'came from kernel .*shared_out_of_bounds_kernel'
   expect address dynamic_shared_out_of_bounds nonzero 'use-after-poison' 'dynamic_shared_out_of_bounds_kernel'
   expect address host_reads_device nonzero 'use-after-poison' 'emu_faults.cu'
