@@ -7,8 +7,8 @@
 # build/test-logs/<check>.log; a failing check's tail is printed so CI logs show why.
 #
 # TEST_JOBS checks (default 2, one per core of the machine CI runs on) run side by side, the longest
-# first; the checks that mostly wait (for watchdogs, signals and timeouts: a sixth of their time on
-# a core) run one after another beside them, outside that count. Their makes take turns
+# first; the checks that mostly wait (for watchdogs, signals and timeouts: a third of their time on
+# a core or less) run one after another beside them, outside that count. Their makes take turns
 # (tests/lib/make_lock/make), so that an object two checks need is built once; each line gives the
 # check's seconds in all, in make (build) and after (run), and the CPU seconds it used. TEST_AREAS
 # (default every area) runs only the areas it names: make test-cpu, test-dist, ... (the Makefile).
@@ -28,7 +28,7 @@ export RUN_ALL_MAKE RUN_ALL_MAKE_LOCK=$PWD/build/.make.lock PATH=$PWD/tests/lib/
 # The waiting checks start at once; then the checks that take longest on a fresh clone
 # (docs/testing.md has the times), so that the short ones fill the other core while they run; the
 # rest follow in area order.
-waiting="gpu_reliability gpu_session"
+waiting="gpu_reliability gpu_session watchdog nompi recipe_loop"
 longest_first="$waiting cuda_build emu_trainer emu gpu_dist sanitize emu_gpu_build nompi_emu emu_ranks"
 checks=()
 for name in $longest_first; do
@@ -81,8 +81,8 @@ for check in "${checks[@]}"; do
   rm -f "$logs/$name.verdict"
   if [[ " $waiting " == *" $name "* ]]; then waiting_selected+=("$check"); else selected+=("$check"); fi
 done
-# The waiting checks one after another (each runs scripts/gpu_session.sh, whose logs folder is one
-# per checkout), beside the TEST_JOBS lanes.
+# The waiting checks one after another (the first two run scripts/gpu_session.sh, whose logs folder
+# is one per checkout), beside the TEST_JOBS lanes.
 waiting_lane=""
 if [ "${#waiting_selected[@]}" -gt 0 ]; then
   (for check in "${waiting_selected[@]}"; do
