@@ -169,7 +169,9 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
     reps = reps_override;
     warmup = std::min(warmup, reps);
   }
-  const L2Flush flush_l2;
+  // One buffer for the program's life: allocating twice the L2 for every timing cost more than the
+  // kernels timed at small shapes.
+  static const L2Flush flush_l2;
   if (!timings_announced)
     fmt::print("timings: median of {} runs, L2 ({} MiB) flushed before each\n", reps, flush_l2.bytes() / 2 >> 20);
   timings_announced = true;
