@@ -64,9 +64,9 @@ EMU_RUNTIME_LIB  := $(EMU)/libemulator.a
 EMU_REF_LIB      := $(EMU)/libcpu_reference.a
 EMU_LDLIBS       := -lfmt -lpthread
 # Every dev/cuda benchmark the nvcc build has (attention without its cuDNN versions), so that a new
-# kernel family is checked here with no list to edit. TSan leaves out global_norm: its fixed grid of
-# 1024 blocks of 512 threads, every thread at 11 warp operations and a barrier, takes TSan 4 minutes
-# per precision (docs/cuda-emulator.md); and matmul, whose CPU reference needs OpenMP, which the TSan
+# kernel family is checked here with no list to edit. TSan leaves out global_norm: v1's fixed grid
+# of 1024 blocks of 512 threads, every thread at 11 warp operations and a barrier, takes TSan
+# minutes per precision (docs/cuda-emulator.md); and matmul, whose CPU reference needs OpenMP, which the TSan
 # build has not. Racecheck carries both.
 EMU_TSAN_LEFT_OUT := global_norm matmul
 EMU_BENCHES   := $(filter-out $(if $(filter thread,$(EMU_SANITIZER)),$(EMU_TSAN_LEFT_OUT)),$(DEV_CUDA_BENCHES))
