@@ -5,8 +5,9 @@
 // Max and sum are found in one pass with the online rescaling sum' = sum * exp(m - m') + ...,
 // then a second pass reads the row from memory again (mostly from L2) and writes the gradient, so
 // the row is read twice and written once. A thread's vectors are v, v + 1024, ... (six or seven of
-// a GPT-2 row; the block is smaller where a row has fewer than 1024 vectors), one in flight at a time. (A GPU measured a copy of the row in shared memory, read
-// by the second pass instead, and more vectors in flight: neither was faster, docs/gpu-runs.md.)
+// a GPT-2 row; the block is smaller where a row has fewer than 1024 vectors), one in flight at a
+// time. (A GPU measured a copy of the row in shared memory, read by the second pass instead, and
+// more vectors in flight: neither was faster, docs/gpu-runs.md.)
 // A vector of real columns only (and, in the gradient pass, not the target's) skips the per-column
 // checks: the same arithmetic, with each product rounded on its own (__fmul_rn) so that the
 // compiler fuses it into an FMA in neither form, so the same bits as checking every column.
@@ -173,8 +174,8 @@ inline void fused_classifier(floatX* logits, float* losses, const int* targets, 
                                 " must be a multiple of " + std::to_string(Packed128<floatX>::size) +
                                 " and at least the vocabulary " + std::to_string(V));
   const auto launch_kernel = [&](auto fp8) {
-    launch<fused_classifier_kernel<floatX, decltype(fp8)::value>>(N, classifier_block(Vp), kClassifierSharedBytes, stream,
-                                                                  logits, losses, targets, V, Vp, dloss,
+    launch<fused_classifier_kernel<floatX, decltype(fp8)::value>>(N, classifier_block(Vp), kClassifierSharedBytes,
+                                                                  stream, logits, losses, targets, V, Vp, dloss,
                                                                   write_dlogits, dlogits_fp8);
   };
   if (write_dlogits && dlogits_fp8.data)

@@ -3,6 +3,7 @@
 // one block adds kGlobalNormBlocks partials in a fixed order. Nothing here synchronises with the
 // host; the caller reads the value when it needs it.
 #pragma once
+#include <algorithm>
 #include "llmc/cuda/common.cuh"
 #include "llmc/cuda/kernel_scratch.h"
 #include "llmc/cuda/reduce.cuh"
@@ -20,7 +21,7 @@ template <class T>
 inline int global_norm_blocks(size_t n) {
   const size_t vectors = n / Packed128<T>::size;
   const size_t needed = (vectors + kGlobalNormThreads - 1) / kGlobalNormThreads;
-  return static_cast<int>(needed < 1 ? 1 : needed < size_t(kGlobalNormBlocks) ? needed : kGlobalNormBlocks);
+  return static_cast<int>(std::clamp<size_t>(needed, 1, kGlobalNormBlocks));
 }
 
 // partials[blockIdx] = this block's sum of squares over its grid-stride 16-byte vectors. values
