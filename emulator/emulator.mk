@@ -66,8 +66,8 @@ EMU_LDLIBS       := -lfmt -lpthread
 # Every dev/cuda benchmark the nvcc build has (attention without its cuDNN versions), so that a new
 # kernel family is checked here with no list to edit. TSan leaves out global_norm: v1's fixed grid
 # of 1024 blocks of 512 threads, every thread at 11 warp operations and a barrier, takes TSan
-# minutes per precision (docs/cuda-emulator.md); and matmul, whose CPU reference needs OpenMP, which the TSan
-# build has not. Racecheck carries both.
+# minutes per precision (docs/cuda-emulator.md); and matmul, whose CPU reference needs OpenMP,
+# which the TSan build has not. Racecheck carries both.
 EMU_TSAN_LEFT_OUT := global_norm matmul
 EMU_BENCHES   := $(filter-out $(if $(filter thread,$(EMU_SANITIZER)),$(EMU_TSAN_LEFT_OUT)),$(DEV_CUDA_BENCHES))
 EMU_TESTS     := $(basename $(notdir $(wildcard emulator/tests/*.cu)))

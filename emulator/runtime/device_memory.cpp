@@ -64,10 +64,10 @@ size_t memory_taken() {
 size_t size_of(const Allocation& a) { return a.bytes; }
 size_t size_of(size_t bytes) { return bytes; }
 
-// The allocation of `allocs` (start -> its size, or an Allocation) that holds [p, p + bytes) whole
-// (at least p itself), or null.
-template <class V>
-const std::pair<const uintptr_t, V>* holding(const std::map<uintptr_t, V>& allocs, const void* p, size_t bytes) {
+// The allocation of `allocs` (a map of start -> its size, or an Allocation; const or not) that
+// holds [p, p + bytes) whole (at least p itself), or null.
+template <class Map>
+auto holding(Map& allocs, const void* p, size_t bytes) -> decltype(&*allocs.begin()) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   auto it = allocs.upper_bound(a);
   if (it == allocs.begin()) return nullptr;
@@ -78,7 +78,7 @@ const std::pair<const uintptr_t, V>* holding(const std::map<uintptr_t, V>& alloc
 
 // The device allocation that holds [p, p + bytes), or null.
 const std::pair<const uintptr_t, Allocation>* device_range(const void* p, size_t bytes) {
-  return holding(state().allocations, p, bytes);
+  return holding(std::as_const(state().allocations), p, bytes);
 }
 
 bool is_device(const void* p) {
@@ -178,13 +178,11 @@ std::vector<uintptr_t> opened;
 
 // Unpoisons the allocation holding address `a`, if any, for the rest of the batch.
 void open_allocation_at(uintptr_t a) {
-  auto it = state().allocations.upper_bound(a);
-  if (it == state().allocations.begin()) return;
-  --it;
-  if (a >= it->first + it->second.bytes || it->second.open) return;
-  unpoison(reinterpret_cast<void*>(it->first), it->second.bytes);
-  it->second.open = true;
-  opened.push_back(it->first);
+  auto* held = holding(state().allocations, reinterpret_cast<const void*>(a), 0);
+  if (!held || held->second.open) return;
+  unpoison(reinterpret_cast<void*>(held->first), held->second.bytes);
+  held->second.open = true;
+  opened.push_back(held->first);
 }
 }  // namespace
 
