@@ -171,19 +171,9 @@ cudaError_t fill(const char* call, void* p, int value, size_t count, cudaStream_
 
 // An allocation is usable from the first work of a batch that uses it to the batch's end:
 // `batch_depth` counts the batches open (nested when a library call's work runs inside the
-// scheduler's), `opened` lists the allocations work has unpoisoned. Both under state().mutex.
+// scheduler's), Allocation::open says which allocations work has unpoisoned. Under state().mutex.
 namespace {
 int batch_depth = 0;
-std::vector<uintptr_t> opened;
-
-// Unpoisons the allocation holding address `a`, if any, for the rest of the batch.
-void open_allocation_at(uintptr_t a) {
-  auto* held = holding(state().allocations, reinterpret_cast<const void*>(a), 0);
-  if (!held || held->second.open) return;
-  unpoison(reinterpret_cast<void*>(held->first), held->second.bytes);
-  held->second.open = true;
-  opened.push_back(held->first);
-}
 }  // namespace
 
 DeviceWorkBatch::DeviceWorkBatch() {
@@ -194,24 +184,11 @@ DeviceWorkBatch::DeviceWorkBatch() {
 DeviceWorkBatch::~DeviceWorkBatch() {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (--batch_depth > 0) return;
-  // An allocation freed during the batch is gone from the map (or its address holds a new one,
-  // poisoned when it was made and not open).
-  for (uintptr_t start : opened) {
-    auto it = state().allocations.find(start);
-    if (it == state().allocations.end() || !it->second.open) continue;
-    poison(reinterpret_cast<void*>(start), it->second.bytes);
-    it->second.open = false;
-  }
-  opened.clear();
-}
-
-void with_device_memory(std::initializer_list<const void*> pointers, const std::function<void()>& work) {
-  const DeviceWorkBatch batch;
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    for (const void* p : pointers) open_allocation_at(reinterpret_cast<uintptr_t>(p));
-  }
-  work();
+  for (auto& [start, a] : state().allocations)
+    if (a.open) {
+      poison(reinterpret_cast<void*>(start), a.bytes);
+      a.open = false;
+    }
 }
 
 void with_kernel_memory(const void* args, size_t bytes, const std::function<void()>& work) {
@@ -221,10 +198,18 @@ void with_kernel_memory(const void* args, size_t bytes, const std::function<void
     for (size_t at = 0; at + sizeof(uintptr_t) <= bytes; at += sizeof(uintptr_t)) {
       uintptr_t word;
       std::memcpy(&word, static_cast<const char*>(args) + at, sizeof word);
-      open_allocation_at(word);
+      auto* held = holding(state().allocations, reinterpret_cast<const void*>(word), 0);
+      if (!held || held->second.open) continue;
+      unpoison(reinterpret_cast<void*>(held->first), held->second.bytes);
+      held->second.open = true;
     }
   }
   work();
+}
+
+// The pointers, laid out one after another, are words of arguments like a kernel's.
+void with_device_memory(std::initializer_list<const void*> pointers, const std::function<void()>& work) {
+  with_kernel_memory(pointers.begin(), pointers.size() * sizeof(const void*), work);
 }
 
 bool inside_device_allocation(const void* p, size_t bytes) {

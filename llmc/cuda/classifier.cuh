@@ -16,6 +16,7 @@
 // stored dlogits (fp8_cast) would give. Every exp(x - m) is 2^(x log2e - m log2e): one FFMA and
 // ex2.approx (llmc/cuda/fast_math.cuh).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -58,7 +59,7 @@ constexpr int kClassifierBlock = 1024;
 // warp where that is fewer (a small vocabulary), so that no warp of the block is without a vector.
 inline int classifier_block(int Vp) {
   const int warps = (Vp / Packed128<floatX>::size + kWarpSize - 1) / kWarpSize;
-  return warps * kWarpSize < kClassifierBlock ? warps * kWarpSize : kClassifierBlock;
+  return std::min(warps * kWarpSize, kClassifierBlock);
 }
 
 // The first pass's step over vector v of the row (its values xv): the running max and sum of the
