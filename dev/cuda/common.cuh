@@ -158,6 +158,14 @@ class L2Flush {
   size_t bytes_ = 0;
 };
 
+// One buffer for the program's life (a static of this function, not of the template time_ms, which
+// would hold one per launch type): allocating twice the L2 for every timing cost more than the
+// kernels timed at small shapes.
+inline const L2Flush& l2_flush() {
+  static const L2Flush flush;
+  return flush;
+}
+
 // Set by the first timing, which says how the times are taken.
 inline bool timings_announced = false;
 
@@ -169,9 +177,7 @@ float time_ms(F&& launch, int warmup = 10, int reps = 100) {
     reps = reps_override;
     warmup = std::min(warmup, reps);
   }
-  // One buffer for the program's life: allocating twice the L2 for every timing cost more than the
-  // kernels timed at small shapes.
-  static const L2Flush flush_l2;
+  const L2Flush& flush_l2 = l2_flush();
   if (!timings_announced)
     fmt::print("timings: median of {} runs, L2 ({} MiB) flushed before each\n", reps, flush_l2.bytes() / 2 >> 20);
   timings_announced = true;

@@ -58,8 +58,7 @@ constexpr int kClassifierBlock = 1024;
 // The block for rows of Vp columns: kClassifierBlock, or the row's vectors rounded up to a whole
 // warp where that is fewer (a small vocabulary), so that no warp of the block is without a vector.
 inline int classifier_block(int Vp) {
-  const int warps = (Vp / Packed128<floatX>::size + kWarpSize - 1) / kWarpSize;
-  return std::min(warps * kWarpSize, kClassifierBlock);
+  return std::min(ceil_div(Vp / Packed128<floatX>::size, kWarpSize) * kWarpSize, kClassifierBlock);
 }
 
 // The first pass's step over vector v of the row (its values xv): the running max and sum of the

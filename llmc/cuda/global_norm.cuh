@@ -19,9 +19,8 @@ constexpr int kGlobalNormThreads = 512;
 // +0.0 to a sum of squares changes no bit: the result is the same as the full grid's.
 template <class T>
 inline int global_norm_blocks(size_t n) {
-  const size_t vectors = n / Packed128<T>::size;
-  const size_t needed = (vectors + kGlobalNormThreads - 1) / kGlobalNormThreads;
-  return static_cast<int>(std::clamp<size_t>(needed, 1, kGlobalNormBlocks));
+  const long long vectors = static_cast<long long>(n / Packed128<T>::size);
+  return std::clamp(ceil_div(vectors, kGlobalNormThreads), 1, kGlobalNormBlocks);
 }
 
 // partials[blockIdx] = this block's sum of squares over its grid-stride 16-byte vectors. values
