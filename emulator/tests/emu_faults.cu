@@ -1,6 +1,7 @@
 // One small kernel per failure a GPU (or compute-sanitizer) would report, for tests/emu/check_emu.sh:
 // `emu_faults CASE` runs one case, which is expected to fail in a given way. Every case prints
 // "reached the end" if nothing stopped it, so a fault that goes unnoticed fails the check.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -166,7 +167,12 @@ const std::map<std::string, std::function<void()>> kCases = {
        float* out = device_floats(1);
        float* mine = device_floats(64);
        const float* other = device_floats(64);
-       run([&] { launch<other_allocation_kernel>(1, 32, 0, 0, out, mine, static_cast<long long>(other - mine)); });
+       // The distance in floats from the addresses: subtracting pointers into two allocations is
+       // undefined in C++ (the allocations are 256-byte aligned, so it is whole floats).
+       const long long index = (static_cast<long long>(reinterpret_cast<uintptr_t>(other)) -
+                                static_cast<long long>(reinterpret_cast<uintptr_t>(mine))) /
+                               static_cast<long long>(sizeof(float));
+       run([&] { launch<other_allocation_kernel>(1, 32, 0, 0, out, mine, index); });
      }},
     {"shared_out_of_bounds",
      [] {
