@@ -1,9 +1,10 @@
 // Device memory on the emulated GPU: cudaMalloc and cudaFree, pinned host memory, copies, fills and
 // the free-memory query (less what LLMC_EMU_MEMORY_TAKEN says another process holds). Device memory
 // is host memory from the allocator, filled with 0xFF bytes (NaN in fp32 and bf16) as a real
-// cudaMalloc leaves it uninitialised; under ASan it is poisoned except while the device runs work
-// (a DeviceWorkBatch, while the host waits in the runtime), so host code that touches it directly
-// is reported.
+// cudaMalloc leaves it uninitialised; under ASan an allocation is poisoned except while the device
+// runs work that was given it (a DeviceWorkBatch, while the host waits in the runtime), so host
+// code that touches it directly, or a kernel that reaches into an allocation it was not given, is
+// reported.
 // Copies and fills are queued on their streams; which copies the host waits for follows the
 // runtime's documented synchronisation rules (pinned or pageable host memory, synchronous or
 // asynchronous call).
