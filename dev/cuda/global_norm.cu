@@ -94,7 +94,8 @@ template <class T>
 const std::vector<Version<T>> kVersions = {
     {"v1", "fixed grid, grid-stride scalar loads, block partials, fixed-order finish", {512, 128, 256, 1024}, v1<T>,
      check_sum<T>, cost<T>},
-    {"v2", "llmc/cuda/global_norm.cuh: v1 with 16-byte vector loads", {}, v2<T>, check_pieces<T>, cost<T>},
+    {"v2", "llmc/cuda/global_norm.cuh: v1 with 16-byte vector loads, no more blocks than they fill", {}, v2<T>,
+     check_pieces<T>, cost<T>},
 };
 
 template <class T>
