@@ -2,8 +2,9 @@
 # SIGKILL in the middle of a checkpoint write and SIGTERM at a random moment
 # (tests/lib/crash_scenarios.sh, as tests/cpu/check_crash_resume.sh runs them on the CPU), through
 # the CUDA trainer on the emulated GPU (FP32, ASan + UBSan), on a small model (2 layers, vocabulary
-# 1000) for 12 steps: each resumed run's main.log and final model byte-identical to an uninterrupted
-# run's. Skips (77) without the CUDA headers.
+# 1000) for 18 steps, which leave the SIGTERM time to stop a step (crash_scenarios.sh): each resumed
+# run's main.log and final model byte-identical to an uninterrupted run's. Skips (77) without the
+# CUDA headers.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
@@ -12,7 +13,7 @@ source tests/lib/emu_fp32_trainer.sh
 # shellcheck source-path=SCRIPTDIR source=../lib/crash_scenarios.sh
 source tests/lib/crash_scenarios.sh
 trainer=$emu
-final=12
+final=18
 export OMP_NUM_THREADS=2
 
 /usr/bin/python3 tests/lib/tiny_model_and_shards.py "$tmp" --seed 9 --first-token 7 --layers 2 --heads 2 \

@@ -3,7 +3,9 @@
 # tests/lib/common.sh by tests/cpu/check_crash_resume.sh (the CPU trainer) and
 # tests/emu/check_emu_crash_resume.sh (the CUDA trainer on the emulated GPU). The caller sets
 # `trainer` (the binary) and `final` (the last step of its runs, whose model file is compared); the
-# runs checkpoint every 3 steps (-n 3 in their flags) and write to $tmp/NAME.
+# runs checkpoint every 3 steps (-n 3 in their flags) and write to $tmp/NAME. A run must take well
+# over 0.9 s from checkpoint 6 to the start of its last step, each checkpoint file held 30 ms, so that
+# the SIGTERM, sent up to 0.9 s after checkpoint 6 appears, finds a step to stop.
 
 # shellcheck source=scripts/wait_for.sh
 source scripts/wait_for.sh
@@ -64,7 +66,7 @@ sigterm_resume() {
   local name=$1 ref=$2 pid rc stop
   shift 2
   run_past_checkpoint_6 "$name" 30 "$@"
-  sleep "0.$((RANDOM % 20))"
+  sleep "0.$((RANDOM % 10))"  # 0 to 0.9 s
   kill -TERM "$pid"
   rc=0; wait "$pid" || rc=$?
   [ "$rc" = 0 ] || fail "$name: SIGTERM should exit 0, got $rc"
